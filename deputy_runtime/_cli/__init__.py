@@ -1,0 +1,1 @@
+"""Implementations of the ``deputy-runtime`` subcommands, one module per job."""

@@ -1,0 +1,183 @@
+"""Value types of the chat layer and the Provider protocol.
+
+Everything here is a frozen msgspec Struct so turns, usage and requests can be shared
+between tasks without copying and encoded to JSON without adapters. Contents form one
+tagged union (tag field ``type``) so a whole conversation round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import msgspec
+
+__all__ = [
+    "AssistantTurn",
+    "Content",
+    "ContentText",
+    "ContentThinking",
+    "ContentToolRequest",
+    "ContentToolResult",
+    "ModelRequest",
+    "Provider",
+    "Role",
+    "StreamDelta",
+    "ToolSpec",
+    "Turn",
+    "Usage",
+]
+
+Role: TypeAlias = Literal["user", "assistant", "system"]
+
+
+class ContentText(msgspec.Struct, frozen=True, tag="text"):
+    """Plain text from the user or the model."""
+
+    text: str
+
+
+class ContentThinking(msgspec.Struct, frozen=True, tag="thinking"):
+    """Model reasoning. ``signature``/``redacted`` keep what a provider needs for replay."""
+
+    thinking: str
+    signature: str | None = None
+    redacted: str | None = None
+
+
+class ContentToolRequest(msgspec.Struct, frozen=True, tag="tool_request"):
+    """A tool call requested by the model. ``arguments`` is the parsed JSON object."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ContentToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
+    """The answer to one tool request; lives in a user turn, as in ellmer.
+
+    ``error`` is set (and ``value`` is ``None``) when the call failed or was denied; the
+    model sees the error text.
+    """
+
+    request_id: str
+    value: Any = None
+    error: str | None = None
+
+
+Content: TypeAlias = ContentText | ContentThinking | ContentToolRequest | ContentToolResult
+
+
+class Turn(msgspec.Struct, frozen=True):
+    """One message of a conversation."""
+
+    role: Role
+    contents: tuple[Content, ...]
+
+    @property
+    def text(self) -> str:
+        """The concatenated text contents."""
+        return "".join(c.text for c in self.contents if isinstance(c, ContentText))
+
+    @property
+    def tool_requests(self) -> tuple[ContentToolRequest, ...]:
+        """The tool requests in this turn, in order."""
+        return tuple(c for c in self.contents if isinstance(c, ContentToolRequest))
+
+
+class Usage(msgspec.Struct, frozen=True):
+    """Usage of one or more model requests. ``cost_usd`` is ``None`` when unknown."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens (cached input tokens are part of input, not added)."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        )
+        return Usage(
+            self.requests + other.requests,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            cost,
+        )
+
+
+class AssistantTurn(msgspec.Struct, frozen=True):
+    """What a provider returns for one request: the model's turn plus its accounting.
+
+    ``duration`` is the wall-clock seconds of the request when the provider measured it.
+    """
+
+    contents: tuple[Content, ...]
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+    duration: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The concatenated text contents."""
+        return "".join(c.text for c in self.contents if isinstance(c, ContentText))
+
+    @property
+    def tool_requests(self) -> tuple[ContentToolRequest, ...]:
+        """The tool requests in this turn, in order."""
+        return tuple(c for c in self.contents if isinstance(c, ContentToolRequest))
+
+    def turn(self) -> Turn:
+        """This reply as a history :class:`Turn` with role ``assistant``."""
+        return Turn("assistant", self.contents)
+
+
+class StreamDelta(msgspec.Struct, frozen=True):
+    """An incremental piece of a streamed reply: text or thinking text."""
+
+    text: str = ""
+    thinking: str = ""
+
+
+class ToolSpec(msgspec.Struct, frozen=True):
+    """What a provider needs to offer a tool: name, description and JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelRequest(msgspec.Struct, frozen=True):
+    """One request to a model: system prompt, history, offered tools and parameters."""
+
+    system_prompt: str | None
+    turns: tuple[Turn, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    params: Mapping[str, Any] = msgspec.field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model backend. One call is one request; the provider keeps no conversation.
+
+    ``stream`` yields :class:`StreamDelta` values and the assembled :class:`AssistantTurn`
+    last. A provider that only implements ``complete`` still works everywhere: wrap it with
+    :func:`deputy_runtime.chat.stream_request`, which falls back to one final turn.
+    """
+
+    name: str
+    model: str
+
+    async def complete(self, request: ModelRequest) -> AssistantTurn: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]: ...
+
+    def with_model(self, model: str) -> Provider: ...

@@ -1,0 +1,1 @@
+"""Agent definitions: the AgentDefinition value and its YAML and markdown files."""

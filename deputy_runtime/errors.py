@@ -1,0 +1,159 @@
+"""The exception hierarchy.
+
+Everything the runtime raises on purpose derives from :class:`DeputyError`, so a host can
+catch the runtime's errors in one place. Errors a model can act on (unknown agent, denied
+tool, child failure, limit reached) are returned to the model as tool errors instead of
+being raised; the classes below are for what only the host can fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "BudgetExceeded",
+    "DefinitionError",
+    "DefinitionFileError",
+    "DelegationBindingError",
+    "DeputyError",
+    "PermissionCeilingError",
+    "PermissionModeWideningError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "RateLimitError",
+    "RequestLimitExceeded",
+    "ResourceBusyError",
+    "RunActiveError",
+    "ScriptError",
+    "SkillError",
+    "ToolArgumentError",
+    "ToolDefinitionError",
+    "UsageLimitExceeded",
+]
+
+
+class DeputyError(Exception):
+    """Base class of every error the runtime raises on purpose."""
+
+
+class DefinitionError(DeputyError, ValueError):
+    """An AgentDefinition field is invalid; the message names the field."""
+
+
+class DefinitionFileError(DefinitionError):
+    """A definition file could not be read, written or discovered.
+
+    ``path`` is the file (or directory) concerned; ``line`` and ``column`` are 1-based and
+    set when the YAML parser knows where the problem is.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.column = column
+        self.reason = message
+        where = str(self.path) if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {message}")
+
+
+class SkillError(DeputyError, ValueError):
+    """A skill directory or SKILL.md is missing or malformed; the message names the path."""
+
+
+class ToolDefinitionError(DeputyError, ValueError):
+    """A Tool could not be built (bad name, schema or function signature)."""
+
+
+class ToolArgumentError(DeputyError, ValueError):
+    """A model's tool call had arguments that do not match the tool's schema.
+
+    Returned to the model as a tool error naming the bad argument; never raised to the host
+    by the agent loop.
+    """
+
+
+class DelegationBindingError(DeputyError):
+    """A DelegationPolicy is invalid or could not bind resources for a subagent."""
+
+
+class ResourceBusyError(DelegationBindingError):
+    """An exclusive resource key is held by another delegation (fails at once, no waiting)."""
+
+
+class PermissionCeilingError(DeputyError):
+    """A subagent asked for a permission mode its lead's current mode does not allow."""
+
+
+class PermissionModeWideningError(DeputyError, ValueError):
+    """``set_permission_mode`` was asked to widen permissions; only narrowing is allowed."""
+
+
+class UsageLimitExceeded(DeputyError):
+    """A run reached a usage limit with ``on_exceed="error"``.
+
+    ``stop_reason`` is the typed stop reason (for example ``"request_limit"``) and
+    ``result`` the run's :class:`~deputy_runtime.AgentResult` when one exists.
+    """
+
+    def __init__(self, message: str, *, stop_reason: str, result: object | None = None) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+        self.result = result
+
+
+class RequestLimitExceeded(UsageLimitExceeded):
+    """The request limit was reached with ``on_exceed="error"``."""
+
+
+class BudgetExceeded(UsageLimitExceeded):
+    """A tool-call, token or cost limit was reached with ``on_exceed="error"``."""
+
+
+class RunActiveError(DeputyError, RuntimeError):
+    """An agent already has an active run (one run per agent at a time)."""
+
+
+class ScriptError(DeputyError, AssertionError):
+    """A scripted provider ran out of turns or got a request its script did not expect."""
+
+
+class ProviderError(DeputyError):
+    """A model provider failed. ``status`` is the HTTP status when there was one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        body: object | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.body = body
+
+
+class RateLimitError(ProviderError):
+    """The provider kept answering 429 until the retry budget ran out."""
+
+
+class AuthenticationError(ProviderError):
+    """The provider rejected the credentials (401/403); never retried."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not connect or answer within the configured timeouts."""
+
+
+class BadRequestError(ProviderError):
+    """The provider rejected the request as malformed (400/404/422); never retried."""

@@ -1,0 +1,1 @@
+"""The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
