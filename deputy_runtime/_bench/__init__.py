@@ -1,0 +1,5 @@
+"""The delegation-overhead benchmark harness behind ``deputy-runtime bench``.
+
+It lives inside the package so the command works from an installed wheel; the full
+comparison with other frameworks (``benchmarks/run.py``) reuses it with extra contenders.
+"""
