@@ -1,0 +1,758 @@
+"""Agent: one model, its tools, and the loop that governs every tool call.
+
+The loop is: check limits -> one provider request -> for each requested tool call
+(concurrently within the turn, results kept in request order): limit slot -> permission
+check -> PreToolUse hooks -> the tool -> PostToolUse hooks. It ends when the model answers
+without tool calls, a limit or hook stops it, it is interrupted, or the provider fails.
+The same class runs the lead and every subagent; a subagent additionally carries a
+:class:`Governance` that ties its calls to its lead's live permissions and hooks.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+import sniffio
+
+from .._ids import new_id
+from ..chat._context import reset_current_agent, set_current_agent
+from ..chat._stream import stream_request
+from ..chat._types import (
+    AssistantTurn,
+    ContentText,
+    ContentToolRequest,
+    ContentToolResult,
+    ModelRequest,
+    StreamDelta,
+    ToolSpec,
+    Turn,
+)
+from ..errors import (
+    BudgetExceeded,
+    ProviderError,
+    RequestLimitExceeded,
+    RunActiveError,
+    ToolArgumentError,
+)
+from ..skills import Skill
+from ..tools._invoke import invoke_tool
+from ..tools._tool import Tool
+from ._events import (
+    Event,
+    EventSink,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    PermissionEvent,
+    RunStart,
+    StopEvent,
+    TextDelta,
+    ToolEnd,
+    ToolStart,
+    UsageEvent,
+)
+from ._hooks import HookDecision, HookEvent, HookInput, Hooks
+from ._permissions import PermissionDeny, Permissions, permissions_standard
+from ._usage import AgentUsage, Meter, UsageLimits
+
+if TYPE_CHECKING:
+    from ..chat._chat import Chat
+
+__all__ = ["Agent", "AgentResult", "Governance"]
+
+_PREVIEW_CHARS = 200
+
+
+class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one run.
+
+    ``response`` is the model's last text; ``turns`` the conversation after the run;
+    ``usage`` what this run used (including settled delegations for a lead);
+    ``stop_reason`` one of the typed stop reasons; ``error`` the message when the run
+    failed; ``hook_errors`` the ``"EVENT: message"`` lines of hooks that raised.
+    """
+
+    response: str
+    turns: tuple[Turn, ...]
+    usage: AgentUsage
+    stop_reason: str
+    agent_id: str
+    run_id: str
+    agent_name: str | None = None
+    delegation_id: str | None = None
+    parent_agent_id: str | None = None
+    parent_run_id: str | None = None
+    limits: UsageLimits = UsageLimits()
+    error: str | None = None
+    hook_errors: tuple[str, ...] = ()
+
+
+class Governance:
+    """What binds a subagent to its lead: ids, live lead permissions and hooks.
+
+    ``lead_permissions`` is read at every tool call, so narrowing the lead narrows its
+    running subagents. ``lead_hooks`` is the lead's live registry; ``forwarded`` the hook
+    events it runs for the subagent. ``hook_errors`` collects errors of forwarded hooks.
+    """
+
+    __slots__ = (
+        "delegation_id",
+        "forwarded",
+        "hook_errors",
+        "lead_hooks",
+        "lead_permissions",
+        "parent_agent_id",
+        "parent_run_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        delegation_id: str,
+        parent_agent_id: str,
+        parent_run_id: str | None,
+        lead_permissions: Callable[[], Permissions],
+        lead_hooks: Hooks,
+        forwarded: frozenset[HookEvent],
+    ) -> None:
+        self.delegation_id = delegation_id
+        self.parent_agent_id = parent_agent_id
+        self.parent_run_id = parent_run_id
+        self.lead_permissions = lead_permissions
+        self.lead_hooks = lead_hooks
+        self.forwarded = forwarded
+        self.hook_errors: list[str] = []
+
+
+class _Run:
+    """Mutable state of one run, owned by the run's task."""
+
+    __slots__ = (
+        "emit",
+        "hook_errors",
+        "limits",
+        "meter",
+        "requests",
+        "run_id",
+        "stop_reason",
+        "turns",
+    )
+
+    def __init__(self, run_id: str, limits: UsageLimits, emit: EventSink | None) -> None:
+        self.run_id = run_id
+        self.limits = limits
+        self.meter = Meter(limits)
+        self.emit = emit
+        self.turns: list[Turn] = []
+        self.hook_errors: list[str] = []
+        self.requests = 0
+        # Set by a tool call (hook stop, tool-call limit, permission interrupt); the loop
+        # stops after the current turn's tool calls are answered.
+        self.stop_reason: str | None = None
+
+
+class Agent:
+    """An agent: a chat, tools, permissions, hooks and usage limits, and its run loop.
+
+    One run at a time (:class:`~deputy_runtime.RunActiveError` otherwise). The
+    conversation lives in ``chat`` and carries over between runs; limits count only what
+    each run uses. ``working_dir`` (default: the current directory) bounds the default
+    permissions' write root.
+    """
+
+    def __init__(
+        self,
+        chat: Chat,
+        *,
+        tools: Iterable[Tool] = (),
+        system_prompt: str | None = None,
+        permissions: Permissions | None = None,
+        usage_limits: UsageLimits | None = None,
+        hooks: Hooks | None = None,
+        working_dir: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        skills: Iterable[Skill] = (),
+    ) -> None:
+        wd = Path(os.path.realpath(working_dir if working_dir is not None else os.getcwd()))
+        if not wd.is_dir():
+            raise ValueError(f"working_dir {str(wd)!r} is not an existing directory")
+        self.chat = chat
+        self.working_dir = wd
+        self.name = name
+        self.agent_id = new_id("agent")
+        self.hooks = hooks if hooks is not None else Hooks()
+        self.usage_limits = usage_limits if usage_limits is not None else UsageLimits()
+        self._permissions = (permissions or permissions_standard()).bind(wd)
+        self._skills = tuple(skills)
+        self._base_prompt = system_prompt if system_prompt is not None else chat.get_system_prompt()
+        self._tools: dict[str, Tool] = {}
+        self._specs: tuple[ToolSpec, ...] = ()
+        self.set_tools(tools)
+        self.governance: Governance | None = None
+        self._active = False
+        self._interrupt_reason: str | None = None
+        self._session_started = False
+        self._pending_config: list[HookInput] = []
+        self.last_result: AgentResult | None = None
+
+    # -- configuration -----------------------------------------------------------------
+
+    @property
+    def permissions(self) -> Permissions:
+        """The agent's current permissions."""
+        return self._permissions
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Narrow the permission mode (widening raises PermissionModeWideningError).
+
+        Takes effect at the next tool call, also for running subagents of a lead. The
+        ConfigChange hooks run at the next boundary of the active run (or the next run).
+        """
+        old = self._permissions.mode
+        self._permissions = self._permissions.narrow(mode)
+        if mode != old:
+            self._pending_config.append(
+                self._hook_input(
+                    HookEvent.ConfigChange,
+                    None,
+                    key="permission_mode",
+                    old_value=old,
+                    new_value=mode,
+                )
+            )
+
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace the agent's tools (plus the skills' tools and ``load_skill``)."""
+        collected: dict[str, Tool] = {}
+        for t in self._all_tools(tools):
+            if not isinstance(t, Tool):
+                raise TypeError(f"tools must contain Tool objects, got {type(t).__name__}")
+            if t.name in collected:
+                raise ValueError(f"Duplicate tool name {t.name!r}")
+            collected[t.name] = t
+        self._tools = collected
+        self._specs = tuple(t.spec() for t in collected.values())
+
+    def _all_tools(self, tools: Iterable[Tool]) -> Iterable[Tool]:
+        yield from tools
+        if self._skills:
+            from ..skills import skills_tool
+
+            for skill in self._skills:
+                yield from skill.tools
+            yield skills_tool(self._skills)
+
+    def get_tools(self) -> tuple[Tool, ...]:
+        """The tools offered to the model, in order."""
+        return tuple(self._tools.values())
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt sent with every request (base prompt plus skills section)."""
+        if not self._skills:
+            return self._base_prompt
+        from ..skills import skills_prompt_section
+
+        section = skills_prompt_section(self._skills)
+        return f"{self._base_prompt}\n\n{section}" if self._base_prompt else section
+
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Ask the active run to stop at its next boundary (before a request or tool call)."""
+        self._interrupt_reason = reason
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(
+        self, task: str, *, usage_limits: UsageLimits | None = None
+    ) -> AgentResult:
+        """Run the agent on ``task`` until it answers, stops, or fails; return the result."""
+        return await self._run(task, usage_limits=usage_limits, emit=None)
+
+    def run_sync(self, task: str, *, usage_limits: UsageLimits | None = None) -> AgentResult:
+        """Blocking :meth:`run` for scripts; refuses to run inside an event loop."""
+        try:
+            library = sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            library = None
+        if library is not None:
+            raise RuntimeError(
+                f"run_sync() cannot be called from a running {library} event loop; "
+                "use 'await agent.run(...)' instead"
+            )
+        return anyio.run(lambda: self.run(task, usage_limits=usage_limits))
+
+    async def run_stream(
+        self, task: str, *, usage_limits: UsageLimits | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Run on ``task`` and yield its events as they happen; the stop event comes last.
+
+        For a lead, subagents' events are included, tagged with their delegation ids.
+        Breaking out early cancels the run; wrap the iterator in
+        ``contextlib.aclosing`` so that happens promptly.
+        """
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        failure: list[BaseException] = []
+
+        async def produce() -> None:
+            with send:
+                try:
+                    await self._run(task, usage_limits=usage_limits, emit=send.send_nowait)
+                except Exception as exc:
+                    failure.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(produce)
+            with receive:
+                async for event in receive:
+                    yield event
+        if failure:
+            raise failure[0]
+
+    async def _run(
+        self,
+        task: str,
+        *,
+        usage_limits: UsageLimits | None,
+        emit: EventSink | None,
+        run_id: str | None = None,
+    ) -> AgentResult:
+        if self._active:
+            raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
+        if not isinstance(task, str):
+            raise TypeError(f"task must be a string, got {type(task).__name__}")
+        self._active = True
+        self._interrupt_reason = None
+        run = _Run(run_id or new_id("run"), usage_limits or self.usage_limits, emit)
+        run.turns = list(self.chat.get_turns())
+        error: BaseException | None = None
+        try:
+            await self._loop(run, task)
+        except _ProviderFailure as exc:
+            error = exc
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._active = False
+            result = self._finish(run, error)
+            self.last_result = result
+        if run.limits.on_exceed == "error":
+            self._raise_limit(result)
+        if self._wants(HookEvent.Stop) or self._pending_config:
+            await self._drain_config(run)
+            await self._fire(run, self._hook_input(HookEvent.Stop, run, reason=result.stop_reason))
+        return result
+
+    def _wants(self, event: HookEvent) -> bool:
+        """Whether any hook (own or a lead's forwarded one) listens to ``event``."""
+        gov = self.governance
+        return self.hooks.has(event) or (
+            gov is not None and event in gov.forwarded and gov.lead_hooks.has(event)
+        )
+
+    async def _loop(self, run: _Run, task: str) -> None:
+        if not self._session_started:
+            self._session_started = True
+            if self._wants(HookEvent.SessionStart):
+                await self._fire(run, self._hook_input(HookEvent.SessionStart, run))
+        if run.emit is not None:
+            run.emit(RunStart(**self._ids(run), task=task, limits=run.limits))
+        if self._wants(HookEvent.UserPromptSubmit):
+            decision = await self._fire(
+                run, self._hook_input(HookEvent.UserPromptSubmit, run, prompt=task)
+            )
+            if decision is not None and decision.decision in ("deny", "stop"):
+                run.stop_reason = "hook_requested_stop"
+                return
+        run.turns.append(Turn("user", (ContentText(task),)))
+        while True:
+            if self._pending_config:
+                await self._drain_config(run)
+            if self._interrupt_reason is not None:
+                run.stop_reason = "interrupted"
+                return
+            limit = run.meter.before_request()
+            if limit is not None:
+                run.stop_reason = limit
+                return
+            try:
+                reply = await self._request(run)
+            except ProviderError as exc:
+                run.stop_reason = "provider_error"
+                raise _ProviderFailure(str(exc)) from exc
+            run.meter.add_response(reply.usage)
+            run.turns.append(reply.turn())
+            calls = reply.tool_requests
+            if run.emit is not None:
+                run.emit(
+                    ModelResponseEvent(
+                        **self._ids(run),
+                        index=run.requests,
+                        finish_reason=reply.finish_reason,
+                        tool_calls=len(calls),
+                        input_tokens=reply.usage.input_tokens,
+                        output_tokens=reply.usage.output_tokens,
+                        duration=reply.duration,
+                    )
+                )
+            if not calls:
+                run.stop_reason = "complete"
+                return
+            over = run.meter.exceeded(reaching=False)
+            if over is not None:
+                run.stop_reason = over
+                return  # _finish answers the open tool calls
+            results = await self._run_tool_calls(run, calls)
+            run.turns.append(Turn("user", results))
+            if run.stop_reason is not None:
+                return
+
+    async def _request(self, run: _Run) -> AssistantTurn:
+        run.requests += 1
+        provider = self.chat.provider
+        request = ModelRequest(self.system_prompt, tuple(run.turns), self._specs, self._params())
+        if run.emit is not None:
+            run.emit(ModelRequestEvent(**self._ids(run), index=run.requests, model=provider.model))
+        token = set_current_agent(self.name)
+        try:
+            if run.emit is None:
+                return await provider.complete(request)
+            final: AssistantTurn | None = None
+            async for item in stream_request(provider, request):
+                if isinstance(item, StreamDelta):
+                    if item.text:
+                        run.emit(TextDelta(**self._ids(run), text=item.text))
+                else:
+                    final = item
+            assert final is not None  # stream_request guarantees a final turn
+            return final
+        finally:
+            reset_current_agent(token)
+
+    def _params(self) -> dict[str, Any]:
+        params = getattr(self.chat, "params", None)
+        return dict(params) if params else {}
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    async def _run_tool_calls(
+        self, run: _Run, calls: Sequence[ContentToolRequest]
+    ) -> tuple[ContentToolResult, ...]:
+        # Limit slots are taken synchronously in request order, before anything runs.
+        slots = [run.meter.take_tool_call() for _ in calls]
+        if len(calls) == 1:
+            return (await self._tool_call(run, calls[0], slots[0]),)
+        results: list[ContentToolResult | None] = [None] * len(calls)
+
+        async def one(i: int) -> None:
+            results[i] = await self._tool_call(run, calls[i], slots[i])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(calls)):
+                tg.start_soon(one, i)
+        return tuple(r for r in results if r is not None)
+
+    async def _tool_call(
+        self, run: _Run, call: ContentToolRequest, slot: bool
+    ) -> ContentToolResult:
+        call_id = call.id or new_id("tool")
+        if not slot:
+            run.stop_reason = run.stop_reason or "tool_call_limit"
+            return ContentToolResult(call.id, error="Tool call limit reached; the call did not run.")
+        if self._interrupt_reason is not None:
+            run.stop_reason = run.stop_reason or "interrupted"
+            return ContentToolResult(call.id, error="The run was interrupted; the call did not run.")
+        tool = self._tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self._tools) or "none"
+            return ContentToolResult(
+                call.id, error=f"Unknown tool: {call.name}. Available tools: {names}"
+            )
+        pre = (
+            self._hook_input(HookEvent.PreToolUse, run, call=call, call_id=call_id)
+            if self._permissions.can_use_tool is not None or self._wants(HookEvent.PreToolUse)
+            else None
+        )
+        denied = await self._check_permission(run, tool, call, call_id, pre)
+        if denied is not None:
+            return ContentToolResult(call.id, error=denied)
+        if pre is not None and self._wants(HookEvent.PreToolUse):
+            decision = await self._fire(run, pre)
+            if decision is not None and decision.decision == "stop":
+                run.stop_reason = run.stop_reason or "hook_requested_stop"
+                return ContentToolResult(call.id, error=f"Run stopped by hook: {decision.reason}")
+            if decision is not None and decision.decision == "deny":
+                return ContentToolResult(call.id, error=f"Denied by hook: {decision.reason}")
+        return await self._execute(run, tool, call, call_id)
+
+    async def _check_permission(
+        self,
+        run: _Run,
+        tool: Tool,
+        call: ContentToolRequest,
+        call_id: str,
+        context: HookInput | None,
+    ) -> str | None:
+        """The denial reason, or ``None`` when the call may go ahead.
+
+        ``can_use_tool`` receives ``context``: the call's PreToolUse hook input.
+        """
+        result = await self._permissions.check(tool, call.arguments, context)
+        denial = result if isinstance(result, PermissionDeny) else None
+        if denial is None and self.governance is not None:
+            # A subagent is also bounded by its lead's *current* permissions.
+            denial = self.governance.lead_permissions().check_static(tool, call.arguments)
+            if denial is not None:
+                denial = PermissionDeny(f"{denial.reason} (lead's current permissions)")
+        elif (
+            denial is not None
+            and self.governance is None
+            and self.hooks.has(HookEvent.PermissionRequest)
+        ):
+            # Only an agent's own calls can be approved by PermissionRequest hooks; a
+            # subagent's never reach its lead (the ceiling must hold).
+            decision = await self._fire(
+                run,
+                self._hook_input(
+                    HookEvent.PermissionRequest,
+                    run,
+                    call=call,
+                    call_id=call_id,
+                    permission_reason=denial.reason,
+                ),
+            )
+            if decision is not None:
+                if decision.decision == "allow":
+                    denial = None
+                elif decision.reason:
+                    denial = PermissionDeny(decision.reason, denial.interrupt)
+        if run.emit is not None:
+            run.emit(
+                PermissionEvent(
+                    **self._ids(run),
+                    tool_call_id=call_id,
+                    tool_name=call.name,
+                    decision="deny" if denial else "allow",
+                    reason=denial.reason if denial else None,
+                )
+            )
+        if denial is None:
+            return None
+        if denial.interrupt:
+            run.stop_reason = run.stop_reason or "interrupted"
+        if self._wants(HookEvent.Notification):
+            await self._fire(
+                run,
+                self._hook_input(
+                    HookEvent.Notification, run, message=f"permission_denied: {denial.reason}"
+                ),
+            )
+        return f"Permission denied: {denial.reason}"
+
+    async def _execute(
+        self, run: _Run, tool: Tool, call: ContentToolRequest, call_id: str
+    ) -> ContentToolResult:
+        emit = run.emit
+        started = time.perf_counter()
+        if emit is not None:
+            emit(
+                ToolStart(
+                    **self._ids(run),
+                    tool_call_id=call_id,
+                    tool_name=call.name,
+                    arguments=call.arguments,
+                    call_delegation_id=self._call_delegation_id(call_id),
+                )
+            )
+        value: Any = None
+        error: str | None = None
+        try:
+            value = await self._invoke(run, tool, call, call_id)
+        except ToolArgumentError as exc:
+            error = f"Invalid arguments: {exc}"
+        except Exception as exc:
+            error = f"Tool calling failed with error {exc}"
+        event = HookEvent.PostToolUse if error is None else HookEvent.PostToolUseFailure
+        if self._wants(event):
+            decision = await self._fire(
+                run,
+                self._hook_input(
+                    event, run, call=call, call_id=call_id, tool_result=value, tool_error=error
+                ),
+            )
+            if decision is not None and decision.decision == "stop":
+                run.stop_reason = run.stop_reason or "hook_requested_stop"
+        if emit is not None:
+            emit(
+                ToolEnd(
+                    **self._ids(run),
+                    tool_call_id=call_id,
+                    tool_name=call.name,
+                    error=error,
+                    result_preview=_preview(value) if error is None else None,
+                    duration=time.perf_counter() - started,
+                    call_delegation_id=self._call_delegation_id(call_id),
+                )
+            )
+        return ContentToolResult(call.id, value=value, error=error)
+
+    async def _invoke(self, run: _Run, tool: Tool, call: ContentToolRequest, call_id: str) -> Any:
+        """Run one tool; LeadAgent overrides this for its delegate tool."""
+        return await invoke_tool(tool, call.arguments)
+
+    def _call_delegation_id(self, call_id: str) -> str | None:
+        """The delegation a tool call started, if any (LeadAgent overrides)."""
+        return None
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def _hook_input(
+        self,
+        event: HookEvent,
+        run: _Run | None,
+        *,
+        call: ContentToolRequest | None = None,
+        call_id: str | None = None,
+        **fields: Any,
+    ) -> HookInput:
+        gov = self.governance
+        return HookInput(
+            event=event,
+            agent_id=self.agent_id,
+            agent_name=self.name,
+            run_id=run.run_id if run is not None else None,
+            working_dir=str(self.working_dir),
+            delegation_id=gov.delegation_id if gov else None,
+            parent_agent_id=gov.parent_agent_id if gov else None,
+            parent_run_id=gov.parent_run_id if gov else None,
+            tool_call_id=call_id,
+            tool_name=call.name if call is not None else None,
+            tool_input=call.arguments if call is not None else None,
+            permission_mode=self._permissions.mode,
+            **fields,
+        )
+
+    async def _fire(self, run: _Run, hook_input: HookInput) -> HookDecision | None:
+        """Run own hooks, then (for a subagent) the lead's forwarded hooks."""
+        decision: HookDecision | None = None
+        if self.hooks.has(hook_input.event):
+            decision = await self.hooks.dispatch(hook_input, run.hook_errors)
+        gov = self.governance
+        if decision is None and gov is not None and hook_input.event in gov.forwarded:
+            decision = await gov.lead_hooks.dispatch(hook_input, gov.hook_errors)
+        return decision
+
+    async def _drain_config(self, run: _Run) -> None:
+        pending, self._pending_config = self._pending_config, []
+        for hook_input in pending:
+            await self._fire(run, msgspec.structs.replace(hook_input, run_id=run.run_id))
+
+    # -- finishing -------------------------------------------------------------------------
+
+    def _ids(self, run: _Run) -> dict[str, Any]:
+        gov = self.governance
+        if gov is None:
+            return {"agent_id": self.agent_id, "agent_name": self.name, "run_id": run.run_id}
+        return {
+            "agent_id": self.agent_id,
+            "agent_name": self.name,
+            "run_id": run.run_id,
+            "delegation_id": gov.delegation_id,
+            "parent_agent_id": gov.parent_agent_id,
+            "parent_run_id": gov.parent_run_id,
+        }
+
+    def _finish(self, run: _Run, error: BaseException | None) -> AgentResult:
+        """Close open tool calls, store turns, emit usage and stop; never awaits."""
+        _answer_open_calls(run.turns)
+        self.chat.set_turns(run.turns)
+        message: str | None = None
+        if isinstance(error, _ProviderFailure):
+            message = str(error)
+        elif error is not None:
+            run.stop_reason = "interrupted" if _is_cancellation(error) else "error"
+            message = None if _is_cancellation(error) else f"{type(error).__name__}: {error}"
+        reason = run.stop_reason or "error"
+        usage = run.meter.snapshot()
+        if run.emit is not None:
+            ids = self._ids(run)
+            run.emit(UsageEvent(**ids, usage=usage, limits=run.limits))
+            run.emit(StopEvent(**ids, stop_reason=reason, usage=usage, error=message))
+        gov = self.governance
+        return AgentResult(
+            response=_last_text(run.turns),
+            turns=tuple(run.turns),
+            usage=usage,
+            stop_reason=reason,
+            agent_id=self.agent_id,
+            run_id=run.run_id,
+            agent_name=self.name,
+            delegation_id=gov.delegation_id if gov else None,
+            parent_agent_id=gov.parent_agent_id if gov else None,
+            parent_run_id=gov.parent_run_id if gov else None,
+            limits=run.limits,
+            error=message,
+            hook_errors=tuple(run.hook_errors),
+        )
+
+    @staticmethod
+    def _raise_limit(result: AgentResult) -> None:
+        reason = result.stop_reason
+        if reason == "request_limit":
+            raise RequestLimitExceeded(
+                "Run stopped: request limit reached", stop_reason=reason, result=result
+            )
+        if reason.endswith("_limit"):
+            raise BudgetExceeded(
+                f"Run stopped: {reason.replace('_', ' ')} reached",
+                stop_reason=reason,
+                result=result,
+            )
+
+
+class _ProviderFailure(Exception):
+    """Internal: the provider failed; the run ends with stop reason provider_error."""
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    return isinstance(exc, anyio.get_cancelled_exc_class()) or (
+        isinstance(exc, BaseExceptionGroup)
+        and all(_is_cancellation(e) for e in exc.exceptions)
+    )
+
+
+def _answer_open_calls(turns: list[Turn]) -> None:
+    """Give every unanswered tool request an error result so the history stays valid."""
+    if not turns or turns[-1].role != "assistant":
+        return
+    open_calls = turns[-1].tool_requests
+    if open_calls:
+        turns.append(
+            Turn(
+                "user",
+                tuple(
+                    ContentToolResult(c.id, error="The run stopped before this tool call ran.")
+                    for c in open_calls
+                ),
+            )
+        )
+
+
+def _last_text(turns: list[Turn]) -> str:
+    for turn in reversed(turns):
+        if turn.role == "assistant":
+            text = turn.text
+            if text:
+                return text
+    return ""
+
+
+def _preview(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"

@@ -1,0 +1,212 @@
+"""Run events: one msgspec tagged union (tag field ``type``), JSON-encodable.
+
+Every event carries the emitting agent's ``agent_id``, ``agent_name`` and ``run_id``;
+events from inside a delegation also carry ``delegation_id``, ``parent_agent_id`` and
+``parent_run_id``, so a host reading a lead's stream can tell every subagent apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, TypeAlias
+
+import msgspec
+
+from ._usage import AgentUsage, UsageLimits
+
+__all__ = [
+    "DelegationEnd",
+    "DelegationStart",
+    "Event",
+    "EventLogWriter",
+    "EventSink",
+    "ModelRequestEvent",
+    "ModelResponseEvent",
+    "PermissionEvent",
+    "RunStart",
+    "StopEvent",
+    "TextDelta",
+    "ToolEnd",
+    "ToolStart",
+    "UsageEvent",
+    "WarningEvent",
+    "decode_event",
+    "encode_event",
+]
+
+
+class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    agent_id: str
+    agent_name: str | None = None
+    run_id: str
+    delegation_id: str | None = None
+    parent_agent_id: str | None = None
+    parent_run_id: str | None = None
+
+
+class RunStart(_Base, tag="run_start"):
+    """A run began with ``task`` under ``limits``."""
+
+    task: str
+    limits: UsageLimits
+
+
+class ModelRequestEvent(_Base, tag="model_request"):
+    """A model request is about to be sent (``index`` counts from 1 within the run)."""
+
+    index: int
+    model: str
+
+
+class ModelResponseEvent(_Base, tag="model_response"):
+    """A model response arrived."""
+
+    index: int
+    finish_reason: str | None
+    tool_calls: int
+    input_tokens: int
+    output_tokens: int
+    duration: float | None = None
+
+
+class TextDelta(_Base, tag="text"):
+    """A piece of streamed model text."""
+
+    text: str
+
+
+class ToolStart(_Base, tag="tool_start"):
+    """A tool call passed its checks and is about to run.
+
+    For ``delegate_to_agent`` the ``call_delegation_id`` names the delegation it starts.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    call_delegation_id: str | None = None
+
+
+class ToolEnd(_Base, tag="tool_end"):
+    """A tool call finished; ``error`` is set when it failed or was refused."""
+
+    tool_call_id: str
+    tool_name: str
+    error: str | None = None
+    result_preview: str | None = None
+    duration: float = 0.0
+    call_delegation_id: str | None = None
+
+
+class PermissionEvent(_Base, tag="permission"):
+    """A permission decision on a tool call."""
+
+    tool_call_id: str
+    tool_name: str
+    decision: str
+    reason: str | None = None
+
+
+class UsageEvent(_Base, tag="usage"):
+    """The run's usage, emitted just before its stop event."""
+
+    usage: AgentUsage
+    limits: UsageLimits
+
+
+class WarningEvent(_Base, tag="warning"):
+    """Something the host should know about that did not stop the run."""
+
+    message: str
+
+
+class StopEvent(_Base, tag="stop"):
+    """The run ended. Always the last event of a run, also when it was cancelled."""
+
+    stop_reason: str
+    usage: AgentUsage
+    error: str | None = None
+
+
+class DelegationStart(_Base, tag="delegation_start"):
+    """A delegation was admitted. Carries the subagent's ids (``agent_id``, ``run_id``,
+    ``delegation_id``) with the lead as parent; the subagent's own events follow."""
+
+    task: str
+    limits: UsageLimits | None = None
+    tool_call_id: str | None = None
+
+
+class DelegationEnd(_Base, tag="delegation_end"):
+    """A delegation settled: its final status, stop reason and usage."""
+
+    status: str
+    stop_reason: str
+    usage: AgentUsage
+    error: str | None = None
+    tool_call_id: str | None = None
+
+
+Event: TypeAlias = (
+    RunStart
+    | ModelRequestEvent
+    | ModelResponseEvent
+    | TextDelta
+    | ToolStart
+    | ToolEnd
+    | PermissionEvent
+    | UsageEvent
+    | WarningEvent
+    | StopEvent
+    | DelegationStart
+    | DelegationEnd
+)
+
+EventSink: TypeAlias = Callable[[Event], None]
+
+_encoder = msgspec.json.Encoder()
+_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as compact JSON bytes (no trailing newline)."""
+    return _encoder.encode(event)
+
+
+def decode_event(data: bytes | str) -> Event:
+    """Parse JSON produced by :func:`encode_event` back into an event."""
+    return _decoder.decode(data)
+
+
+class EventLogWriter:
+    """Writes events as JSON lines to a file or stream; use as an event sink.
+
+    ``EventLogWriter(path)`` appends to a file it owns (close it, or use it as a context
+    manager); ``EventLogWriter(stream=sys.stdout.buffer)`` writes to a stream it does not own.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, stream: IO[bytes] | None = None):
+        if (path is None) == (stream is None):
+            raise ValueError("EventLogWriter needs exactly one of path or stream")
+        self._owned = stream is None
+        self._stream: IO[bytes] = open(path, "ab") if path is not None else stream  # type: ignore[assignment]  # noqa: SIM115
+
+    def __call__(self, event: Event) -> None:
+        self._stream.write(_encoder.encode(event) + b"\n")
+
+    def flush(self) -> None:
+        """Flush the underlying stream."""
+        self._stream.flush()
+
+    def close(self) -> None:
+        """Flush, and close the file if this writer opened it."""
+        self._stream.flush()
+        if self._owned:
+            self._stream.close()
+
+    def __enter__(self) -> EventLogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

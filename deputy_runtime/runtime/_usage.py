@@ -1,0 +1,315 @@
+"""Usage limits, per-run accounting and budget reservations.
+
+A run's :class:`Meter` counts what the run used (its own requests and tool calls plus the
+settled usage of its delegations) and what running delegations have *reserved*. A child's
+limits are carved out of ``limit - used - reserved`` and reserved in the same synchronous
+step, so parallel delegations can never together be granted more than the lead has.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from ..chat._types import Usage
+
+__all__ = [
+    "STOP_REASONS",
+    "AgentUsage",
+    "Meter",
+    "Reservation",
+    "StopReason",
+    "UsageLimits",
+]
+
+StopReason: TypeAlias = Literal[
+    "complete",
+    "request_limit",
+    "tool_call_limit",
+    "input_token_limit",
+    "output_token_limit",
+    "total_token_limit",
+    "cost_limit",
+    "hook_requested_stop",
+    "interrupted",
+    "provider_error",
+    "error",
+]
+
+STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
+
+_INT_MAX = 2**31 - 1
+
+# (field of UsageLimits, stop reason) in the order limits are reported.
+_LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("max_requests", "request_limit"),
+    ("max_tool_calls", "tool_call_limit"),
+    ("max_input_tokens", "input_token_limit"),
+    ("max_output_tokens", "output_token_limit"),
+    ("max_total_tokens", "total_token_limit"),
+    ("max_cost_usd", "cost_limit"),
+)
+
+
+def _check_count(name: str, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"UsageLimits.{name} must be an int or None, got {value!r}")
+    if not 0 <= value <= _INT_MAX:
+        raise ValueError(f"UsageLimits.{name} must be between 0 and {_INT_MAX}, got {value}")
+
+
+class UsageLimits(msgspec.Struct, frozen=True):
+    """Per-run limits. ``None`` means unlimited; every run of an agent starts from zero.
+
+    Request and tool-call limits are exact: they are checked before the request or call.
+    Token and cost limits are checked after each response, so a run can exceed them by
+    at most one response. ``on_exceed="stop"`` ends the run with a typed stop reason;
+    ``"error"`` raises :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
+    :class:`~deputy_runtime.BudgetExceeded` (everything else) after the final usage event.
+    """
+
+    max_requests: int | None = 25
+    max_tool_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_cost_usd: float | None = None
+    on_exceed: Literal["stop", "error"] = "stop"
+
+    def __post_init__(self) -> None:
+        for name, _ in _LIMIT_FIELDS[:-1]:
+            _check_count(name, getattr(self, name))
+        cost = self.max_cost_usd
+        if cost is not None:
+            if isinstance(cost, bool) or not isinstance(cost, int | float):
+                raise TypeError(f"UsageLimits.max_cost_usd must be a number or None, got {cost!r}")
+            if not math.isfinite(cost) or cost < 0:
+                raise ValueError(
+                    f"UsageLimits.max_cost_usd must be finite and >= 0, got {cost!r}"
+                )
+        if self.on_exceed not in ("stop", "error"):
+            raise ValueError(
+                f"UsageLimits.on_exceed must be 'stop' or 'error', got {self.on_exceed!r}"
+            )
+
+
+class AgentUsage(msgspec.Struct, frozen=True):
+    """What a run used: its own requests and tool calls plus settled delegations."""
+
+    requests: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens; cached input tokens are part of input, not added."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: AgentUsage) -> AgentUsage:
+        return AgentUsage(
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            _add_cost(self.cost_usd, other.cost_usd),
+        )
+
+
+def _add_cost(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class Reservation:
+    """Budget held by one running delegation; released exactly once."""
+
+    __slots__ = ("limits", "released")
+
+    def __init__(self, limits: UsageLimits) -> None:
+        self.limits = limits
+        self.released = False
+
+
+class Meter:
+    """Mutable usage counters of one run plus the reservations of its running delegations.
+
+    Only the run's own task group touches a meter, and every method is synchronous, so a
+    check followed by a reservation can never interleave with another delegation's.
+    """
+
+    __slots__ = (
+        "cached_input_tokens",
+        "cost_reported",
+        "cost_usd",
+        "input_tokens",
+        "limits",
+        "output_tokens",
+        "requests",
+        "reservations",
+        "tool_calls",
+    )
+
+    def __init__(self, limits: UsageLimits) -> None:
+        self.limits = limits
+        self.requests = 0
+        self.tool_calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cached_input_tokens = 0
+        self.cost_usd = 0.0
+        self.cost_reported = False
+        self.reservations: set[Reservation] = set()
+
+    # -- accounting ---------------------------------------------------------------------
+
+    def add_response(self, usage: Usage) -> None:
+        """Count one model response (``usage.requests`` is normally 1)."""
+        self.requests += usage.requests or 1
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_input_tokens += usage.cached_input_tokens
+        if usage.cost_usd is not None:
+            self.cost_reported = True
+            self.cost_usd += usage.cost_usd
+
+    def add_external(self, usage: AgentUsage) -> None:
+        """Add a settled delegation's actual usage to this run."""
+        self.requests += usage.requests
+        self.tool_calls += usage.tool_calls
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_input_tokens += usage.cached_input_tokens
+        if usage.cost_usd is not None:
+            self.cost_reported = True
+            self.cost_usd += usage.cost_usd
+
+    def snapshot(self) -> AgentUsage:
+        """The usage so far as an immutable value."""
+        return AgentUsage(
+            self.requests,
+            self.tool_calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_input_tokens,
+            self.cost_usd if self.cost_reported else None,
+        )
+
+    # -- limit checks ---------------------------------------------------------------------
+
+    def _used(self, field: str) -> float:
+        if field == "max_requests":
+            return self.requests
+        if field == "max_tool_calls":
+            return self.tool_calls
+        if field == "max_input_tokens":
+            return self.input_tokens
+        if field == "max_output_tokens":
+            return self.output_tokens
+        if field == "max_total_tokens":
+            return self.input_tokens + self.output_tokens
+        return self.cost_usd
+
+    def exceeded(self, *, reaching: bool) -> str | None:
+        """The stop reason of the first limit passed, or ``None``.
+
+        With ``reaching=True`` (before a request, before a tool call, after delegated
+        usage is added) a limit that is exactly reached counts as well, except the
+        tool-call limit, which only stops the next call.
+        """
+        limits = self.limits
+        for field, reason in _LIMIT_FIELDS:
+            limit = getattr(limits, field)
+            if limit is None:
+                continue
+            used = self._used(field)
+            if used > limit or (reaching and used >= limit and field != "max_tool_calls"):
+                return reason
+        return None
+
+    def before_request(self) -> str | None:
+        """The stop reason if another model request is not allowed."""
+        return self.exceeded(reaching=True)
+
+    def take_tool_call(self) -> bool:
+        """Count one tool call if the tool-call limit allows it; ``False`` if it does not."""
+        limit = self.limits.max_tool_calls
+        if limit is not None and self.tool_calls >= limit:
+            return False
+        self.tool_calls += 1
+        return True
+
+    # -- reservations ----------------------------------------------------------------------
+
+    def _remaining(self, field: str) -> float | None:
+        limit = getattr(self.limits, field)
+        if limit is None:
+            return None
+        reserved = 0.0
+        for r in self.reservations:
+            value = getattr(r.limits, field)
+            if value is not None:
+                reserved += value
+        remaining = max(0, limit - self._used(field) - reserved)
+        # Costs are floats: round away representation noise so 0.3 - 0.1 - 0.2 is 0.
+        return round(remaining, 12) if field == "max_cost_usd" else remaining
+
+    def reserve_child(
+        self, max_requests: int | None, overrides: UsageLimits | None = None
+    ) -> Reservation:
+        """Carve a child's limits out of what is left and reserve them, atomically.
+
+        Each field is ``limit - used - reserved`` (unset stays unset); ``max_requests`` is
+        further capped by the definition's value. ``overrides`` (host-given limits) can
+        only tighten the result.
+        """
+        values: dict[str, float | int | None] = {}
+        for field, _ in _LIMIT_FIELDS:
+            remaining = self._remaining(field)
+            if remaining is not None and field != "max_cost_usd":
+                remaining = int(remaining)
+            if overrides is not None:
+                remaining = _tighter(remaining, getattr(overrides, field))
+            values[field] = remaining
+        if max_requests is not None:
+            values["max_requests"] = _tighter(values["max_requests"], max_requests)
+        limits = UsageLimits(
+            max_requests=_as_int(values["max_requests"]),
+            max_tool_calls=_as_int(values["max_tool_calls"]),
+            max_input_tokens=_as_int(values["max_input_tokens"]),
+            max_output_tokens=_as_int(values["max_output_tokens"]),
+            max_total_tokens=_as_int(values["max_total_tokens"]),
+            max_cost_usd=values["max_cost_usd"],
+            on_exceed=self.limits.on_exceed,
+        )
+        reservation = Reservation(limits)
+        self.reservations.add(reservation)
+        return reservation
+
+    def release(self, reservation: Reservation) -> None:
+        """Release a reservation; a second release does nothing."""
+        if not reservation.released:
+            reservation.released = True
+            self.reservations.discard(reservation)
+
+
+def _tighter(a: float | int | None, b: float | int | None) -> float | int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _as_int(value: float | int | None) -> int | None:
+    return None if value is None else int(value)
