@@ -1,0 +1,189 @@
+"""Splitting a markdown agent file into YAML frontmatter and body, AgentLane-compatible.
+
+The rules follow AgentLane 0.22's shared frontmatter parser exactly, so real Claude Code
+and AgentLane files split the same way here: the text must start with ``---`` at offset
+0; lines are split with :meth:`str.splitlines` (so CR, CRLF, VT, FF, FS/GS/RS, NEL,
+U+2028 and U+2029 all end a line); the first line and the closing fence are lines whose
+whitespace-stripped text is exactly ``---`` (the first such line wins, even inside a YAML
+block scalar); frontmatter and body are the lines in between and after, joined with
+``\\n``. The frontmatter is loaded with PyYAML's safe loader (YAML 1.1 typing, duplicate
+keys: last wins). Where AgentLane silently returns "no agent" we raise
+:class:`~deputy_runtime.errors.DefinitionFileError` with the line, and unlike AgentLane we
+also reject YAML aliases (they let a small file expand without bound when coerced to text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import DefinitionFileError
+
+__all__ = [
+    "LINE_BREAKS",
+    "MAX_BODY_LINES",
+    "MAX_DESCRIPTION_LENGTH",
+    "Frontmatter",
+    "parse_frontmatter",
+]
+
+#: AgentLane's AGENT_MAX_DESCRIPTION_LENGTH, in code points.
+MAX_DESCRIPTION_LENGTH = 1024
+#: AgentLane's AGENT_MAX_INSTRUCTIONS_LINES.
+MAX_BODY_LINES = 1000
+#: Every character :meth:`str.splitlines` treats as a line boundary.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Errors the safe loader can raise on hostile input besides YAMLError: bad dates
+# (ValueError), deep nesting in the pure-Python loader (RecursionError).
+_LOAD_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """A split and loaded agent file.
+
+    ``data`` is the frontmatter mapping as PyYAML built it; ``lines`` maps each top-level
+    key to the 1-based file line of its (last) occurrence and ``item_lines`` maps a key
+    whose value is a sequence to the lines of its items; ``body`` is the raw body (lines
+    after the closing fence joined with ``\\n``, not yet stripped).
+    """
+
+    data: dict[Any, Any]
+    body: str
+    body_line: int
+    lines: dict[str, int] = field(default_factory=dict)
+    item_lines: dict[str, list[int]] = field(default_factory=dict)
+
+    def line(self, key: str, index: int | None = None) -> int | None:
+        """The file line of ``key`` (or of its ``index``-th item), if known."""
+        if index is not None:
+            items = self.item_lines.get(key, [])
+            if 0 <= index < len(items):
+                return items[index]
+        return self.lines.get(key)
+
+
+def _split(text: str, path: Path) -> tuple[str, str, int]:
+    """Return (frontmatter text, raw body, 1-based line of the closing fence)."""
+    hint = (
+        "a markdown agent file must start with a line '---', then YAML frontmatter, then "
+        "a closing line '---', then the prompt"
+    )
+    if not text:
+        raise DefinitionFileError(f"no YAML frontmatter: the file is empty; {hint}", path=path)
+    lines = text.splitlines()
+    if not text.startswith("---") or lines[0].strip() != "---":
+        first = lines[0] if lines else ""
+        extra = ""
+        if first.strip() == "---" or (not first.strip() and "---" in lines[:5]):
+            extra = " (remove the leading blank line or whitespace before '---')"
+        raise DefinitionFileError(
+            f"no YAML frontmatter: the first line is {first[:40]!r}, expected '---'{extra}; {hint}",
+            path=path,
+            line=1,
+        )
+    for index in range(1, len(lines)):
+        if lines[index].strip() == "---":
+            return "\n".join(lines[1:index]), "\n".join(lines[index + 1 :]), index + 1
+    raise DefinitionFileError(
+        "no YAML frontmatter: the '---' on line 1 is never closed; add a line containing "
+        "only '---' after the frontmatter (a line such as '--- # note' does not count)",
+        path=path,
+        line=1,
+    )
+
+
+def _nodes(root: yaml.Node) -> Iterator[yaml.Node]:
+    """Every node reachable from ``root``, iteratively (no recursion limit on depth)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.append(key)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def _reject_aliases(root: yaml.Node, path: Path, offset: int) -> None:
+    # The composer resolves an alias to the very node its anchor names, so a node reached
+    # twice is an alias (this also catches recursive anchors).
+    seen: set[int] = set()
+    for node in _nodes(root):
+        if id(node) in seen:
+            raise DefinitionFileError(
+                "YAML aliases (*name) are not supported in agent files; write the value out",
+                path=path,
+                line=node.start_mark.line + offset,
+            )
+        seen.add(id(node))
+
+
+def _yaml_error(exc: BaseException, path: Path, offset: int) -> DefinitionFileError:
+    if isinstance(exc, RecursionError):
+        return DefinitionFileError("frontmatter is nested too deeply", path=path)
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    line = column = None
+    if mark is not None:
+        line, column = mark.line + offset, mark.column + 1
+    hint = " (indent YAML with spaces, not tabs)" if "\\t" in problem or "'\t'" in problem else ""
+    return DefinitionFileError(
+        f"invalid YAML in frontmatter: {problem}{hint}", path=path, line=line, column=column
+    )
+
+
+def _locate(root: yaml.MappingNode, offset: int) -> tuple[dict[str, int], dict[str, list[int]]]:
+    lines: dict[str, int] = {}
+    item_lines: dict[str, list[int]] = {}
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and isinstance(key.value, str):
+            lines[key.value] = key.start_mark.line + offset
+            if isinstance(value, yaml.SequenceNode):
+                item_lines[key.value] = [item.start_mark.line + offset for item in value.value]
+            else:
+                item_lines.pop(key.value, None)
+    return lines, item_lines
+
+
+def parse_frontmatter(text: str, path: Path) -> Frontmatter:
+    """Split ``text`` (already decoded, BOM removed) and load its frontmatter mapping."""
+    yaml_text, body, fence_line = _split(text, path)
+    offset = 2  # frontmatter line 0 is file line 2 (line 1 is the opening fence)
+    loader = _Loader(yaml_text)
+    try:
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _reject_aliases(root, path, offset)
+                data = loader.construct_document(root)
+        except DefinitionFileError:
+            raise
+        except _LOAD_ERRORS as exc:
+            raise _yaml_error(exc, path, offset) from None
+    finally:
+        loader.dispose()
+    if root is None or data is None:
+        raise DefinitionFileError(
+            "frontmatter is empty; expected a YAML mapping such as 'name: reviewer' and "
+            "'description: ...' between the '---' lines",
+            path=path,
+            line=1,
+        )
+    if not isinstance(data, dict) or not isinstance(root, yaml.MappingNode):
+        kind = type(data).__name__
+        raise DefinitionFileError(
+            f"frontmatter must be a YAML mapping of keys to values, got a {kind}",
+            path=path,
+            line=offset,
+        )
+    lines, item_lines = _locate(root, offset)
+    return Frontmatter(data, body, fence_line + 1, lines, item_lines)

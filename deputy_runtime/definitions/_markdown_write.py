@@ -1,0 +1,235 @@
+"""Writing AgentDefinitions as markdown agent files, exactly or not at all.
+
+The writer emits frontmatter that every AgentLane-compatible reader splits and types the
+same way (no line of it strips to ``---``, no exotic line separators, strings quoted where
+YAML 1.1 would retype them, no aliases), reads its own output back before installing it,
+and refuses a definition the format cannot carry instead of writing something that would
+load differently. Installation is atomic, as for YAML files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import DefinitionError, DefinitionFileError
+from ._files import check_path_argument, install_atomically
+from ._frontmatter import LINE_BREAKS, MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH
+from ._markdown_read import (
+    SkillRegistry,
+    ToolRegistry,
+    build_definition,
+    check_registries,
+    parse_markdown,
+)
+from ._model import FIELD_NAMES, AgentDefinition
+
+__all__ = ["UNCARRIED_FIELDS", "agent_definition_to_markdown", "markdown_text"]
+
+#: AgentDefinition fields a markdown file cannot carry (when not ``None``): Claude Code's
+#: ``memory`` key names a memory scope (user/project/local), not memory text.
+UNCARRIED_FIELDS = ("memory",)
+
+# deputy permission mode -> the key written (Claude Code's name where one matches exactly).
+_PERMISSION_NAMES = {
+    "standard": "default",
+    "plan": "plan",
+    "full": "bypassPermissions",
+    "readonly": "readonly",
+}
+_EXOTIC_BREAKS = LINE_BREAKS.replace("\n", "")
+
+
+def agent_definition_to_markdown(
+    definition: AgentDefinition,
+    path: str | os.PathLike[str],
+    tools: Mapping[str, Any] | None = None,
+    skills: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``definition`` as a markdown agent file, atomically; return the path.
+
+    Tools and skills are written as their keys in the host's registries (each object must
+    match exactly one entry). The prompt becomes the body and, like the description, loses
+    surrounding whitespace (markdown readers strip it). A definition the format cannot
+    carry exactly (``memory`` set, a prompt over 1000 lines or with line separators other
+    than ``\\n``, a description over 1024 characters) raises DefinitionFileError naming the
+    field; nothing is written then. Without ``overwrite`` an existing file is never
+    replaced, even one created concurrently.
+    """
+    tool_registry, skill_registry = check_registries(tools, skills)
+    dest = check_path_argument(path)
+    if not isinstance(definition, AgentDefinition):
+        raise DefinitionError(
+            f"definition: expected an AgentDefinition, got {type(definition).__name__}"
+        )
+    if not isinstance(overwrite, bool):
+        raise DefinitionFileError(f"overwrite must be True or False, got {overwrite!r}", path=dest)
+    text = markdown_text(definition, dest, tool_registry, skill_registry)
+    return install_atomically(dest, text.encode("utf-8"), overwrite)
+
+
+def markdown_text(
+    definition: AgentDefinition,
+    path: Path,
+    tool_registry: ToolRegistry,
+    skill_registry: SkillRegistry,
+) -> str:
+    """The markdown file for ``definition``, checked to read back to the same definition."""
+    _check_carried(definition, path)
+    record: dict[str, Any] = {
+        "name": definition.name,
+        "description": definition.description.strip(),
+        "tools": _Flow(_keys(definition.tools, tool_registry, "tools", path)),
+    }
+    if definition.disallowed_tools is not None:
+        record["disallowedTools"] = _Flow(definition.disallowed_tools)
+    record["model"] = definition.model
+    if definition.permission_mode is not None:
+        record["permissionMode"] = _PERMISSION_NAMES[definition.permission_mode]
+    if definition.max_requests is not None:
+        record["maxTurns"] = definition.max_requests
+    if definition.skills:
+        record["skills"] = _Flow(_keys(definition.skills, skill_registry, "skills", path))
+    if definition.mcp_servers is not None:
+        record["mcpServers"] = _Flow(definition.mcp_servers)
+    if definition.initial_prompt is not None:
+        record["initialPrompt"] = definition.initial_prompt
+    if definition.params is not None:
+        record["model_args"] = _plain(definition.params)
+    frontmatter = yaml.dump(
+        record,
+        Dumper=_Dumper,
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=2**31 - 1,
+        line_break="\n",
+    )
+    text = f"---\n{frontmatter}---\n{definition.prompt.strip()}\n"
+    _check_round_trip(text, definition, path, tool_registry, skill_registry)
+    return text
+
+
+def _check_carried(definition: AgentDefinition, path: Path) -> None:
+    if definition.memory is not None:
+        raise DefinitionFileError(
+            "memory cannot be written to a markdown agent file: Claude Code's 'memory' key "
+            "names a memory scope (user, project or local), not memory entries; move the "
+            "entries into the prompt, set memory=None, or keep this definition in YAML",
+            path=path,
+        )
+    prompt = definition.prompt.strip()
+    breaks = sorted({f"U+{ord(c):04X}" for c in prompt if c in _EXOTIC_BREAKS})
+    if breaks:
+        raise DefinitionFileError(
+            f"prompt cannot be written to markdown exactly: it contains line separators "
+            f"({', '.join(breaks)}) that markdown readers turn into plain newlines",
+            path=path,
+        )
+    lines = len(prompt.splitlines())
+    if lines > MAX_BODY_LINES:
+        raise DefinitionFileError(
+            f"prompt cannot be written to markdown: it has {lines} lines and markdown agent "
+            f"files carry at most {MAX_BODY_LINES} (readers truncate the rest); shorten it "
+            "or keep this definition in YAML",
+            path=path,
+        )
+    size = len(definition.description.strip())
+    if size > MAX_DESCRIPTION_LENGTH:
+        raise DefinitionFileError(
+            f"description cannot be written to markdown: it has {size} characters and "
+            f"markdown readers keep only the first {MAX_DESCRIPTION_LENGTH}",
+            path=path,
+        )
+
+
+def _keys(
+    objects: tuple[Any, ...], registry: Mapping[str, Any], field: str, path: Path
+) -> list[str]:
+    keys = []
+    for obj in objects:
+        # Objects match by identity (tools compare by identity anyway); skill paths by value.
+        found = [
+            key
+            for key, value in registry.items()
+            if value is obj or (isinstance(obj, str) and value == obj)
+        ]
+        if len(found) != 1:
+            label = getattr(obj, "name", obj)
+            why = "is missing from" if not found else f"matches {len(found)} entries of"
+            raise DefinitionFileError(
+                f"{field}: {label!r} {why} the {field} registry; each {field} object must "
+                "match exactly one registry entry",
+                path=path,
+            )
+        keys.append(found[0])
+    return keys
+
+
+def _check_round_trip(
+    text: str,
+    definition: AgentDefinition,
+    path: Path,
+    tool_registry: ToolRegistry,
+    skill_registry: SkillRegistry,
+) -> None:
+    try:
+        back = build_definition(parse_markdown(text, path), tool_registry, skill_registry)
+    except DefinitionFileError as exc:
+        raise DefinitionFileError(
+            f"the definition cannot be written as markdown: it would not read back ({exc.reason})",
+            path=path,
+        ) from None
+    expected = definition.replace(
+        description=definition.description.strip(), prompt=definition.prompt.strip()
+    )
+    for field in FIELD_NAMES:
+        if getattr(back, field) != getattr(expected, field):
+            raise DefinitionFileError(
+                f"{field} cannot be written to markdown exactly: it would read back as "
+                f"{getattr(back, field)!r} instead of {getattr(expected, field)!r}",
+                path=path,
+            )
+
+
+class _Flow(list[Any]):
+    """A list written in flow style (``[a, b]``), as name lists usually are."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block mappings, flow name lists, no aliases, safe string styles."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # readers reject aliases
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style: str | None = None
+    if any(c in _EXOTIC_BREAKS for c in value):
+        style = '"'  # escaped, so the frontmatter's lines split the same everywhere
+    elif "\n" in value:
+        # A literal block line that strips to '---' would close the frontmatter early.
+        style = '"' if any(line.strip() == "---" for line in value.split("\n")) else "|"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+def _represent_flow(dumper: yaml.SafeDumper, value: _Flow) -> yaml.SequenceNode:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
+
+
+_Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(_Flow, _represent_flow)
+
+
+def _plain(value: Any) -> Any:
+    """Frozen params (mappingproxy, tuples) as plain dicts and lists for the dumper."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    return value
