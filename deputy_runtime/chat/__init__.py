@@ -1,5 +1,41 @@
 """The chat layer: turns, content, usage, the Provider protocol and ellmer-style Chat."""
 
+from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
+from ._context import (
+    agent_name_scope,
+    current_agent_name,
+    reset_current_agent,
+    set_current_agent,
+)
+from ._registry import (
+    ProviderFactory,
+    UnknownProviderError,
+    chat,
+    is_provider_name,
+    parse_model_spec,
+    provider_names,
+    register_provider,
+    resolve_provider,
+    unregister_provider,
+)
+from ._scripted import (
+    DEFAULT_SCRIPTED_USAGE,
+    ScriptedProvider,
+    reply,
+    tool_call,
+    tool_calls,
+)
+from ._stream import stream_request
+from ._toolloop import (
+    CANCELLED_TOOL_CALL_ERROR,
+    TOOL_ERROR_PREFIX,
+    ToolLoopLimitError,
+    repair_turns,
+    run_tool,
+    run_tools,
+    tool_error_text,
+    trailing_repairs,
+)
 from ._types import (
     AssistantTurn,
     Content,
@@ -17,7 +53,12 @@ from ._types import (
 )
 
 __all__ = [
+    "CANCELLED_TOOL_CALL_ERROR",
+    "DEFAULT_MAX_TOOL_ROUNDS",
+    "DEFAULT_SCRIPTED_USAGE",
+    "TOOL_ERROR_PREFIX",
     "AssistantTurn",
+    "Chat",
     "Content",
     "ContentText",
     "ContentThinking",
@@ -25,9 +66,33 @@ __all__ = [
     "ContentToolResult",
     "ModelRequest",
     "Provider",
+    "ProviderFactory",
     "Role",
+    "ScriptedProvider",
     "StreamDelta",
+    "ToolLoopLimitError",
     "ToolSpec",
     "Turn",
+    "UnknownProviderError",
     "Usage",
+    "agent_name_scope",
+    "chat",
+    "current_agent_name",
+    "is_provider_name",
+    "parse_model_spec",
+    "provider_names",
+    "register_provider",
+    "repair_turns",
+    "reply",
+    "reset_current_agent",
+    "resolve_provider",
+    "run_tool",
+    "run_tools",
+    "set_current_agent",
+    "stream_request",
+    "tool_call",
+    "tool_calls",
+    "tool_error_text",
+    "trailing_repairs",
+    "unregister_provider",
 ]

@@ -1,0 +1,48 @@
+"""Which agent is talking to the model right now.
+
+The Agent runtime wraps every provider call in :func:`agent_name_scope`, so code that
+sees only a :class:`~deputy_runtime.chat.ModelRequest` (the scripted provider picking the
+script of the agent, logging, host providers) can still tell which agent asked. A
+ContextVar is used because anyio copies the context into child tasks: concurrent
+delegations each see their own name without any locking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+
+__all__ = [
+    "agent_name_scope",
+    "current_agent_name",
+    "reset_current_agent",
+    "set_current_agent",
+]
+
+_current_agent: ContextVar[str | None] = ContextVar("deputy_runtime_current_agent", default=None)
+
+
+def current_agent_name() -> str | None:
+    """The name of the agent whose model request is in progress, or ``None`` outside one."""
+    return _current_agent.get()
+
+
+def set_current_agent(name: str | None) -> Token[str | None]:
+    """Set the current agent name; pass the returned token to :func:`reset_current_agent`."""
+    return _current_agent.set(name)
+
+
+def reset_current_agent(token: Token[str | None]) -> None:
+    """Restore the agent name that was current before :func:`set_current_agent`."""
+    _current_agent.reset(token)
+
+
+@contextmanager
+def agent_name_scope(name: str | None) -> Iterator[None]:
+    """Make ``name`` the current agent name for the duration of the ``with`` block."""
+    token = _current_agent.set(name)
+    try:
+        yield
+    finally:
+        _current_agent.reset(token)

@@ -1,0 +1,73 @@
+"""One streamed model request over any provider, streaming or not."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+import anyio
+
+from ..errors import ProviderError
+from ._types import AssistantTurn, ModelRequest, Provider, StreamDelta
+
+__all__ = ["stream_request"]
+
+
+async def stream_request(
+    provider: Provider, request: ModelRequest
+) -> AsyncGenerator[StreamDelta | AssistantTurn, None]:
+    """Send ``request`` and yield :class:`StreamDelta` values, then the final turn.
+
+    Uses ``provider.stream`` when the provider has one; a provider that only implements
+    ``complete`` (or whose ``stream`` raises ``NotImplementedError`` before yielding)
+    yields just its final :class:`AssistantTurn`. The final turn is always the last item,
+    and exactly once: a stream that ends without one raises :class:`ProviderError` instead
+    of handing the caller a half turn. Close the generator early (``aclosing``) to abandon
+    the request; the provider's stream is closed under a shielded scope.
+    """
+    stream = getattr(provider, "stream", None)
+    if stream is None:
+        yield await provider.complete(request)
+        return
+    try:
+        agen: AsyncIterator[StreamDelta | AssistantTurn] = stream(request)
+    except NotImplementedError:
+        yield await provider.complete(request)
+        return
+    final: AssistantTurn | None = None
+    started = False
+    try:
+        while True:
+            try:
+                item = await agen.__anext__()
+            except StopAsyncIteration:
+                break
+            except NotImplementedError:
+                if started:
+                    raise
+                final = await provider.complete(request)
+                yield final
+                return
+            started = True
+            if isinstance(item, AssistantTurn):
+                final = item
+                yield item
+                break
+            yield item
+    finally:
+        await _aclose(agen)
+    if final is None:
+        raise ProviderError(
+            f"provider {getattr(provider, 'name', '?')!r} ended its stream without a final "
+            "assistant turn",
+            provider=getattr(provider, "name", None),
+        )
+
+
+async def _aclose(agen: Any) -> None:
+    # Closing must finish even when the caller is being cancelled, or the provider's HTTP
+    # response would stay open until garbage collection.
+    aclose = getattr(agen, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()

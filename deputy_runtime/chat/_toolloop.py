@@ -1,0 +1,165 @@
+"""Pieces of the tool loop: running tool calls, tool error text, repairing histories.
+
+Kept apart from :class:`~deputy_runtime.chat.Chat` so the Agent runtime, which runs its
+own loop, can reuse the same error wording and history repair.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import DeputyError
+from ._types import (
+    ContentToolRequest,
+    ContentToolResult,
+    Turn,
+)
+
+if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
+    from ..tools._tool import Tool
+
+__all__ = [
+    "CANCELLED_TOOL_CALL_ERROR",
+    "TOOL_ERROR_PREFIX",
+    "ToolLoopLimitError",
+    "repair_turns",
+    "run_tool",
+    "run_tools",
+    "tool_error_text",
+    "trailing_repairs",
+]
+
+#: Prefix of every tool error the model sees (ellmer's wording).
+TOOL_ERROR_PREFIX = "Tool calling failed with error "
+#: Error result given to a tool request that never got an answer.
+CANCELLED_TOOL_CALL_ERROR = "Tool call was not answered (cancelled)"
+
+
+class ToolLoopLimitError(DeputyError, RuntimeError):
+    """The model kept calling tools for more than ``max_tool_rounds`` rounds."""
+
+    def __init__(self, message: str, *, max_tool_rounds: int) -> None:
+        super().__init__(message)
+        self.max_tool_rounds = max_tool_rounds
+
+
+def tool_error_text(error: BaseException | str) -> str:
+    """The text a model sees for a failed tool call: ``Tool calling failed with error <msg>``."""
+    if isinstance(error, BaseException):
+        return TOOL_ERROR_PREFIX + (str(error) or type(error).__name__)
+    return TOOL_ERROR_PREFIX + error
+
+
+_invoke: Callable[[Tool, dict[str, Any]], Awaitable[Any]] | None = None
+
+
+async def _fallback_invoke(tool: Tool, arguments: dict[str, Any]) -> Any:
+    # Used only until deputy_runtime.tools._invoke exists: no schema validation.
+    args = tool.validator(arguments) if tool.validator is not None else arguments
+    if tool.run_in_thread:
+        return await anyio.to_thread.run_sync(lambda: tool.function(**args))
+    result = tool.function(**args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _resolve_invoke() -> Callable[[Tool, dict[str, Any]], Awaitable[Any]]:
+    global _invoke
+    try:
+        module = importlib.import_module("deputy_runtime.tools._invoke")
+    except ImportError:
+        _invoke = _fallback_invoke
+    else:
+        _invoke = module.invoke_tool
+    return _invoke
+
+
+async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> ContentToolResult:
+    """Run one tool request and return its result; every failure becomes an error result.
+
+    Unknown tools and exceptions raised by the tool (including argument validation
+    errors) are returned as ``Tool calling failed with error ...`` so the model can
+    recover. Cancellation is not caught.
+    """
+    tool = tools.get(request.name)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        return ContentToolResult(
+            request.id,
+            error=tool_error_text(f"Unknown tool {request.name!r}; available tools: {known}"),
+        )
+    invoke = _invoke or _resolve_invoke()
+    try:
+        value = await invoke(tool, request.arguments)
+    except Exception as exc:
+        return ContentToolResult(request.id, error=tool_error_text(exc))
+    return ContentToolResult(request.id, value=value)
+
+
+async def run_tools(
+    tools: Mapping[str, Tool], requests: Sequence[ContentToolRequest]
+) -> tuple[ContentToolResult, ...]:
+    """Run the requests of one assistant turn concurrently; results keep request order."""
+    if len(requests) == 1:
+        return (await run_tool(tools, requests[0]),)
+    results: list[ContentToolResult | None] = [None] * len(requests)
+
+    async def one(index: int, request: ContentToolRequest) -> None:
+        results[index] = await run_tool(tools, request)
+
+    async with anyio.create_task_group() as tg:
+        for index, request in enumerate(requests):
+            tg.start_soon(one, index, request)
+    return tuple(r for r in results if r is not None)
+
+
+def repair_turns(turns: Sequence[Turn]) -> list[Turn] | None:
+    """Answer every unanswered tool request in ``turns``; ``None`` when nothing is missing.
+
+    A missing result is added, as an error result saying the call was not answered, to
+    the user turn that follows the assistant turn (or to a new user turn inserted after
+    it). A trailing assistant turn is left alone: its repairs go into the next user turn,
+    see :func:`trailing_repairs`.
+    """
+    out: list[Turn] = []
+    changed = False
+    pending: tuple[ContentToolRequest, ...] = ()
+    for turn in turns:
+        if pending:
+            answered = (
+                {c.request_id for c in turn.contents if isinstance(c, ContentToolResult)}
+                if turn.role == "user"
+                else set()
+            )
+            missing = [
+                ContentToolResult(req.id, error=CANCELLED_TOOL_CALL_ERROR)
+                for req in pending
+                if req.id not in answered
+            ]
+            if missing:
+                changed = True
+                if turn.role == "user":
+                    turn = Turn("user", (*missing, *turn.contents))
+                else:
+                    out.append(Turn("user", tuple(missing)))
+            pending = ()
+        out.append(turn)
+        if turn.role == "assistant":
+            pending = turn.tool_requests
+    return out if changed else None
+
+
+def trailing_repairs(turns: Sequence[Turn]) -> list[ContentToolResult]:
+    """Error results for the tool requests of a trailing assistant turn."""
+    if not turns or turns[-1].role != "assistant":
+        return []
+    return [
+        ContentToolResult(req.id, error=CANCELLED_TOOL_CALL_ERROR)
+        for req in turns[-1].tool_requests
+    ]
