@@ -1,0 +1,62 @@
+"""Running one tool call: validate the arguments, then call the function.
+
+This is on the agent loop's hot path, so it does the least it can: one validator call
+(the ``@tool`` msgspec converter, or a cached hand-written-schema validator) and one
+function call. The function's own exceptions propagate unchanged; the agent reports them
+to the model as tool errors.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from functools import partial
+from types import CoroutineType
+from typing import Any
+
+import anyio.to_thread
+
+from ._schema import schema_validator
+from ._tool import Tool
+
+__all__ = ["invoke_tool", "tool_validator"]
+
+_Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
+# Validators for tools without one, keyed by the id of the parameters dict. The dict is
+# kept alive in the entry, so an id is never reused while its entry exists.
+_CACHE: dict[int, tuple[dict[str, Any], _Validator]] = {}
+_CACHE_MAX = 1024
+
+
+def tool_validator(tool: Tool) -> _Validator:
+    """The validator for ``tool``: its own, or one compiled from its JSON Schema."""
+    if tool.validator is not None:
+        return tool.validator
+    params = tool.parameters
+    entry = _CACHE.get(id(params))
+    if entry is not None and entry[0] is params:
+        return entry[1]
+    validator = schema_validator(params, tool.name)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[id(params)] = (params, validator)
+    return validator
+
+
+async def invoke_tool(tool: Tool, arguments: Mapping[str, Any]) -> Any:
+    """Validate ``arguments`` against ``tool`` and run it; return what it returns.
+
+    Raises :class:`~deputy_runtime.errors.ToolArgumentError` naming the bad argument when
+    the arguments do not fit the schema (the function does not run). Async functions are
+    awaited; sync ones run inline, or in a worker thread when ``tool.run_in_thread``.
+    """
+    validator = tool.validator
+    kwargs = validator(arguments) if validator is not None else tool_validator(tool)(arguments)
+    if tool.run_in_thread:
+        func = tool.function
+        if not inspect.iscoroutinefunction(func):
+            return await anyio.to_thread.run_sync(partial(func, **kwargs))
+    result = tool.function(**kwargs)
+    if type(result) is CoroutineType or inspect.isawaitable(result):
+        return await result
+    return result
