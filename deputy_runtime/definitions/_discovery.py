@@ -1,0 +1,111 @@
+"""Discovery: every definition file at the top of one directory, all valid or none.
+
+Top level only, ``.yaml``/``.yml`` in any case (and ``.md`` when asked), hidden files
+skipped, sorted by name in code point order so the result never depends on the locale.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import DefinitionFileError
+from ._files import check_path_argument, read_definition_text
+from ._format import definition_from_yaml
+from ._model import AgentDefinition
+from ._registry import SkillRegistry, ToolRegistry, check_skill_registry, check_tool_registry
+
+__all__ = ["agent_definitions", "candidate_names", "markdown_reader"]
+
+_YAML_SUFFIXES = (".yaml", ".yml")
+_MARKDOWN_SUFFIX = ".md"
+
+MarkdownReader = Callable[[Path, ToolRegistry, SkillRegistry], AgentDefinition]
+
+
+def markdown_reader() -> MarkdownReader | None:
+    """The markdown agent-file reader, or None if this build does not have one."""
+    try:
+        module = importlib.import_module("deputy_runtime.definitions._markdown")
+    except ModuleNotFoundError as exc:
+        if exc.name != "deputy_runtime.definitions._markdown":
+            raise
+        return None
+    reader: MarkdownReader = module.agent_definition_from_markdown
+    return reader
+
+
+def candidate_names(directory: Path, *, markdown: bool) -> list[str]:
+    """Names of the entries discovery reads in ``directory``, in code point order."""
+    suffixes = (*_YAML_SUFFIXES, _MARKDOWN_SUFFIX) if markdown else _YAML_SUFFIXES
+    try:
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise DefinitionFileError(
+            f"Could not list the directory: {exc.strerror or exc}", path=directory
+        ) from None
+    return sorted(
+        name for name in names if not name.startswith(".") and name.lower().endswith(suffixes)
+    )
+
+
+def agent_definitions(
+    path: str | Path = ".deputy/agents",
+    tools: ToolRegistry | None = None,
+    skills: SkillRegistry | None = None,
+    *,
+    markdown: bool = False,
+) -> dict[str, AgentDefinition]:
+    """Read every definition file in the directory ``path``; map canonical names to them.
+
+    Reads top-level ``*.yaml``/``*.yml`` files (any case; hidden files skipped; also
+    ``*.md`` agent files when ``markdown=True``) in code point order of their names.
+    Any invalid file, or two files with the same canonical name, aborts the whole
+    discovery with a DefinitionFileError naming the file(s). A missing directory gives
+    ``{}``; the result can be passed straight to a LeadAgent as its subagents.
+    """
+    directory = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, directory)
+    skill_registry = check_skill_registry(skills, directory)
+    try:
+        st = os.stat(directory)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise DefinitionFileError(
+            f"Could not inspect the directory: {exc.strerror or exc}", path=directory
+        ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise DefinitionFileError(
+            "Expected a directory of definition files, but the path is a file; use "
+            "agent_definition_read() for a single file",
+            path=directory,
+        )
+    reader = markdown_reader() if markdown else None
+    if markdown and reader is None:
+        raise DefinitionFileError(
+            "markdown=True needs markdown agent-file support, which this build lacks",
+            path=directory,
+        )
+    result: dict[str, AgentDefinition] = {}
+    origin: dict[str, str] = {}
+    for name in candidate_names(directory, markdown=markdown):
+        file = directory / name
+        if reader is not None and name.lower().endswith(_MARKDOWN_SUFFIX):
+            definition = reader(file, tool_registry, skill_registry)
+        else:
+            text = read_definition_text(file)
+            definition = definition_from_yaml(text, file, tool_registry, skill_registry)
+        if definition.name in result:
+            raise DefinitionFileError(
+                f"Duplicate AgentDefinition names: {definition.name!r} is defined by both "
+                f"{origin[definition.name]} and {name}; names must be unique after "
+                "lowercasing",
+                path=directory,
+            )
+        result[definition.name] = definition
+        origin[definition.name] = name
+    return result

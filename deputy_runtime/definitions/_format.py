@@ -1,0 +1,310 @@
+"""YAML definition files, format version 1: reading and writing one file.
+
+A file is one mapping: ``version: 1`` plus the fields of :class:`AgentDefinition`. Tools
+and skills are registry keys. Reading loads no code, connects nothing and builds no agent.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import DefinitionError, DefinitionFileError
+from ._files import check_path_argument, install_atomically, read_definition_text
+from ._model import FIELD_NAMES, AgentDefinition, DefinitionFieldError
+from ._registry import (
+    SkillRegistry,
+    ToolRegistry,
+    check_skill_registry,
+    check_tool_registry,
+    registry_key,
+)
+from ._yaml import Mark, YAMLProblem, dump_yaml, load_yaml
+
+__all__ = [
+    "FORMAT_FIELDS",
+    "agent_definition_read",
+    "agent_definition_write",
+    "definition_from_yaml",
+    "definition_to_yaml",
+]
+
+#: Keys a format-1 file may hold, in the order they are written.
+FORMAT_FIELDS: Final = ("version", *FIELD_NAMES)
+_REQUIRED: Final = ("name", "description", "prompt")
+_STRING_LISTS: Final = ("disallowed_tools", "memory", "mcp_servers")
+_YAML11 = "YAML 1.1 reads unquoted yes/no/on/off/true/false as booleans and 123 as a number"
+
+
+def _kind(value: object) -> str:
+    """How a YAML value reads back, in the file's own terms."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"the date {value.isoformat()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return "a sequence" if isinstance(value, list) else "a mapping"
+
+
+def _quote_hint(value: object) -> str:
+    scalar = isinstance(value, (bool, int, float, datetime.date))
+    return f"; put it in quotes to make it a string ({_YAML11})" if scalar else ""
+
+
+class _Reader:
+    """Turns one loaded YAML record into an AgentDefinition, pointing errors at lines."""
+
+    def __init__(
+        self, path: Path, marks: dict[object, Mark], tools: ToolRegistry, skills: SkillRegistry
+    ) -> None:
+        self.path = path
+        self.marks = marks
+        self.tools = tools
+        self.skills = skills
+
+    def fail(self, message: str, at: object = None) -> DefinitionFileError:
+        line, column = self.marks.get(at, (None, None)) if at is not None else (None, None)
+        return DefinitionFileError(message, path=self.path, line=line, column=column)
+
+    def definition(self, record: object) -> AgentDefinition:
+        if not isinstance(record, dict):
+            what = "the file is empty" if record is None else f"it holds {_kind(record)}"
+            raise self.fail(
+                "Expected a mapping containing only documented fields (version: 1, name, "
+                f"description, prompt, ...), but {what}"
+            )
+        self.check_keys(record)
+        self.check_version(record)
+        missing = [field for field in _REQUIRED if field not in record]
+        if missing:
+            raise self.fail(
+                f"Required fields: name, description, prompt; missing: {', '.join(missing)}"
+            )
+        fields: dict[str, Any] = {}
+        for field in ("name", "description", "prompt", "model", "initial_prompt"):
+            if field in record:
+                fields[field] = self.string(record, field, nullable=field == "initial_prompt")
+        fields["tools"] = self.references(record, "tools", self.tools)
+        fields["skills"] = self.references(record, "skills", self.skills)
+        for field in _STRING_LISTS:
+            if field in record:
+                fields[field] = self.strings(record, field)
+        if "max_requests" in record:
+            fields["max_requests"] = self.max_requests(record["max_requests"])
+        for field in ("permission_mode", "params"):
+            if field in record:
+                fields[field] = record[field]
+        try:
+            return AgentDefinition(**fields)
+        except DefinitionFieldError as exc:
+            raise self.fail(f"{exc.field}: {exc.problem}", exc.field) from None
+        except DefinitionError as exc:  # pragma: no cover - every field error names its field
+            raise self.fail(str(exc)) from None
+
+    def check_keys(self, record: dict[Any, Any]) -> None:
+        for key in record:
+            if key in FORMAT_FIELDS:
+                continue
+            if key == "sub_agents":
+                hint = "nested subagents are not part of the format; define each in its own file"
+            else:
+                close = difflib.get_close_matches(str(key), FORMAT_FIELDS, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else ""
+                hint = f"{hint} Allowed fields: {', '.join(FORMAT_FIELDS)}".strip()
+            raise self.fail(f"Unknown field {key!r}; {hint}", ("key", key))
+
+    def check_version(self, record: dict[str, Any]) -> None:
+        if "version" not in record:
+            raise self.fail("Missing 'version: 1'; add it as the first line of the file")
+        version = record["version"]
+        if type(version) is not int or version != 1:
+            if isinstance(version, str):
+                fix = "write it without quotes: version: 1"
+            else:
+                fix = "this reader understands format version 1 only (version: 1)"
+            raise self.fail(
+                f"version must be the integer 1, got {_kind(version)}; {fix}", "version"
+            )
+
+    def string(self, record: dict[str, Any], field: str, *, nullable: bool) -> str | None:
+        value = record[field]
+        if isinstance(value, str) or (value is None and nullable):
+            return value
+        if value is None:
+            fix = "omit the field to use the lead's model" if field == "model" else "give text"
+            raise self.fail(f"{field} may not be null; {fix}", field)
+        raise self.fail(
+            f"{field}: expected a string, got {_kind(value)}{_quote_hint(value)}", field
+        )
+
+    def items(self, record: dict[str, Any], field: str) -> list[str]:
+        value = record[field]
+        if isinstance(value, str):
+            return [value]  # a single string is shorthand for a one-element sequence
+        if not isinstance(value, list):
+            raise self.fail(
+                f"{field}: expected a sequence of strings (or one string), got {_kind(value)}",
+                field,
+            )
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise self.fail(
+                    f"{field}: item {index + 1} is {_kind(item)}, expected a non-empty "
+                    f"string{_quote_hint(item)}",
+                    (field, index),
+                )
+        return value
+
+    def references(self, record: dict[str, Any], field: str, registry: Mapping[str, Any]) -> Any:
+        if field not in record:
+            return ()
+        if record[field] is None:
+            raise self.fail(f"{field} may not be null; write {field}: [] for none", field)
+        keys = self.items(record, field)
+        seen: set[str] = set()
+        result = []
+        for index, key in enumerate(keys):
+            if key in seen or key not in registry:
+                raise self.fail(
+                    self.reference_problem(field, key, key in seen, registry),
+                    (
+                        field,
+                        index,
+                    )
+                    if isinstance(record[field], list)
+                    else field,
+                )
+            seen.add(key)
+            result.append(registry[key])
+        return result
+
+    def reference_problem(
+        self, field: str, key: str, duplicate: bool, registry: Mapping[str, Any]
+    ) -> str:
+        if duplicate:
+            return f"Unknown or duplicate {field} references: {key!r} is listed twice"
+        known = sorted(registry)
+        same_case = [k for k in known if k.lower() == key.lower()]
+        if same_case:
+            hint = f"keys are case-sensitive; did you mean {same_case[0]!r}?"
+        elif known:
+            hint = f"the {field} registry has: {', '.join(known)}"
+        else:
+            hint = f"no {field} registry was passed, so the file may not name any {field}"
+        return f"Unknown or duplicate {field} references: {key!r} is not a registry key; {hint}"
+
+    def strings(self, record: dict[str, Any], field: str) -> list[str] | None:
+        return None if record[field] is None else self.items(record, field)
+
+    def max_requests(self, value: object) -> object:
+        if value is None or (type(value) is int and value >= 0):
+            return value
+        raise self.fail(
+            f"max_requests: expected a non-negative integer (e.g. 10) or null, got {_kind(value)}",
+            "max_requests",
+        )
+
+
+def definition_from_yaml(
+    text: str, path: Path, tools: ToolRegistry, skills: SkillRegistry
+) -> AgentDefinition:
+    """Parse format-1 YAML ``text`` (read from ``path``) with already-checked registries."""
+    try:
+        record, marks = load_yaml(text)
+    except YAMLProblem as problem:
+        line, column = problem.mark or (None, None)
+        raise DefinitionFileError(problem.message, path=path, line=line, column=column) from None
+    return _Reader(path, marks, tools, skills).definition(record)
+
+
+def agent_definition_read(
+    path: str | Path, tools: ToolRegistry | None = None, skills: SkillRegistry | None = None
+) -> AgentDefinition:
+    """Read one YAML definition file (format version 1), resolving names via the registries.
+
+    Registries map case-sensitive keys to Tool objects / Skill objects or approved skill
+    paths; they are checked before the file is touched. Every problem raises
+    :class:`~deputy_runtime.errors.DefinitionFileError` with ``path`` (and ``line`` and
+    ``column`` where known).
+    """
+    file = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, file)
+    skill_registry = check_skill_registry(skills, file)
+    return definition_from_yaml(read_definition_text(file), file, tool_registry, skill_registry)
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(item) for item in value]
+    return value
+
+
+def definition_to_yaml(
+    definition: AgentDefinition, path: Path, tools: ToolRegistry, skills: SkillRegistry
+) -> bytes:
+    """The canonical format-1 bytes of ``definition``, verified to read back equal."""
+    if not isinstance(definition, AgentDefinition):
+        raise DefinitionFileError(
+            f"Expected an AgentDefinition to write, got {type(definition).__name__}", path=path
+        )
+    record: dict[str, Any] = {"version": 1}
+    for field in FIELD_NAMES:
+        value = getattr(definition, field)
+        if field == "tools":
+            value = [registry_key("tools", tool, tools, path) for tool in value]
+        elif field == "skills":
+            value = [registry_key("skills", skill, skills, path) for skill in value]
+        elif field == "params":
+            if value is None:
+                continue  # omitted so that deputy itself can read the file
+            value = _thaw(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        record[field] = value
+    # Literal block scalars read best; if one would not read back exactly, quote instead.
+    for literal in (True, False):
+        text = dump_yaml(record, literal=literal)
+        try:
+            if definition_from_yaml(text, path, tools, skills) == definition:
+                return text.encode("utf-8")
+        except (DefinitionFileError, UnicodeEncodeError):
+            pass
+    raise DefinitionFileError(
+        "The definition could not be written so that it reads back identically (round-trip "
+        "check failed); check its strings for unpaired surrogates or unusual line breaks",
+        path=path,
+    )
+
+
+def agent_definition_write(
+    definition: AgentDefinition,
+    path: str | Path,
+    tools: ToolRegistry | None = None,
+    skills: SkillRegistry | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``definition`` as a canonical format-1 YAML file, atomically; return the path.
+
+    Each tool and skill must match exactly one registry entry (tools and Skill objects by
+    identity, skill paths by equality). The text is checked to read back equal before it
+    is written; the file is UTF-8 with LF line endings, at most 1 MiB. Without
+    ``overwrite`` an existing file (even one created concurrently) is never replaced. On
+    any failure the destination is unchanged and no temporary file remains.
+    """
+    file = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, file)
+    skill_registry = check_skill_registry(skills, file)
+    if not isinstance(overwrite, bool):
+        raise DefinitionFileError(f"overwrite must be True or False, got {overwrite!r}", path=file)
+    data = definition_to_yaml(definition, file, tool_registry, skill_registry)
+    return install_atomically(file, data, overwrite)

@@ -1,0 +1,323 @@
+"""The AgentDefinition value: what a subagent is, validated and normalised once, at the boundary.
+
+A definition is built fresh into a subagent on every delegation, so it is a frozen value
+that can be shared freely. Tools and skills are kept by reference (a tool with state shares
+that state wherever the definition is used); every other field is plain immutable data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
+
+import msgspec
+
+from ..errors import DefinitionError
+from ..skills import Skill
+from ..tools._tool import Tool
+
+__all__ = [
+    "FIELD_NAMES",
+    "MAX_REQUESTS_LIMIT",
+    "NAME_PATTERN",
+    "PERMISSION_MODES",
+    "AgentDefinition",
+    "DefinitionFieldError",
+    "agent_definition",
+]
+
+#: A canonical agent name (after trimming and lowercasing).
+NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*\Z")
+#: Permission modes a definition may ask for (the lead's ceiling still applies).
+PERMISSION_MODES: Final = ("standard", "plan", "readonly", "full")
+#: Largest ``max_requests`` (the int32 maximum, as in deputy).
+MAX_REQUESTS_LIMIT: Final = 2**31 - 1
+#: The fields of AgentDefinition, in order.
+FIELD_NAMES: Final = (
+    "name",
+    "description",
+    "prompt",
+    "tools",
+    "model",
+    "skills",
+    "disallowed_tools",
+    "memory",
+    "mcp_servers",
+    "initial_prompt",
+    "max_requests",
+    "permission_mode",
+    "params",
+)
+_MAX_PARAMS_DEPTH = 16
+
+
+class DefinitionFieldError(DefinitionError):
+    """A DefinitionError that knows which field failed (``field``), for file readers."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.problem = message
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _text(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise DefinitionFieldError(field, f"expected a non-empty string, got {_type_name(value)}")
+    if not value.strip():
+        raise DefinitionFieldError(field, "expected a non-empty string, got a blank one")
+    return value
+
+
+def _optional_text(field: str, value: object) -> str | None:
+    return None if value is None else _text(field, value)
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str):
+        raise DefinitionFieldError("name", f"expected a string, got {_type_name(value)}")
+    name = value.strip().lower()
+    if not NAME_PATTERN.match(name):
+        raise DefinitionFieldError(
+            "name",
+            f"{value!r} is not a valid agent name; expected a letter followed by letters, "
+            "digits, '_' or '-' (e.g. 'code_reviewer'); it is trimmed and lowercased first",
+        )
+    return name
+
+
+def _sequence(field: str, value: object, item: str) -> Sequence[object]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise DefinitionFieldError(
+            field,
+            f"expected a list or tuple of {item}, got {_type_name(value)}"
+            + ("; wrap a single value in a list" if isinstance(value, (str, Tool, Skill)) else ""),
+        )
+    return value
+
+
+def _tools(value: object) -> tuple[Tool, ...]:
+    items = _sequence("tools", value, "Tool objects")
+    seen: dict[str, int] = {}
+    for index, tool in enumerate(items):
+        if not isinstance(tool, Tool):
+            raise DefinitionFieldError(
+                "tools", f"item {index} is {_type_name(tool)}, expected a Tool object"
+            )
+        if tool.name in seen:
+            raise DefinitionFieldError(
+                "tools",
+                f"items {seen[tool.name]} and {index} are both named {tool.name!r}; a model "
+                "cannot tell them apart, so each tool name may appear once",
+            )
+        seen[tool.name] = index
+    return tuple(items)  # type: ignore[arg-type]  # checked above
+
+
+def _skills(value: object) -> tuple[Skill | str, ...]:
+    items = _sequence("skills", value, "Skill objects or skill paths")
+    for index, skill in enumerate(items):
+        if isinstance(skill, str):
+            if not skill.strip():
+                raise DefinitionFieldError(
+                    "skills", f"item {index} is an empty skill path; expected a directory path"
+                )
+        elif not isinstance(skill, Skill):
+            raise DefinitionFieldError(
+                "skills",
+                f"item {index} is {_type_name(skill)}, expected a Skill or a skill path string",
+            )
+    return tuple(items)  # type: ignore[arg-type]  # checked above
+
+
+def _strings(field: str, value: object, *, lower: bool = False) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = _sequence(field, value, "strings")
+    result: dict[str, None] = {}  # an ordered set: de-duplicates, keeps first occurrence
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise DefinitionFieldError(
+                field, f"item {index} is {_type_name(item)}, expected a non-empty string"
+            )
+        text = item.strip()
+        if not text:
+            raise DefinitionFieldError(field, f"item {index} is blank, expected a non-empty string")
+        result[text.lower() if lower else text] = None
+    return tuple(result)
+
+
+def _max_requests(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        hint = " (a whole number)" if isinstance(value, float) else ""
+        raise DefinitionFieldError(
+            "max_requests", f"expected an int{hint} or None, got {_type_name(value)} {value!r}"
+        )
+    if not 0 <= value <= MAX_REQUESTS_LIMIT:
+        raise DefinitionFieldError(
+            "max_requests",
+            f"expected a non-negative int of at most {MAX_REQUESTS_LIMIT}, got {value}",
+        )
+    return int(value)
+
+
+def _permission_mode(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value in PERMISSION_MODES):
+        return value
+    raise DefinitionFieldError(
+        "permission_mode",
+        f"Invalid permission mode {value!r}; expected one of {', '.join(PERMISSION_MODES)} "
+        "or None (inherit the lead's mode)",
+    )
+
+
+def _freeze_param(where: str, value: object, depth: int) -> object:
+    """Deep-copy a JSON-like value into read-only form (dict -> mappingproxy, list -> tuple)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise DefinitionFieldError("params", f"{where} is {value!r}; expected a finite number")
+        return value
+    if depth >= _MAX_PARAMS_DEPTH:
+        raise DefinitionFieldError("params", f"{where} is nested too deeply")
+    if isinstance(value, Mapping):
+        return _freeze_mapping(where, value, depth + 1)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze_param(f"{where}[{i}]", v, depth + 1) for i, v in enumerate(value))
+    raise DefinitionFieldError(
+        "params",
+        f"{where} is {_type_name(value)}; expected a JSON value (null, bool, number, string, "
+        "list or mapping)",
+    )
+
+
+def _freeze_mapping(where: str, value: Mapping[Any, Any], depth: int) -> Mapping[str, Any]:
+    frozen: dict[str, object] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key:
+            raise DefinitionFieldError(
+                "params", f"{where} has key {key!r}; expected non-empty string keys"
+            )
+        frozen[key] = _freeze_param(f"{where}[{key!r}]", item, depth)
+    return MappingProxyType(frozen)
+
+
+def _params(value: object) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise DefinitionFieldError(
+            "params",
+            f"expected a mapping of model parameters (e.g. {{'temperature': 0.2}}) or None, "
+            f"got {_type_name(value)}",
+        )
+    return _freeze_mapping("params", value, 0)
+
+
+class AgentDefinition(msgspec.Struct, frozen=True):
+    """A subagent: name, description for the lead's model, system prompt, tools and limits.
+
+    Immutable; constructing it validates and normalises every field exactly as
+    :func:`agent_definition` does (names trimmed and lowercased, string lists trimmed and
+    de-duplicated), raising :class:`~deputy_runtime.errors.DefinitionError` naming the
+    field. ``tools`` and ``skills`` are kept by reference. ``None`` and ``()`` differ for
+    ``disallowed_tools``, ``memory`` and ``mcp_servers``. ``params`` holds model parameters
+    (such as ``temperature``) as a read-only mapping. Use :meth:`replace` to change fields.
+    """
+
+    name: str
+    description: str
+    prompt: str
+    tools: tuple[Tool, ...] = ()
+    model: str = "inherit"
+    skills: tuple[Skill | str, ...] = ()
+    disallowed_tools: tuple[str, ...] | None = None
+    memory: tuple[str, ...] | None = None
+    mcp_servers: tuple[str, ...] | None = None
+    initial_prompt: str | None = None
+    max_requests: int | None = None
+    permission_mode: str | None = None
+    params: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        values = (
+            _name(self.name),
+            _text("description", self.description),
+            _text("prompt", self.prompt),
+            _tools(self.tools),
+            _text("model", self.model),
+            _skills(self.skills),
+            _strings("disallowed_tools", self.disallowed_tools, lower=True),
+            _strings("memory", self.memory),
+            _strings("mcp_servers", self.mcp_servers),
+            _optional_text("initial_prompt", self.initial_prompt),
+            _max_requests(self.max_requests),
+            _permission_mode(self.permission_mode),
+            _params(self.params),
+        )
+        for field, value in zip(FIELD_NAMES, values, strict=True):
+            msgspec.structs.force_setattr(self, field, value)
+
+    def replace(self, **changes: Any) -> AgentDefinition:
+        """Return a new definition with ``changes`` applied, validated again."""
+        unknown = sorted(set(changes) - set(FIELD_NAMES))
+        if unknown:
+            raise DefinitionError(
+                f"replace(): unknown field(s) {', '.join(unknown)}; "
+                f"expected some of {', '.join(FIELD_NAMES)}"
+            )
+        return msgspec.structs.replace(self, **changes)
+
+    def __hash__(self) -> int:
+        # params is a read-only mapping (unhashable); equal definitions still hash equally.
+        return hash(tuple(getattr(self, field) for field in FIELD_NAMES[:-1]))
+
+    def __repr__(self) -> str:
+        extra = f", permission_mode={self.permission_mode!r}" if self.permission_mode else ""
+        return (
+            f"AgentDefinition(name={self.name!r}, model={self.model!r}, "
+            f"tools={len(self.tools)}, skills={len(self.skills)}{extra})"
+        )
+
+
+def agent_definition(
+    name: str,
+    description: str,
+    prompt: str,
+    *,
+    tools: Sequence[Tool] = (),
+    model: str = "inherit",
+    skills: Sequence[Skill | str] = (),
+    disallowed_tools: Sequence[str] | None = None,
+    memory: Sequence[str] | None = None,
+    mcp_servers: Sequence[str] | None = None,
+    initial_prompt: str | None = None,
+    max_requests: int | None = None,
+    permission_mode: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> AgentDefinition:
+    """Build a validated :class:`AgentDefinition` (the same as calling the class)."""
+    return AgentDefinition(
+        name,
+        description,
+        prompt,
+        tools,  # type: ignore[arg-type]  # any sequence; normalised to a tuple
+        model,
+        skills,  # type: ignore[arg-type]
+        disallowed_tools,  # type: ignore[arg-type]
+        memory,  # type: ignore[arg-type]
+        mcp_servers,  # type: ignore[arg-type]
+        initial_prompt,
+        max_requests,
+        permission_mode,
+        params,
+    )

@@ -1,0 +1,80 @@
+"""The JSON Schema of definition file format version 1, for editors and linters.
+
+The schema describes the file's shape (fields, types, name and key patterns); the reader
+stays the authority, since it also checks what a schema cannot (registry membership,
+duplicate keys, YAML tags, the 1 MiB limit).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+from ._model import MAX_REQUESTS_LIMIT, PERMISSION_MODES
+
+__all__ = ["AGENT_DEFINITION_SCHEMA", "agent_definition_schema"]
+
+_TEXT: Final = {"type": "string", "pattern": r"\S"}
+_KEY: Final = {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9_.-]*$"}
+
+
+def _references(what: str) -> dict[str, Any]:
+    return {
+        "description": f"{what} registry keys (case-sensitive); one string is shorthand for "
+        "a one-element list",
+        "anyOf": [_KEY, {"type": "array", "items": _KEY, "uniqueItems": True}],
+    }
+
+
+def _strings(what: str) -> dict[str, Any]:
+    return {
+        "description": f"{what}; null and [] are different",
+        "anyOf": [{"type": "null"}, _TEXT, {"type": "array", "items": _TEXT}],
+    }
+
+
+def _nullable(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "anyOf": [{"type": "null"}, schema]}
+
+
+#: JSON Schema (draft 2020-12) of an AgentDefinition YAML file, format version 1.
+AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "deputy_runtime AgentDefinition file (format version 1)",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["version", "name", "description", "prompt"],
+    "properties": {
+        "version": {"description": "Format version; must be 1", "type": "integer", "const": 1},
+        "name": {
+            "description": "Routing name; trimmed and lowercased when read",
+            "type": "string",
+            "pattern": r"^\s*[A-Za-z][A-Za-z0-9_-]*\s*$",
+        },
+        "description": {**_TEXT, "description": "What the subagent does, for the lead's model"},
+        "prompt": {**_TEXT, "description": "The subagent's system prompt"},
+        "tools": _references("Tool"),
+        "model": {**_TEXT, "description": "'inherit', a model id, or 'provider/model'"},
+        "skills": _references("Skill"),
+        "disallowed_tools": _strings("Tool names removed from the subagent (case ignored)"),
+        "memory": _strings("Notes appended to the system prompt under '# Memory'"),
+        "mcp_servers": _strings("Names of MCP servers the subagent needs"),
+        "initial_prompt": _nullable(_TEXT, "Text sent ahead of every delegated task"),
+        "max_requests": _nullable(
+            {"type": "integer", "minimum": 0, "maximum": MAX_REQUESTS_LIMIT},
+            "Most model requests per delegation",
+        ),
+        "permission_mode": _nullable(
+            {"enum": list(PERMISSION_MODES)}, "Requested mode; null inherits the lead's"
+        ),
+        "params": _nullable(
+            {"type": "object", "propertyNames": {"minLength": 1}},
+            "Model parameters such as temperature and max_tokens",
+        ),
+    },
+}
+
+
+def agent_definition_schema() -> dict[str, Any]:
+    """A fresh copy of :data:`AGENT_DEFINITION_SCHEMA` (safe to modify)."""
+    return copy.deepcopy(AGENT_DEFINITION_SCHEMA)

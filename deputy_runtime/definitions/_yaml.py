@@ -1,0 +1,267 @@
+"""Strict YAML loading and canonical YAML dumping for definition files.
+
+Loading uses libyaml's C composer when available (``CSafeLoader``) and builds Python values
+with a small constructor of its own instead of PyYAML's: it knows only the core tags, has
+no alias support, rejects duplicate keys at any depth and limits nesting. That is both the
+strictness the format needs and faster than PyYAML's generic constructor, so strictness
+costs nothing over a bare ``yaml.load``. Typing follows YAML 1.1 as PyYAML resolves it
+(unquoted ``yes`` is a boolean, ``123`` an integer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+try:
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+__all__ = ["Mark", "YAMLProblem", "dump_yaml", "load_yaml"]
+
+#: A 1-based (line, column) position in the file.
+Mark = tuple[int, int]
+
+_CORE = "tag:yaml.org,2002:"
+_STR = _CORE + "str"
+_MERGE = _CORE + "merge"
+_MAX_DEPTH = 64
+_SHOWN_TAGS = "!!str, !!int, !!float, !!bool, !!null, !!seq, !!map"
+
+
+class YAMLProblem(Exception):
+    """A strictness or syntax problem, with the 1-based position where it was found."""
+
+    def __init__(self, message: str, mark: Mark | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
+
+
+def _mark(node_mark: Any) -> Mark | None:
+    if node_mark is None:
+        return None
+    return (node_mark.line + 1, node_mark.column + 1)
+
+
+class StrictLoader(_BaseLoader):
+    """A safe loader (libyaml-based when available) that builds values strictly.
+
+    Only :meth:`load_strict` is meant to be used; PyYAML's own construction is bypassed.
+    """
+
+    def load_strict(self) -> tuple[Any, dict[object, Mark]]:
+        """Compose the single document and build it; return the value and top-level marks.
+
+        The marks map each top-level key to the position of its value, ``("key", key)`` to
+        the position of the key itself, and ``(key, index)`` to each element of a top-level
+        sequence, so callers can point at the line a field problem is on.
+        """
+        node = self.get_single_node()
+        marks: dict[object, Mark] = {}
+        if node is None:
+            return None, marks
+        if isinstance(node, MappingNode):
+            return self._mapping(node, 0, marks), marks
+        return self._build(node, 0), marks
+
+    def _build(self, node: Node, depth: int) -> Any:
+        if isinstance(node, ScalarNode):
+            tag = node.tag
+            if tag == _STR:
+                return node.value
+            construct = _SCALAR_CONSTRUCTORS.get(tag)
+            if construct is None:
+                raise _tag_problem(node)
+            try:
+                return construct(self, node)
+            except (ValueError, OverflowError) as exc:  # e.g. the date 2020-13-45
+                raise YAMLProblem(
+                    f"The value {node.value!r} could not be read as {tag[len(_CORE) :]}: "
+                    f"{exc}; quote it to make it a string",
+                    _mark(node.start_mark),
+                ) from None
+        if depth >= _MAX_DEPTH:
+            raise YAMLProblem(
+                f"Values are nested more than {_MAX_DEPTH} levels deep; flatten them",
+                _mark(node.start_mark),
+            )
+        if isinstance(node, SequenceNode):
+            if node.tag != _CORE + "seq":
+                raise _tag_problem(node)
+            return [self._build(child, depth + 1) for child in node.value]
+        if isinstance(node, MappingNode):
+            return self._mapping(node, depth + 1, None)
+        raise _tag_problem(node)  # pragma: no cover - the composer makes only these three
+
+    def _mapping(
+        self, node: MappingNode, depth: int, marks: dict[object, Mark] | None
+    ) -> dict[Any, Any]:
+        if node.tag != _CORE + "map":
+            raise _tag_problem(node)
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                raise YAMLProblem(
+                    "Mapping keys must be plain scalars such as 'name', not sequences or mappings",
+                    _mark(key_node.start_mark),
+                )
+            if key_node.tag == _MERGE:
+                raise YAMLProblem(
+                    "Merge keys ('<<') are not supported; write the keys out in full",
+                    _mark(key_node.start_mark),
+                )
+            key = self._build(key_node, depth)
+            if key in result:
+                raise _duplicate_problem(node, key_node, key)
+            result[key] = self._build(value_node, depth)
+            if marks is not None:
+                marks[key] = _mark(value_node.start_mark) or (0, 0)
+                marks[("key", key)] = _mark(key_node.start_mark) or (0, 0)
+                if isinstance(value_node, SequenceNode):
+                    for index, child in enumerate(value_node.value):
+                        marks[(key, index)] = _mark(child.start_mark) or (0, 0)
+        return result
+
+
+def _tag_problem(node: Node) -> YAMLProblem:
+    tag = node.tag
+    if tag == _MERGE:
+        return YAMLProblem(
+            "'<<' is a YAML merge key; quote it (\"<<\") if you meant the text",
+            _mark(node.start_mark),
+        )
+    shown = "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
+    return YAMLProblem(
+        f"The tag {shown} is not allowed; definition files may only use the core YAML tags "
+        f"({_SHOWN_TAGS}), because other tags can make loaders run code",
+        _mark(node.start_mark),
+    )
+
+
+def _duplicate_problem(node: MappingNode, key_node: ScalarNode, key: object) -> YAMLProblem:
+    first = next((k for k, _ in node.value if k.value == key_node.value), None)
+    where = _mark(first.start_mark) if first is not None and first is not key_node else None
+    at = f" (first at line {where[0]})" if where else ""
+    return YAMLProblem(
+        f"Duplicate key {key!r}{at}; each key may appear only once in a mapping",
+        _mark(key_node.start_mark),
+    )
+
+
+_S = yaml.constructor.SafeConstructor
+_SCALAR_CONSTRUCTORS: dict[str, Callable[[Any, ScalarNode], Any]] = {
+    _CORE + "null": _S.construct_yaml_null,
+    _CORE + "bool": _S.construct_yaml_bool,
+    _CORE + "int": _S.construct_yaml_int,
+    _CORE + "float": _S.construct_yaml_float,
+    # Implicitly resolved dates are built so the field check can say "quote it".
+    _CORE + "timestamp": _S.construct_yaml_timestamp,
+}
+
+
+def _reject_anchors(text: str) -> None:
+    # An anchor needs a '&', so most files skip this second, event-level pass entirely.
+    parser = _BaseLoader(text)
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            assert event is not None  # check_event() said there is one
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                kind = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
+                raise YAMLProblem(
+                    f"YAML {kind}s (&{anchor} / *{anchor}) are not supported; write the "
+                    "value out in full",
+                    _mark(event.start_mark),
+                )
+    finally:
+        parser.dispose()
+
+
+def load_yaml(text: str) -> tuple[Any, dict[object, Mark]]:
+    """Load one strict YAML document; raise :class:`YAMLProblem` on any violation.
+
+    Rejected: syntax errors, more than one document, anchors and aliases, tags other than
+    the core ones, merge keys, non-scalar keys, duplicate keys at any depth, and nesting
+    deeper than 64 levels. Returns ``(value, marks)`` as :meth:`StrictLoader.load_strict`.
+    """
+    try:
+        if "&" in text:
+            _reject_anchors(text)
+        loader = StrictLoader(text)
+        try:
+            return loader.load_strict()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        raise _syntax_problem(exc, text) from None
+    except yaml.YAMLError as exc:
+        raise YAMLProblem(f"The file is not valid YAML: {exc}", None) from None
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> YAMLProblem:
+    mark = _mark(exc.problem_mark) or _mark(exc.context_mark)
+    problem = exc.problem or "invalid YAML"
+    index = getattr(exc.problem_mark, "index", None)
+    if isinstance(index, int) and 0 <= index < len(text) and text[index] == "\t":
+        problem += " (a tab; YAML indentation must use spaces)"
+    if "expected a single document" in (exc.context or "") or "another document" in problem:
+        return YAMLProblem(
+            "Expected exactly one YAML document, but the file has more ('---' starts a new "
+            "document); keep one definition per file",
+            mark,
+        )
+    if "alias" in problem:
+        return YAMLProblem(
+            f"YAML aliases are not supported ({problem}); write the value out in full", mark
+        )
+    context = f" {exc.context}" if exc.context else ""
+    return YAMLProblem(f"The file is not valid YAML:{context} {problem}".strip(), mark)
+
+
+class _CanonicalDumper(yaml.SafeDumper):
+    """Block style, literal block scalars for multi-line text, keys in the given order.
+
+    The pure-Python dumper is used on purpose: its output does not depend on whether
+    libyaml is installed, so the same definition always gives the same bytes.
+    """
+
+
+def _literal_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # The emitter falls back to a quoted style on its own when literal style cannot
+    # represent the text exactly; the round-trip check in the writer verifies the result.
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar(_STR, value, style=style)
+
+
+def _plain_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR, value)
+
+
+_CanonicalDumper.add_representer(str, _literal_str)
+
+
+class _QuotedDumper(_CanonicalDumper):
+    """Fallback used when a literal block would not read back identically."""
+
+
+_QuotedDumper.add_representer(str, _plain_str)
+
+
+def dump_yaml(record: dict[str, Any], *, literal: bool = True) -> str:
+    """Dump ``record`` as canonical block YAML text (LF line endings, no folding)."""
+    return yaml.dump(
+        record,
+        Dumper=_CanonicalDumper if literal else _QuotedDumper,
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=2**31 - 1,
+        line_break="\n",
+        explicit_start=False,
+    )
