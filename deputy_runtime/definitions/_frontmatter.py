@@ -14,7 +14,6 @@ also reject YAML aliases (they let a small file expand without bound when coerce
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,32 +98,29 @@ def _split(text: str, path: Path) -> tuple[str, str, int]:
     )
 
 
-def _nodes(root: yaml.Node) -> Iterator[yaml.Node]:
-    """Every node reachable from ``root``, iteratively (no recursion limit on depth)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.append(key)
-                stack.append(value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-
-
 def _reject_aliases(root: yaml.Node, path: Path, offset: int) -> None:
     # The composer resolves an alias to the very node its anchor names, so a node reached
-    # twice is an alias (this also catches recursive anchors).
+    # twice is an alias (this also catches recursive anchors). Nodes are visited in
+    # document order, iteratively (no recursion limit); an alias is reported at the line of
+    # the key (or of the sequence) that refers to it, since its own mark is the anchor's.
     seen: set[int] = set()
-    for node in _nodes(root):
+    stack: list[tuple[yaml.Node, int]] = [(root, root.start_mark.line)]
+    while stack:
+        node, line = stack.pop()
         if id(node) in seen:
             raise DefinitionFileError(
                 "YAML aliases (*name) are not supported in agent files; write the value out",
                 path=path,
-                line=node.start_mark.line + offset,
+                line=line + offset,
             )
         seen.add(id(node))
+        children: list[tuple[yaml.Node, int]] = []
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                children += [(key, key.start_mark.line), (value, key.start_mark.line)]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(item, line) for item in node.value]
+        stack.extend(reversed(children))
 
 
 def _yaml_error(exc: BaseException, path: Path, offset: int) -> DefinitionFileError:
@@ -135,7 +131,8 @@ def _yaml_error(exc: BaseException, path: Path, offset: int) -> DefinitionFileEr
     line = column = None
     if mark is not None:
         line, column = mark.line + offset, mark.column + 1
-    hint = " (indent YAML with spaces, not tabs)" if "\\t" in problem or "'\t'" in problem else ""
+    tab = "\\t" in problem or "\t" in problem or "tab character" in problem
+    hint = " (indent YAML with spaces, not tabs)" if tab else ""
     return DefinitionFileError(
         f"invalid YAML in frontmatter: {problem}{hint}", path=path, line=line, column=column
     )

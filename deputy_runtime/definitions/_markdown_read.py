@@ -30,6 +30,7 @@ __all__ = [
     "build_definition",
     "check_registries",
     "parse_markdown",
+    "valid_registry_key",
 ]
 
 #: Frontmatter keys that are read; every other key is ignored, as Claude Code and
@@ -339,6 +340,11 @@ def _item_line(fm: Frontmatter, key: str, name: str) -> int | None:
     return fm.line(key)
 
 
+def valid_registry_key(key: object) -> bool:
+    """Whether ``key`` may name a registry entry (a letter, then letters, digits, _ . -)."""
+    return isinstance(key, str) and _REGISTRY_KEY.match(key) is not None
+
+
 def check_registries(tools: object, skills: object) -> tuple[ToolRegistry, SkillRegistry]:
     """Validate the host's registries before any file is touched (DESIGN 3.1 rules)."""
     return (
@@ -357,7 +363,7 @@ def _check_registry(
             f"{name} registry: expected a mapping of names to {what}, got {type(registry).__name__}"
         )
     for key, value in registry.items():
-        if not isinstance(key, str) or not _REGISTRY_KEY.match(key):
+        if not valid_registry_key(key):
             raise DefinitionError(
                 f"{name} registry: key {key!r} is invalid; expected a letter followed by "
                 "letters, digits, '_', '.' or '-'"

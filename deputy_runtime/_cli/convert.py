@@ -1,0 +1,147 @@
+"""``deputy-runtime convert IN OUT``: convert a definition between YAML and markdown.
+
+The format of each side comes from its extension (``.yaml``/``.yml`` or
+``.md``/``.markdown``, any case). The command has no host, so it has no tool or skill
+registry: it carries the tool and skill names of IN over to OUT unchanged, through
+placeholder registries built from the names IN uses. Every field both formats carry is
+kept exactly (the prompt and description lose surrounding whitespace in markdown, where
+readers strip it). A field the target cannot carry is an error naming it, and nothing is
+written:
+
+- markdown -> YAML: a markdown file without a ``tools`` key means "every tool the host
+  registers", which a YAML definition cannot say (it lists its tools); add ``tools:`` to
+  the markdown file first.
+- YAML -> markdown: ``memory`` (Claude Code's ``memory`` key means something else), a
+  prompt over 1000 lines or with line separators other than newline, a description over
+  1024 characters.
+
+Frontmatter keys deputy does not read (``color``, ``hooks``, ...) are not carried; the
+command names them on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..definitions._files import read_definition_text
+from ..errors import DeputyError
+from ..tools._tool import Tool
+
+__all__ = ["convert", "placeholder_registries"]
+
+_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".md": "markdown", ".markdown": "markdown"}
+
+
+def convert(args: argparse.Namespace) -> int:
+    """Run ``convert``; return 0 on success, 1 for an invalid or uncarried definition,
+    2 for an unsupported file extension."""
+    source, destination = Path(args.source), Path(args.destination)
+    formats = []
+    for path in (source, destination):
+        kind = _FORMATS.get(path.suffix.lower())
+        if kind is None:
+            print(
+                f"deputy-runtime convert: {path}: cannot tell the format from the extension "
+                f"{path.suffix!r}; use .yaml, .yml, .md or .markdown",
+                file=sys.stderr,
+            )
+            return 2
+        formats.append(kind)
+    try:
+        ignored = _convert(source, formats[0], destination, formats[1], bool(args.overwrite))
+    except DeputyError as exc:
+        print(f"deputy-runtime convert: {exc}", file=sys.stderr)
+        return 1
+    if ignored:
+        print(
+            f"deputy-runtime convert: note: {source}: frontmatter keys deputy does not read "
+            f"were not carried over: {', '.join(ignored)}",
+            file=sys.stderr,
+        )
+    print(f"wrote {destination}")
+    return 0
+
+
+def _convert(
+    source: Path, source_kind: str, destination: Path, kind: str, overwrite: bool
+) -> tuple[str, ...]:
+    from ..definitions import _markdown, _markdown_read
+    from ..errors import DefinitionFileError
+
+    ignored: tuple[str, ...] = ()
+    if source_kind == "markdown":
+        parsed = _markdown_read.parse_markdown(read_definition_text(source), source)
+        if parsed.tool_names is None:
+            raise DefinitionFileError(
+                "tools cannot be carried over: this markdown file has no 'tools' key, which "
+                "means every tool the host registers; a definition file must list its tools. "
+                "Add 'tools: [name, ...]' (or 'tools: []' for none) and convert again",
+                path=source,
+                line=1,
+            )
+        tools, skills = placeholder_registries(parsed.tool_names, parsed.skill_names)
+        definition = _markdown_read.build_definition(parsed, tools, skills)
+        ignored = parsed.ignored_keys
+    else:
+        tools, skills = placeholder_registries(*_yaml_names(source))
+        definition = _yaml_io("read")(source, tools, skills)
+    if kind == "markdown":
+        _markdown.agent_definition_to_markdown(definition, destination, tools, skills, overwrite)
+    else:
+        _yaml_io("write")(definition, destination, tools, skills, overwrite)
+    return ignored
+
+
+def placeholder_registries(
+    tool_names: tuple[str, ...] | list[str], skill_names: tuple[str, ...] | list[str]
+) -> tuple[dict[str, Tool], dict[str, str]]:
+    """Registries that resolve exactly the given names, for carrying names through.
+
+    Each tool name maps to its own inert Tool (the tool's own name is irrelevant: writers
+    look objects up by identity and write the registry key); each skill name maps to
+    itself as a skill path. Names that are not valid registry keys are left out, so the
+    reader reports them as it would with a real registry.
+    """
+    from ..definitions._markdown_read import valid_registry_key
+
+    tools = {
+        name: Tool(f"placeholder_{index}", f"stands for {name}", {"type": "object"}, _inert)
+        for index, name in enumerate(dict.fromkeys(tool_names))
+        if valid_registry_key(name)
+    }
+    skills = {name: name for name in dict.fromkeys(skill_names) if valid_registry_key(name)}
+    return tools, skills
+
+
+def _inert() -> None:
+    """The function of a placeholder tool; conversion never calls it."""
+
+
+def _yaml_names(source: Path) -> tuple[list[str], list[str]]:
+    """The tool and skill names a YAML file references; empty if it cannot be parsed (the
+    real reader then reports the problem)."""
+    from ..definitions._yaml import YAMLProblem, load_yaml
+
+    try:
+        value, _ = load_yaml(read_definition_text(source))
+    except (DeputyError, YAMLProblem):  # the reader then raises the precise, located error
+        return [], []
+    if not isinstance(value, dict):
+        return [], []
+    names: list[list[str]] = []
+    for key in ("tools", "skills"):
+        item = value.get(key)
+        items = [item] if isinstance(item, str) else item if isinstance(item, list) else []
+        names.append([entry for entry in items if isinstance(entry, str)])
+    return names[0], names[1]
+
+
+def _yaml_io(which: str) -> Callable[..., Any]:
+    from .. import definitions
+
+    function: Callable[..., Any] = getattr(definitions, f"agent_definition_{which}")
+    return function
