@@ -26,6 +26,7 @@ from ._scripted import (
     tool_calls,
 )
 from ._stream import stream_request
+from ._testprovider import DEFAULT_TEST_USAGE, TestProvider, example_arguments
 from ._toolloop import (
     CANCELLED_TOOL_CALL_ERROR,
     TOOL_ERROR_PREFIX,
@@ -56,6 +57,7 @@ __all__ = [
     "CANCELLED_TOOL_CALL_ERROR",
     "DEFAULT_MAX_TOOL_ROUNDS",
     "DEFAULT_SCRIPTED_USAGE",
+    "DEFAULT_TEST_USAGE",
     "TOOL_ERROR_PREFIX",
     "AssistantTurn",
     "Chat",
@@ -70,6 +72,7 @@ __all__ = [
     "Role",
     "ScriptedProvider",
     "StreamDelta",
+    "TestProvider",
     "ToolLoopLimitError",
     "ToolSpec",
     "Turn",
@@ -78,6 +81,7 @@ __all__ = [
     "agent_name_scope",
     "chat",
     "current_agent_name",
+    "example_arguments",
     "is_provider_name",
     "parse_model_spec",
     "provider_names",

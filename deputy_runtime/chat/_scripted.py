@@ -110,13 +110,14 @@ class _Track:
 class _State:
     """Shared by a provider and its ``with_model`` copies, so one script is played once."""
 
-    __slots__ = ("log", "record", "shared", "tracks")
+    __slots__ = ("count", "log", "record", "shared", "tracks")
 
     def __init__(self, shared: _Track | None, tracks: dict[str | None, _Track], record: bool):
         self.shared = shared
         self.tracks = tracks
         self.record = record
         self.log: list[tuple[str | None, ModelRequest]] = []
+        self.count = 0
 
 
 class ScriptedProvider:
@@ -199,6 +200,7 @@ class ScriptedProvider:
                     f"{self.name}: no script for agent {agent!r}; scripted agents: "
                     f"{', '.join(repr(k) for k in state.tracks) or 'none'}"
                 )
+        state.count += 1
         if state.record:
             state.log.append((agent, request))
         if track.responder is not None:
@@ -245,11 +247,14 @@ class ScriptedProvider:
     @property
     def requests(self) -> int:
         """How many requests this script has received (all agents, all model names)."""
-        return len(self._state.log)
+        return self._state.count
 
     @property
     def request_log(self) -> list[tuple[str | None, ModelRequest]]:
-        """``(agent name, request)`` for every request received, in arrival order."""
+        """``(agent name, request)`` for every request received, in arrival order.
+
+        Empty when the provider was built with ``record=False``.
+        """
         return list(self._state.log)
 
     def requests_for(self, agent: str | None) -> list[ModelRequest]:

@@ -6,8 +6,6 @@ own loop, can reuse the same error wording and history repair.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,29 +53,17 @@ def tool_error_text(error: BaseException | str) -> str:
     return TOOL_ERROR_PREFIX + error
 
 
-_invoke: Callable[[Tool, dict[str, Any]], Awaitable[Any]] | None = None
+_invoke: Callable[[Tool, Mapping[str, Any]], Awaitable[Any]] | None = None
 
 
-async def _fallback_invoke(tool: Tool, arguments: dict[str, Any]) -> Any:
-    # Used only until deputy_runtime.tools._invoke exists: no schema validation.
-    args = tool.validator(arguments) if tool.validator is not None else arguments
-    if tool.run_in_thread:
-        return await anyio.to_thread.run_sync(lambda: tool.function(**args))
-    result = tool.function(**args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _resolve_invoke() -> Callable[[Tool, dict[str, Any]], Awaitable[Any]]:
+def _resolve_invoke() -> Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]:
+    # Imported on first use: tools._tool imports this package, so a module-level import
+    # would be circular.
     global _invoke
-    try:
-        module = importlib.import_module("deputy_runtime.tools._invoke")
-    except ImportError:
-        _invoke = _fallback_invoke
-    else:
-        _invoke = module.invoke_tool
-    return _invoke
+    from ..tools._invoke import invoke_tool
+
+    _invoke = invoke_tool
+    return invoke_tool
 
 
 async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> ContentToolResult:

@@ -407,3 +407,38 @@ async def test_tokens_and_cost() -> None:
     assert chat.get_usage().input_tokens == provider.usage.input_tokens + 100
     assert chat.get_cost() == pytest.approx(0.25)
     assert chat.get_cost("last") == pytest.approx(0.25)
+
+
+async def test_bad_arguments_are_reported_by_name_and_the_tool_does_not_run() -> None:
+    from deputy_runtime.tools import tool
+
+    ran: list[str] = []
+
+    @tool
+    async def forecast(city: str, days: int = 1) -> str:
+        """Forecast the weather.
+
+        Args:
+            city: The city.
+            days: How many days.
+        """
+        ran.append(city)
+        return f"{city}: sun for {days} days"
+
+    seen: list[list[ContentToolResult]] = []
+
+    def check(request: ModelRequest) -> str:
+        seen.append(results_of(request))
+        return "done"
+
+    provider = ScriptedProvider(
+        [tool_calls(("forecast", {"city": 3}, "bad"), ("forecast", {"city": "Oslo"}, "ok")), check]
+    )
+    chat = Chat(provider, tools=[forecast])
+    assert await chat.chat_async("weather") == "done"
+    bad, good = seen[0]
+    assert bad.error is not None
+    assert bad.error.startswith("Tool calling failed with error ")
+    assert "city" in bad.error
+    assert good == ContentToolResult("ok", value="Oslo: sun for 1 days")
+    assert ran == ["Oslo"]
