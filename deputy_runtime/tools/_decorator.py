@@ -123,7 +123,7 @@ def _build_tool(
         idempotent=idempotent,
         open_world=open_world,
         run_in_thread=run_in_thread,
-        validator=_struct_validator(struct_type, tool_name),
+        validator=_struct_validator(struct_type, tool_name, parameters),
     )
 
 
@@ -203,7 +203,7 @@ def _parameters_schema(
 
 
 def _struct_validator(
-    struct_type: type[Any], tool_name: str
+    struct_type: type[Any], tool_name: str, schema: Mapping[str, Any]
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     field_names: tuple[str, ...] = struct_type.__struct_fields__
     convert = msgspec.convert
@@ -216,7 +216,8 @@ def _struct_validator(
             obj = convert(arguments, struct_type)
         except validation_error as exc:
             raise ToolArgumentError(
-                f"Invalid arguments for tool '{tool_name}': {_explain(str(exc), field_names)}"
+                f"Invalid arguments for tool '{tool_name}': "
+                f"{_explain(str(exc), field_names, schema)}"
             ) from None
         return {f: getattr(obj, f) for f in field_names}
 
@@ -239,7 +240,7 @@ _JSON_TYPES = {
 _TYPE_WORD = re.compile(r"`(int|str|float|bool|array|object|null)`")
 
 
-def _explain(message: str, field_names: tuple[str, ...]) -> str:
+def _explain(message: str, field_names: tuple[str, ...], schema: Mapping[str, Any]) -> str:
     """Reword a msgspec validation message so it names the argument in JSON terms."""
     message = _TYPE_WORD.sub(lambda m: _JSON_TYPES[m.group(0)], message)
     path = ""
@@ -255,7 +256,13 @@ def _explain(message: str, field_names: tuple[str, ...]) -> str:
         expected = ", ".join(field_names) if not path else "see the schema"
         return f"argument '{full}': unexpected argument (expected: {expected})"
     if path:
-        return f"argument '{path}': {message[0].lower()}{message[1:]}"
+        hint = ""
+        prop = schema.get("properties", {}).get(path)
+        if message.startswith("Invalid enum value") and isinstance(prop, Mapping):
+            choices = prop.get("enum")
+            if choices:
+                hint = f" (expected one of {', '.join(repr(c) for c in choices)})"
+        return f"argument '{path}': {message[0].lower()}{message[1:]}{hint}"
     if message.startswith("Expected object"):
         return f"expected a JSON object of arguments, {message.split(', ', 1)[-1]}"
     return message

@@ -300,6 +300,17 @@ def _atomic_write(real: str, data: bytes) -> None:
         raise
 
 
+def _write_or_explain(real: str, data: bytes, path: str) -> None:
+    try:
+        _atomic_write(real, data)
+    except (NotADirectoryError, FileExistsError):
+        raise ToolArgumentError(
+            f"argument 'path': a parent of {path!r} is a file, not a directory"
+        ) from None
+    except OSError as exc:
+        raise ToolArgumentError(f"{path!r} cannot be written: {exc.strerror}") from None
+
+
 def _write(root: _Root, path: str, content: str) -> str:
     data = content.encode("utf-8")
     if len(data) > WRITE_MAX_BYTES:
@@ -312,12 +323,7 @@ def _write(root: _Root, path: str, content: str) -> str:
     if os.path.lexists(real) and not os.path.isfile(real):
         raise ToolArgumentError(f"argument 'path': {path!r} is not a regular file")
     existed = os.path.exists(real)
-    try:
-        _atomic_write(real, data)
-    except NotADirectoryError:
-        raise ToolArgumentError(
-            f"argument 'path': a parent of {path!r} is a file, not a directory"
-        ) from None
+    _write_or_explain(real, data, path)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {root.rel(real)} ({len(data)} bytes)"
 
@@ -356,7 +362,7 @@ def _edit(root: _Root, path: str, old: str, new: str, replace_all: bool) -> str:
     data = updated.encode("utf-8")
     if len(data) > WRITE_MAX_BYTES:
         raise ToolArgumentError(f"the edited file would be over {WRITE_MAX_BYTES} bytes")
-    _atomic_write(real, data)
+    _write_or_explain(real, data, path)
     return f"Edited {shown}: replaced {count if replace_all else 1} occurrence(s)"
 
 

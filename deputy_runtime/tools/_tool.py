@@ -57,8 +57,7 @@ class Tool(msgspec.Struct, frozen=True, eq=False):
             raise ToolDefinitionError(f"Tool {self.name!r}: description must be a string")
         if not isinstance(self.parameters, dict) or self.parameters.get("type") != "object":
             raise ToolDefinitionError(
-                f"Tool {self.name!r}: parameters must be a JSON Schema dict with "
-                "'type': 'object'"
+                f"Tool {self.name!r}: parameters must be a JSON Schema dict with 'type': 'object'"
             )
         if not callable(self.function):
             raise ToolDefinitionError(f"Tool {self.name!r}: function must be callable")

@@ -1,0 +1,154 @@
+"""The hand-written JSON Schema validator and $ref inlining."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deputy_runtime.errors import ToolArgumentError, ToolDefinitionError
+from deputy_runtime.tools._schema import inline_refs, schema_validator
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 5},
+        "count": {"type": "integer", "minimum": 0, "exclusiveMaximum": 10},
+        "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "flag": {"type": "boolean"},
+        "mode": {"enum": ["a", "b"]},
+        "fixed": {"const": 42},
+        "maybe": {"type": ["string", "null"]},
+        "either": {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+        "nested": {
+            "type": "object",
+            "properties": {"inner": {"type": "integer"}},
+            "required": ["inner"],
+            "additionalProperties": False,
+        },
+        "free": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+validate = schema_validator(SCHEMA, "demo")
+
+
+def test_valid_arguments_pass_and_are_copied() -> None:
+    args = {
+        "name": "abc",
+        "count": 9,
+        "ratio": 0.5,
+        "flag": True,
+        "mode": "b",
+        "fixed": 42,
+        "maybe": None,
+        "either": "xy",
+        "tags": ["t"],
+        "nested": {"inner": 1},
+        "free": {"k": 3},
+    }
+    out = validate(args)
+    assert out == args and out is not args
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({}, "argument 'name': missing required argument"),
+        ({"name": 1}, "argument 'name': expected string, got integer 1"),
+        ({"name": ""}, "argument 'name': expected at least 1 characters"),
+        ({"name": "toolong"}, "argument 'name': expected at most 5 characters"),
+        ({"name": "a", "count": True}, "argument 'count': expected integer, got boolean"),
+        ({"name": "a", "count": 1.5}, "argument 'count': expected integer, got number"),
+        ({"name": "a", "count": -1}, "argument 'count': expected a number >= 0"),
+        ({"name": "a", "count": 10}, "argument 'count': expected a number < 10"),
+        ({"name": "a", "ratio": 0}, "argument 'ratio': expected a number > 0"),
+        ({"name": "a", "ratio": 2}, "argument 'ratio': expected a number <= 1"),
+        ({"name": "a", "flag": "yes"}, "argument 'flag': expected boolean, got string"),
+        ({"name": "a", "mode": "c"}, "argument 'mode': expected one of 'a', 'b', got 'c'"),
+        ({"name": "a", "fixed": 41}, "argument 'fixed': expected 42, got 41"),
+        ({"name": "a", "maybe": 3}, "argument 'maybe': expected string or null"),
+        ({"name": "a", "either": "xyz"}, "argument 'either': expected integer"),
+        ({"name": "a", "tags": []}, "argument 'tags': expected at least 1 items"),
+        ({"name": "a", "tags": ["a", "b", "c"]}, "argument 'tags': expected at most 2 items"),
+        ({"name": "a", "tags": ["a", 5]}, "argument 'tags[1]': expected string"),
+        ({"name": "a", "nested": {}}, "argument 'nested.inner': missing required argument"),
+        ({"name": "a", "nested": {"inner": 1, "x": 1}}, "argument 'nested.x': unexpected"),
+        ({"name": "a", "free": {"k": "v"}}, "argument 'free.k': expected integer"),
+        ({"name": "a", "zzz": 1}, "argument 'zzz': unexpected argument (expected: name,"),
+    ],
+)
+def test_invalid_arguments_name_argument_and_expectation(
+    arguments: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        validate(arguments)
+    assert str(info.value).startswith("Invalid arguments for tool 'demo': ")
+    assert expected in str(info.value), str(info.value)
+
+
+def test_non_object_arguments_are_rejected() -> None:
+    with pytest.raises(ToolArgumentError, match="expected a JSON object, got array"):
+        validate([1])  # type: ignore[arg-type]
+
+
+def test_integral_float_counts_as_integer() -> None:
+    # JSON decoders may produce 3.0 for an integer-valued number.
+    assert validate({"name": "a", "count": 3.0})["count"] == 3.0
+
+
+def test_unknown_keywords_and_types_are_ignored() -> None:
+    loose = schema_validator({"type": "object", "properties": {"x": {"type": "weird"}}})
+    assert loose({"x": object(), "y": 1})["y"] == 1
+
+
+class Inner(msgspec.Struct):
+    v: int
+
+
+class Outer(msgspec.Struct):
+    inner: Inner
+    many: list[Inner]
+
+
+def test_inline_refs_resolves_nested_definitions() -> None:
+    raw = msgspec.json.schema(Outer)
+    assert "$defs" in raw
+    flat = inline_refs(raw)
+    assert "$defs" not in flat and "$ref" not in str(flat)
+    assert flat["properties"]["inner"]["properties"]["v"] == {"type": "integer"}
+    assert flat["properties"]["many"]["items"]["required"] == ["v"]
+
+
+def test_inline_refs_rejects_bad_and_recursive_refs() -> None:
+    with pytest.raises(ToolDefinitionError, match="resolve"):
+        inline_refs({"$ref": "#/$defs/Missing"})
+    with pytest.raises(ToolDefinitionError, match="recursive"):
+        inline_refs({"$ref": "#/$defs/A", "$defs": {"A": {"items": {"$ref": "#/$defs/A"}}}})
+
+
+def test_schema_with_defs_is_inlined_by_validator() -> None:
+    v = schema_validator(
+        {
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/P"}},
+            "$defs": {"P": {"type": "integer"}},
+        }
+    )
+    with pytest.raises(ToolArgumentError, match="argument 'p': expected integer"):
+        v({"p": "x"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), st.integers() | st.text(max_size=6), max_size=4))
+def test_random_objects_pass_or_fail_with_named_argument(arguments: dict[str, Any]) -> None:
+    """Any input is either accepted as-is or rejected naming one argument."""
+    try:
+        assert validate(arguments) == arguments
+    except ToolArgumentError as exc:
+        assert "argument '" in str(exc)
