@@ -58,13 +58,18 @@ from ._events import (
     UsageEvent,
 )
 from ._hooks import HookDecision, HookEvent, HookInput, Hooks
-from ._permissions import PermissionDeny, Permissions, permissions_standard
+from ._permissions import (
+    PermissionDeny,
+    Permissions,
+    normalize_tool_name,
+    permissions_standard,
+)
 from ._usage import AgentUsage, Meter, UsageLimits
 
 if TYPE_CHECKING:
     from ..chat._chat import Chat
 
-__all__ = ["Agent", "AgentResult", "Governance"]
+__all__ = ["Agent", "AgentResult", "Governance", "ToolRejection"]
 
 _PREVIEW_CHARS = 200
 
@@ -91,6 +96,10 @@ class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
     limits: UsageLimits = UsageLimits()
     error: str | None = None
     hook_errors: tuple[str, ...] = ()
+
+
+class ToolRejection(Exception):
+    """A tool call refused with a message the model sees exactly as written."""
 
 
 class Governance:
@@ -182,24 +191,84 @@ class Agent:
         wd = Path(os.path.realpath(working_dir if working_dir is not None else os.getcwd()))
         if not wd.is_dir():
             raise ValueError(f"working_dir {str(wd)!r} is not an existing directory")
+        self._configure(
+            chat,
+            tools=tools,
+            system_prompt=system_prompt if system_prompt is not None else chat.get_system_prompt(),
+            permissions=(permissions or permissions_standard()).bind(wd),
+            usage_limits=usage_limits if usage_limits is not None else UsageLimits(),
+            hooks=hooks if hooks is not None else Hooks(),
+            working_dir=wd,
+            name=name,
+            skills=tuple(skills),
+            governance=None,
+            agent_id=new_id("agent"),
+        )
+
+    @classmethod
+    def _for_delegation(
+        cls,
+        chat: Chat,
+        *,
+        name: str,
+        permissions: Permissions,
+        usage_limits: UsageLimits,
+        working_dir: Path,
+        skills: tuple[Skill, ...],
+        governance: Governance,
+        agent_id: str,
+    ) -> Agent:
+        """A subagent: no re-validation of what the lead already resolved (hot path)."""
+        agent = cls.__new__(cls)
+        agent._configure(
+            chat,
+            tools=(),
+            system_prompt=chat.get_system_prompt(),
+            permissions=permissions.bind(working_dir),
+            usage_limits=usage_limits,
+            hooks=Hooks(),
+            working_dir=working_dir,
+            name=name,
+            skills=skills,
+            governance=governance,
+            agent_id=agent_id,
+        )
+        return agent
+
+    def _configure(
+        self,
+        chat: Chat,
+        *,
+        tools: Iterable[Tool],
+        system_prompt: str | None,
+        permissions: Permissions,
+        usage_limits: UsageLimits,
+        hooks: Hooks,
+        working_dir: Path,
+        name: str | None,
+        skills: tuple[Skill, ...],
+        governance: Governance | None,
+        agent_id: str,
+    ) -> None:
         self.chat = chat
-        self.working_dir = wd
+        self.working_dir = working_dir
         self.name = name
-        self.agent_id = new_id("agent")
-        self.hooks = hooks if hooks is not None else Hooks()
-        self.usage_limits = usage_limits if usage_limits is not None else UsageLimits()
-        self._permissions = (permissions or permissions_standard()).bind(wd)
-        self._skills = tuple(skills)
-        self._base_prompt = system_prompt if system_prompt is not None else chat.get_system_prompt()
+        self.agent_id = agent_id
+        self.hooks = hooks
+        self.usage_limits = usage_limits
+        self.governance = governance
+        self._permissions = permissions
+        self._skills = skills
+        self._base_prompt = system_prompt
+        self._hidden: frozenset[str] = frozenset()
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
-        self.set_tools(tools)
-        self.governance: Governance | None = None
         self._active = False
         self._interrupt_reason: str | None = None
         self._session_started = False
         self._pending_config: list[HookInput] = []
         self.last_result: AgentResult | None = None
+        self.set_tools(tools)
 
     # -- configuration -----------------------------------------------------------------
 
@@ -230,9 +299,12 @@ class Agent:
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace the agent's tools (plus the skills' tools and ``load_skill``)."""
         collected: dict[str, Tool] = {}
+        hidden = self._hidden
         for t in self._all_tools(tools):
             if not isinstance(t, Tool):
                 raise TypeError(f"tools must contain Tool objects, got {type(t).__name__}")
+            if hidden and normalize_tool_name(t.name) in hidden:
+                continue
             if t.name in collected:
                 raise ValueError(f"Duplicate tool name {t.name!r}")
             collected[t.name] = t
@@ -247,6 +319,11 @@ class Agent:
             for skill in self._skills:
                 yield from skill.tools
             yield skills_tool(self._skills)
+
+    def _set_delegated_tools(self, tools: Iterable[Tool], disallowed: Iterable[str] | None) -> None:
+        """A subagent's tools, minus ``disallowed`` from every source (skills included)."""
+        self._hidden = frozenset(normalize_tool_name(n) for n in disallowed or ())
+        self.set_tools(tools)
 
     def get_tools(self) -> tuple[Tool, ...]:
         """The tools offered to the model, in order."""
@@ -268,9 +345,7 @@ class Agent:
 
     # -- running -------------------------------------------------------------------------
 
-    async def run(
-        self, task: str, *, usage_limits: UsageLimits | None = None
-    ) -> AgentResult:
+    async def run(self, task: str, *, usage_limits: UsageLimits | None = None) -> AgentResult:
         """Run the agent on ``task`` until it answers, stops, or fails; return the result."""
         return await self._run(task, usage_limits=usage_limits, emit=None)
 
@@ -464,10 +539,14 @@ class Agent:
         call_id = call.id or new_id("tool")
         if not slot:
             run.stop_reason = run.stop_reason or "tool_call_limit"
-            return ContentToolResult(call.id, error="Tool call limit reached; the call did not run.")
+            return ContentToolResult(
+                call.id, error="Tool call limit reached; the call did not run."
+            )
         if self._interrupt_reason is not None:
             run.stop_reason = run.stop_reason or "interrupted"
-            return ContentToolResult(call.id, error="The run was interrupted; the call did not run.")
+            return ContentToolResult(
+                call.id, error="The run was interrupted; the call did not run."
+            )
         tool = self._tools.get(call.name)
         if tool is None:
             names = ", ".join(self._tools) or "none"
@@ -574,6 +653,8 @@ class Agent:
         error: str | None = None
         try:
             value = await self._invoke(run, tool, call, call_id)
+        except ToolRejection as exc:
+            error = str(exc)
         except ToolArgumentError as exc:
             error = f"Invalid arguments: {exc}"
         except Exception as exc:
@@ -722,8 +803,7 @@ class _ProviderFailure(Exception):
 
 def _is_cancellation(exc: BaseException) -> bool:
     return isinstance(exc, anyio.get_cancelled_exc_class()) or (
-        isinstance(exc, BaseExceptionGroup)
-        and all(_is_cancellation(e) for e in exc.exceptions)
+        isinstance(exc, BaseExceptionGroup) and all(_is_cancellation(e) for e in exc.exceptions)
     )
 
 

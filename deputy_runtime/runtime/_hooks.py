@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["HookCallback", "HookDecision", "HookEvent", "HookInput", "Hooks", "HookMatcher"]
+__all__ = ["HookCallback", "HookDecision", "HookEvent", "HookInput", "HookMatcher", "Hooks"]
 
 
 class HookEvent(StrEnum):
@@ -113,7 +113,7 @@ class HookDecision(msgspec.Struct, frozen=True):
         return cls("stop", reason)
 
 
-HookCallback = Callable[[HookInput], "HookDecision | None | Awaitable[HookDecision | None]"]
+HookCallback = Callable[[HookInput], "HookDecision | Awaitable[HookDecision | None] | None"]
 
 
 class HookMatcher:

@@ -88,9 +88,7 @@ class UsageLimits(msgspec.Struct, frozen=True):
             if isinstance(cost, bool) or not isinstance(cost, int | float):
                 raise TypeError(f"UsageLimits.max_cost_usd must be a number or None, got {cost!r}")
             if not math.isfinite(cost) or cost < 0:
-                raise ValueError(
-                    f"UsageLimits.max_cost_usd must be finite and >= 0, got {cost!r}"
-                )
+                raise ValueError(f"UsageLimits.max_cost_usd must be finite and >= 0, got {cost!r}")
         if self.on_exceed not in ("stop", "error"):
             raise ValueError(
                 f"UsageLimits.on_exceed must be 'stop' or 'error', got {self.on_exceed!r}"
@@ -252,7 +250,7 @@ class Meter:
     # -- reservations ----------------------------------------------------------------------
 
     def _remaining(self, field: str) -> float | None:
-        limit = getattr(self.limits, field)
+        limit: float | None = getattr(self.limits, field)
         if limit is None:
             return None
         reserved = 0.0
@@ -260,7 +258,7 @@ class Meter:
             value = getattr(r.limits, field)
             if value is not None:
                 reserved += value
-        remaining = max(0, limit - self._used(field) - reserved)
+        remaining: float = max(0, limit - self._used(field) - reserved)
         # Costs are floats: round away representation noise so 0.3 - 0.1 - 0.2 is 0.
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
@@ -290,7 +288,9 @@ class Meter:
             max_output_tokens=_as_int(values["max_output_tokens"]),
             max_total_tokens=_as_int(values["max_total_tokens"]),
             max_cost_usd=values["max_cost_usd"],
-            on_exceed=self.limits.on_exceed,
+            # A child that uses up its share stops (status "stopped"); only the lead's
+            # own limits raise, so the lead's model can still see what the child did.
+            on_exceed="stop",
         )
         reservation = Reservation(limits)
         self.reservations.add(reservation)

@@ -1,0 +1,392 @@
+"""LeadAgent: an Agent whose first tool delegates to subagents built from definitions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import DefinitionError
+from ..tools._invoke import invoke_tool, tool_validator
+from ..tools._schema import schema_validator
+from ..tools._tool import Tool
+from ._agent import Agent, AgentResult, ToolRejection, _Run
+from ._delegation import (
+    Delegation,
+    SubagentRecord,
+    build_subagent,
+    check_brief,
+    first_message,
+    hook_input,
+    new_delegation,
+    outcome_json,
+    release_binding,
+    settle,
+)
+from ._events import DelegationEnd, DelegationStart, EventSink
+from ._hooks import HookEvent, Hooks
+from ._permissions import DELEGATE_TOOL_NAME, Permissions
+from ._policy import DelegationPolicy
+from ._usage import UsageLimits
+
+if TYPE_CHECKING:
+    from ..chat._chat import Chat
+    from ..definitions import AgentDefinition
+    from ._parallel import ParallelResult
+
+__all__ = ["LeadAgent"]
+
+ROUTING_START = "<!-- deputy-lead-routing:v1:start -->"
+ROUTING_END = "<!-- deputy-lead-routing:v1:end -->"
+_DELEGATE_DESCRIPTION = (
+    "Delegate a task to a specialized sub-agent. The sub-agent will complete the task and "
+    "return results. Several calls in one turn run in parallel."
+)
+# How long settlement waits for SubagentStop hooks while being cancelled.
+_SHIELDED_SECONDS = 10.0
+
+
+def _not_callable_directly(**_: Any) -> str:
+    raise RuntimeError("delegate_to_agent only runs inside its LeadAgent's run")
+
+
+class LeadAgent(Agent):
+    """An agent that delegates to fresh subagents built from ``sub_agents`` definitions.
+
+    ``sub_agents`` is a sequence of AgentDefinitions or the dict ``agent_definitions()``
+    returns; names must be unique. The system prompt gains a generated routing section
+    and the first tool is ``delegate_to_agent(agent_name, task, constraints?,
+    deliverable?, stop_conditions?)``. Subagents are bounded by this agent's permissions
+    (ceiling at start, live re-check per call), its remaining budget (reserved per
+    delegation) and its hooks (tool events always forwarded). See DelegationPolicy for
+    how they get tools.
+    """
+
+    def __init__(
+        self,
+        chat: Chat,
+        sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition] = (),
+        *,
+        tools: Iterable[Tool] = (),
+        system_prompt: str | None = None,
+        permissions: Permissions | None = None,
+        usage_limits: UsageLimits | None = None,
+        hooks: Hooks | None = None,
+        working_dir: str | os.PathLike[str] | None = None,
+        delegation_policy: DelegationPolicy | None = None,
+        delegation_scope: Mapping[str, Any] | None = None,
+        name: str | None = "lead",
+    ) -> None:
+        if delegation_policy is None:
+            delegation_policy = DelegationPolicy()
+        if not isinstance(delegation_policy, DelegationPolicy):
+            raise TypeError("delegation_policy must be a DelegationPolicy")
+        if delegation_scope is not None and not isinstance(delegation_scope, Mapping):
+            raise TypeError("delegation_scope must be a mapping or None")
+        self.delegation_policy = delegation_policy
+        self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
+        self._definitions: dict[str, AgentDefinition] = {}
+        self._records: list[Delegation] = []
+        self._active_children: dict[str, Agent] = {}
+        self._call_delegations: dict[str, str] = {}
+        self._own_tools = tuple(tools)
+        self._delegate_tool = _delegate_tool(())
+        super().__init__(
+            chat,
+            tools=(),
+            system_prompt=system_prompt,
+            permissions=permissions,
+            usage_limits=usage_limits,
+            hooks=hooks,
+            working_dir=working_dir,
+            name=name,
+        )
+        values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
+        for definition in values:
+            self._add_definition(definition)
+        self._refresh()
+
+    # -- sub-agent registry -------------------------------------------------------------
+
+    def register_sub_agent(self, definition: AgentDefinition) -> None:
+        """Add a definition; its name must not be registered yet."""
+        self._add_definition(definition)
+        self._refresh()
+
+    def available_sub_agents(self) -> list[str]:
+        """Registered sub-agent names in registration order."""
+        return list(self._definitions)
+
+    def sub_agent(self, name: str) -> AgentDefinition:
+        """The registered definition for ``name`` (trimmed, case-insensitive)."""
+        return self._definitions[name.strip().lower()]
+
+    def _add_definition(self, definition: AgentDefinition) -> None:
+        from ..definitions import AgentDefinition
+
+        if not isinstance(definition, AgentDefinition):
+            raise DefinitionError(
+                f"sub_agents entries must be AgentDefinition, got {type(definition).__name__}"
+            )
+        if definition.name in self._definitions:
+            raise DefinitionError(
+                f"Sub-agent {definition.name!r} is already registered; duplicate "
+                "AgentDefinition routing keys are not allowed"
+            )
+        self._definitions[definition.name] = definition
+
+    def _refresh(self) -> None:
+        self._delegate_tool = _delegate_tool(tuple(self._definitions))
+        self.set_tools((self._delegate_tool, *self._own_tools))
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The base prompt followed by the generated routing section."""
+        base = super().system_prompt
+        section = self._routing_section()
+        return f"{base}\n\n{section}" if base else section
+
+    def _routing_section(self) -> str:
+        blocks = [
+            ROUTING_START,
+            "# Available Sub-Agents",
+            f"Use the `{DELEGATE_TOOL_NAME}` tool to hand a task to one of these sub-agents. "
+            "Each one starts fresh and sees only the task you give it.",
+        ]
+        blocks += [f"## {d.name}\n{d.description}" for d in self._definitions.values()]
+        blocks.append(
+            "Give each sub-agent a complete, self-contained task. "
+            "Independent tasks can be delegated in the same turn; they run in parallel."
+        )
+        blocks.append(ROUTING_END)
+        return "\n\n".join(blocks)
+
+    # -- records -----------------------------------------------------------------------------
+
+    def list_subagents(self) -> list[SubagentRecord]:
+        """One record per admitted delegation, in admission order."""
+        return [d.record() for d in self._records]
+
+    def get_subagent_results(
+        self, agent_name: str | None = None, delegation_id: str | None = None
+    ) -> list[AgentResult | None]:
+        """Subagent results in admission order (``None`` where a delegation has none)."""
+        key = agent_name.strip().lower() if agent_name is not None else None
+        return [
+            d.result
+            for d in self._records
+            if (key is None or d.definition.name == key)
+            and (delegation_id is None or d.delegation_id == delegation_id)
+        ]
+
+    # -- interrupts --------------------------------------------------------------------------
+
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop the lead and every active subagent at their next boundary."""
+        super().interrupt(reason)
+        for child in tuple(self._active_children.values()):
+            child.interrupt(reason)
+
+    def interrupt_subagent(self, delegation_id: str, reason: str = "interrupted") -> bool:
+        """Stop one active subagent at its next boundary; ``False`` if it is not active."""
+        child = self._active_children.get(delegation_id)
+        if child is None:
+            return False
+        child.interrupt(reason)
+        return True
+
+    # -- the delegate tool ----------------------------------------------------------------
+
+    async def _invoke(self, run: _Run, tool: Tool, call: Any, call_id: str) -> Any:
+        if tool is not self._delegate_tool:
+            return await invoke_tool(tool, call.arguments)
+        arguments = tool_validator(tool)(call.arguments)
+        return await self._delegate(run, arguments, call_id)
+
+    def _call_delegation_id(self, call_id: str) -> str | None:
+        from .._ids import new_id
+
+        if call_id not in self._call_delegations:
+            self._call_delegations[call_id] = new_id("delegation")
+        return self._call_delegations[call_id]
+
+    async def _delegate(self, run: _Run, arguments: dict[str, Any], call_id: str) -> str:
+        """One delegate_to_agent call: route, admit, build, run, settle, outcome."""
+        brief = check_brief(arguments)
+        requested = arguments["agent_name"]
+        definition = self._definitions.get(requested.strip().lower())
+        if definition is None:
+            names = ", ".join(self._definitions) or "none"
+            raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
+        over = run.meter.exceeded(reaching=True)
+        if over is not None:
+            raise ToolRejection(f"Run limit reached for {over}: no new delegation can start.")
+        d = new_delegation(
+            self,
+            definition,
+            brief,
+            parent_run_id=run.run_id,
+            tool_call_id=call_id,
+            delegation_id=self._call_delegations.get(call_id),
+        )
+        self._records.append(d)
+        failed: BaseException | None = None
+        try:
+            d.reservation = run.meter.reserve_child(definition.max_requests)
+            try:
+                child = await build_subagent(self, d, d.reservation.limits)
+            except Exception:
+                d.stop_reason = "setup_error"
+                raise
+            if await self._start(run.emit, d):
+                d.result = await child._run(
+                    first_message(definition, brief),
+                    usage_limits=d.reservation.limits,
+                    emit=run.emit,
+                    run_id=d.run_id,
+                )
+        except BaseException as exc:
+            failed = exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._active_children.pop(d.delegation_id, None)
+            settle(d, run.meter, failed)
+            await self._finish_delegation(run.emit, d)
+        if d.status == "failed":
+            raise ToolRejection(f"Subagent '{definition.name[:512]}' failed.\n{outcome_json(d)}")
+        return outcome_json(d)
+
+    async def _start(self, emit: EventSink | None, d: Delegation) -> bool:
+        """Mark running, announce, fire SubagentStart; ``False`` if it must not start."""
+        d.status = "running"
+        d.started_at = _now()
+        assert d.child is not None
+        self._active_children[d.delegation_id] = d.child
+        if emit is not None:
+            emit(
+                DelegationStart(
+                    **_delegation_ids(d),
+                    task=d.task,
+                    limits=d.reservation.limits if d.reservation else None,
+                    tool_call_id=d.tool_call_id,
+                )
+            )
+        if self.hooks.has(HookEvent.SubagentStart):
+            await self.hooks.dispatch(
+                hook_input(self, d, HookEvent.SubagentStart, status="running"),
+                d.hook_errors,
+            )
+        return self._interrupt_reason is None
+
+    async def _finish_delegation(self, emit: EventSink | None, d: Delegation) -> None:
+        """Release the binding, fire SubagentStop (if SubagentStart fired), announce the end.
+
+        Shielded from cancellation, so cleanup and the stop hook run even then.
+        """
+        with anyio.CancelScope(shield=True):
+            await release_binding(d)
+            if d.started_at is not None and self.hooks.has(HookEvent.SubagentStop):
+                with anyio.move_on_after(_SHIELDED_SECONDS):
+                    await self.hooks.dispatch(
+                        hook_input(
+                            self,
+                            d,
+                            HookEvent.SubagentStop,
+                            status=d.status,
+                            reason=d.stop_reason,
+                            result=d.result.response if d.result else None,
+                            error=d.error,
+                        ),
+                        d.hook_errors,
+                    )
+        if emit is not None:
+            emit(
+                DelegationEnd(
+                    **_delegation_ids(d),
+                    status=d.status,
+                    stop_reason=d.stop_reason or "error",
+                    usage=d.usage,
+                    error=d.error,
+                    tool_call_id=d.tool_call_id,
+                )
+            )
+
+    # -- host-driven fan-out ----------------------------------------------------------------
+
+    async def parallel_delegate(
+        self,
+        tasks: Mapping[str, str] | Sequence[tuple[str, str]],
+        *,
+        max_active: int = 4,
+        usage_limits: UsageLimits | None = None,
+        on_event: EventSink | None = None,
+    ) -> ParallelResult:
+        """Fan tasks out to stateless sub-agents (no tools; one request each).
+
+        ``tasks`` maps definition names to tasks, or is a sequence of ``(name, task)``
+        pairs so one definition can take many tasks. Everything is prepared before
+        anything is dispatched; a failed responder never discards its siblings. The
+        lead's conversation is untouched. See :class:`ParallelResult`.
+        """
+        from ._parallel import parallel_delegate
+
+        return await parallel_delegate(
+            self, tasks, max_active=max_active, usage_limits=usage_limits, on_event=on_event
+        )
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+def _delegation_ids(d: Delegation) -> dict[str, Any]:
+    return {
+        "agent_id": d.agent_id,
+        "agent_name": d.definition.name,
+        "run_id": d.run_id,
+        "delegation_id": d.delegation_id,
+        "parent_agent_id": d.parent_agent_id,
+        "parent_run_id": d.parent_run_id,
+    }
+
+
+def _delegate_tool(names: tuple[str, ...]) -> Tool:
+    agent_name: dict[str, Any] = {
+        "type": "string",
+        "description": "Name of the sub-agent to delegate to",
+    }
+    if names:
+        agent_name["enum"] = list(names)
+    strings = {"type": "array", "items": {"type": "string"}}
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "agent_name": agent_name,
+            "task": {
+                "type": "string",
+                "description": "The complete task for the sub-agent",
+                "examples": ["Summarise what you find in the working directory."],
+            },
+            "constraints": {**strings, "description": "Rules the sub-agent must follow"},
+            "deliverable": {"type": "string", "description": "What to hand back"},
+            "stop_conditions": {**strings, "description": "When to stop and report"},
+        },
+        "required": ["agent_name", "task"],
+        "additionalProperties": False,
+    }
+    # The enum guides the model; routing itself is by trimmed, lowercased name, so the
+    # validator accepts any string and an unknown name gets the routing error.
+    loose = {**parameters, "properties": {**parameters["properties"]}}
+    loose["properties"]["agent_name"] = {"type": "string"}
+    return Tool(
+        name=DELEGATE_TOOL_NAME,
+        description=_DELEGATE_DESCRIPTION,
+        parameters=parameters,
+        function=_not_callable_directly,
+        validator=schema_validator(loose, DELEGATE_TOOL_NAME),
+    )
