@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..definitions._files import read_definition_text
 from ..errors import DeputyError
@@ -69,7 +67,12 @@ def convert(args: argparse.Namespace) -> int:
 def _convert(
     source: Path, source_kind: str, destination: Path, kind: str, overwrite: bool
 ) -> tuple[str, ...]:
-    from ..definitions import _markdown, _markdown_read
+    from ..definitions import (
+        _markdown,
+        _markdown_read,
+        agent_definition_read,
+        agent_definition_write,
+    )
     from ..errors import DefinitionFileError
 
     ignored: tuple[str, ...] = ()
@@ -88,11 +91,11 @@ def _convert(
         ignored = parsed.ignored_keys
     else:
         tools, skills = placeholder_registries(*_yaml_names(source))
-        definition = _yaml_io("read")(source, tools, skills)
+        definition = agent_definition_read(source, tools, skills)
     if kind == "markdown":
         _markdown.agent_definition_to_markdown(definition, destination, tools, skills, overwrite)
     else:
-        _yaml_io("write")(definition, destination, tools, skills, overwrite)
+        agent_definition_write(definition, destination, tools, skills, overwrite)
     return ignored
 
 
@@ -106,14 +109,14 @@ def placeholder_registries(
     itself as a skill path. Names that are not valid registry keys are left out, so the
     reader reports them as it would with a real registry.
     """
-    from ..definitions._markdown_read import valid_registry_key
+    from ..definitions._registry import REGISTRY_KEY_PATTERN
 
     tools = {
         name: Tool(f"placeholder_{index}", f"stands for {name}", {"type": "object"}, _inert)
         for index, name in enumerate(dict.fromkeys(tool_names))
-        if valid_registry_key(name)
+        if REGISTRY_KEY_PATTERN.match(name)
     }
-    skills = {name: name for name in dict.fromkeys(skill_names) if valid_registry_key(name)}
+    skills = {name: name for name in dict.fromkeys(skill_names) if REGISTRY_KEY_PATTERN.match(name)}
     return tools, skills
 
 
@@ -138,10 +141,3 @@ def _yaml_names(source: Path) -> tuple[list[str], list[str]]:
         items = [item] if isinstance(item, str) else item if isinstance(item, list) else []
         names.append([entry for entry in items if isinstance(entry, str)])
     return names[0], names[1]
-
-
-def _yaml_io(which: str) -> Callable[..., Any]:
-    from .. import definitions
-
-    function: Callable[..., Any] = getattr(definitions, f"agent_definition_{which}")
-    return function

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ._files import check_path_argument, read_definition_text
-from ._markdown_read import build_definition, check_registries, parse_markdown
+from ._markdown_read import build_definition, parse_markdown
 from ._markdown_write import agent_definition_to_markdown
 from ._model import AgentDefinition
+from ._registry import check_skill_registry, check_tool_registry
 
 __all__ = [
     "agent_definition_from_markdown",
@@ -44,8 +44,9 @@ def agent_definition_from_markdown(
     whenever the agent is built. Raises DefinitionFileError (with path and line) for
     anything wrong with the file, including a file without frontmatter.
     """
-    tool_registry, skill_registry = check_registries(tools, skills)
     file = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, file)
+    skill_registry = check_skill_registry(skills, file)
     parsed = parse_markdown(read_definition_text(file), file)
     return build_definition(parsed, tool_registry, skill_registry)
 
@@ -60,7 +61,7 @@ def claude_agent_definitions(
     Uses :func:`agent_definitions` with ``markdown=True`` (top level only, hidden files
     skipped, sorted by name, any invalid file aborts). A missing directory gives ``{}``.
     """
-    from . import _discovery  # lazy: discovery imports this module for .md files
+    from ._discovery import agent_definitions  # lazy: discovery imports this module
 
-    directory = Path(check_path_argument(project_dir)) / ".claude" / "agents"
-    return _discovery.agent_definitions(directory, tools, skills, markdown=True)
+    directory = check_path_argument(project_dir) / ".claude" / "agents"
+    return agent_definitions(directory, tools, skills, markdown=True)

@@ -9,28 +9,22 @@ wrong-typed value, this module raises DefinitionFileError with the file and line
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DefinitionError, DefinitionFileError
-from ..skills import Skill
-from ..tools._tool import Tool
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._model import AgentDefinition, DefinitionFieldError, agent_definition
+from ._registry import SkillRegistry, ToolRegistry
 
 __all__ = [
     "PERMISSION_MODES",
     "READ_KEYS",
     "ParsedMarkdown",
-    "SkillRegistry",
-    "ToolRegistry",
     "build_definition",
-    "check_registries",
     "parse_markdown",
-    "valid_registry_key",
 ]
 
 #: Frontmatter keys that are read; every other key is ignored, as Claude Code and
@@ -75,13 +69,6 @@ _FIELD_KEYS = {
     "initial_prompt": "initialPrompt",
     "prompt": "",
 }
-
-
-ToolRegistry = Mapping[str, Tool]
-SkillRegistry = Mapping[str, Skill | str]
-
-# Registry keys, as for YAML files (DESIGN 3.1).
-_REGISTRY_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*\Z")
 
 
 @dataclass
@@ -338,38 +325,3 @@ def _item_line(fm: Frontmatter, key: str, name: str) -> int | None:
             if str(item).strip() == name:
                 return fm.line(key, index)
     return fm.line(key)
-
-
-def valid_registry_key(key: object) -> bool:
-    """Whether ``key`` may name a registry entry (a letter, then letters, digits, _ . -)."""
-    return isinstance(key, str) and _REGISTRY_KEY.match(key) is not None
-
-
-def check_registries(tools: object, skills: object) -> tuple[ToolRegistry, SkillRegistry]:
-    """Validate the host's registries before any file is touched (DESIGN 3.1 rules)."""
-    return (
-        _check_registry("tools", tools, (Tool,), "Tool objects"),
-        _check_registry("skills", skills, (Skill, str), "Skill objects or skill paths"),
-    )
-
-
-def _check_registry(
-    name: str, registry: object, kinds: tuple[type, ...], what: str
-) -> Mapping[str, Any]:
-    if registry is None:
-        return {}
-    if not isinstance(registry, Mapping):
-        raise DefinitionError(
-            f"{name} registry: expected a mapping of names to {what}, got {type(registry).__name__}"
-        )
-    for key, value in registry.items():
-        if not valid_registry_key(key):
-            raise DefinitionError(
-                f"{name} registry: key {key!r} is invalid; expected a letter followed by "
-                "letters, digits, '_', '.' or '-'"
-            )
-        if not isinstance(value, kinds) or (isinstance(value, str) and not value.strip()):
-            raise DefinitionError(
-                f"{name} registry: {key!r} maps to {type(value).__name__}, expected {what}"
-            )
-    return registry

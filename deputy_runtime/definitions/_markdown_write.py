@@ -19,14 +19,15 @@ import yaml
 from ..errors import DefinitionError, DefinitionFileError
 from ._files import check_path_argument, install_atomically
 from ._frontmatter import LINE_BREAKS, MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH
-from ._markdown_read import (
+from ._markdown_read import build_definition, parse_markdown
+from ._model import FIELD_NAMES, AgentDefinition
+from ._registry import (
     SkillRegistry,
     ToolRegistry,
-    build_definition,
-    check_registries,
-    parse_markdown,
+    check_skill_registry,
+    check_tool_registry,
+    registry_key,
 )
-from ._model import FIELD_NAMES, AgentDefinition
 
 __all__ = ["UNCARRIED_FIELDS", "agent_definition_to_markdown", "markdown_text"]
 
@@ -61,8 +62,9 @@ def agent_definition_to_markdown(
     field; nothing is written then. Without ``overwrite`` an existing file is never
     replaced, even one created concurrently.
     """
-    tool_registry, skill_registry = check_registries(tools, skills)
     dest = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, dest)
+    skill_registry = check_skill_registry(skills, dest)
     if not isinstance(definition, AgentDefinition):
         raise DefinitionError(
             f"definition: expected an AgentDefinition, got {type(definition).__name__}"
@@ -149,26 +151,9 @@ def _check_carried(definition: AgentDefinition, path: Path) -> None:
 
 
 def _keys(
-    objects: tuple[Any, ...], registry: Mapping[str, Any], field: str, path: Path
+    objects: tuple[Any, ...], registry: Mapping[str, Any], kind: str, path: Path
 ) -> list[str]:
-    keys = []
-    for obj in objects:
-        # Objects match by identity (tools compare by identity anyway); skill paths by value.
-        found = [
-            key
-            for key, value in registry.items()
-            if value is obj or (isinstance(obj, str) and value == obj)
-        ]
-        if len(found) != 1:
-            label = getattr(obj, "name", obj)
-            why = "is missing from" if not found else f"matches {len(found)} entries of"
-            raise DefinitionFileError(
-                f"{field}: {label!r} {why} the {field} registry; each {field} object must "
-                "match exactly one registry entry",
-                path=path,
-            )
-        keys.append(found[0])
-    return keys
+    return [registry_key(kind, obj, registry, path) for obj in objects]
 
 
 def _check_round_trip(

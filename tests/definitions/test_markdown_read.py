@@ -10,7 +10,7 @@ import pytest
 from _markdown_helpers import agent_file, make_tool, skill_registry, tool_registry, write_bytes
 
 from deputy_runtime.definitions._markdown import agent_definition_from_markdown as read_md
-from deputy_runtime.errors import DefinitionError, DefinitionFileError
+from deputy_runtime.errors import DefinitionFileError
 
 MINIMAL = b"---\nname: reviewer\ndescription: Reviews code.\n---\nYou review code.\n"
 
@@ -23,9 +23,14 @@ def test_minimal_file(tmp_path: Path) -> None:
         "You review code.",
         "inherit",
     )
-    assert d.tools == () and d.skills == ()
-    assert d.disallowed_tools is None and d.mcp_servers is None and d.memory is None
-    assert d.permission_mode is None and d.max_requests is None and d.params is None
+    assert d.tools == ()
+    assert d.skills == ()
+    assert d.disallowed_tools is None
+    assert d.mcp_servers is None
+    assert d.memory is None
+    assert d.permission_mode is None
+    assert d.max_requests is None
+    assert d.params is None
 
 
 # --- line endings, BOM, exotic separators ---------------------------------------------
@@ -42,13 +47,15 @@ def test_line_endings(tmp_path: Path, eol: bytes) -> None:
 def test_bom_is_stripped(tmp_path: Path) -> None:
     # Deliberate difference: AgentLane treats a BOM-prefixed file as "no frontmatter".
     d = read_md(write_bytes(tmp_path, b"\xef\xbb\xbf" + MINIMAL))
-    assert d.name == "reviewer" and d.prompt == "You review code."
+    assert d.name == "reviewer"
+    assert d.prompt == "You review code."
 
 
 def test_exotic_line_separators_split_lines_and_become_newlines(tmp_path: Path) -> None:
     text = "---\u2028name: a\x0bdescription: d\u2029---\x85A\u2028B\x0cC\x1cD\x1dE\x1eF"
     d = read_md(agent_file(tmp_path, text))
-    assert d.name == "a" and d.description == "d"
+    assert d.name == "a"
+    assert d.description == "d"
     assert d.prompt == "A\nB\nC\nD\nE\nF"
 
 
@@ -56,7 +63,8 @@ def test_invalid_utf8_is_a_file_error_with_line(tmp_path: Path) -> None:
     path = write_bytes(tmp_path, b"---\nname: a\ndescription: caf\xe9\n---\nbody\n")
     with pytest.raises(DefinitionFileError) as info:
         read_md(path)
-    assert info.value.path == path and info.value.line == 3
+    assert info.value.path == path
+    assert info.value.line == 3
     assert "UTF-8" in str(info.value)
 
 
@@ -122,7 +130,8 @@ def test_dashes_inside_a_block_scalar_still_close_the_frontmatter(tmp_path: Path
 
 def test_yaml_document_end_marker_is_yaml_not_a_fence(tmp_path: Path) -> None:
     d = read_md(write_bytes(tmp_path, b"---\nname: a\ndescription: d\n...\n---\nbody"))
-    assert d.name == "a" and d.prompt == "body"
+    assert d.name == "a"
+    assert d.prompt == "body"
 
 
 def test_dashes_in_the_body_are_plain_text(tmp_path: Path) -> None:
@@ -167,7 +176,8 @@ def test_tab_indentation_is_an_error_with_line_and_column(tmp_path: Path) -> Non
 
 def test_tabs_inside_values_are_fine(tmp_path: Path) -> None:
     d = read_md(write_bytes(tmp_path, b'---\nname: a\ndescription: "x\\ty"\n---\n\tcode\n'))
-    assert d.description == "x\ty" and d.prompt == "code"
+    assert d.description == "x\ty"
+    assert d.prompt == "code"
 
 
 def test_syntax_error_line(tmp_path: Path) -> None:
@@ -252,7 +262,8 @@ def test_non_ascii_text_is_kept(tmp_path: Path) -> None:
     d = read_md(
         agent_file(tmp_path, "---\nname: a\ndescription: 日本語のレビュー 🚀\n---\nÄrztin\n")
     )
-    assert d.description == "日本語のレビュー 🚀" and d.prompt == "Ärztin"
+    assert d.description == "日本語のレビュー 🚀"
+    assert d.prompt == "Ärztin"
 
 
 # --- description and body truncation -------------------------------------------------------
@@ -296,7 +307,8 @@ def test_longer_body_is_cut_with_a_pointer_naming_the_file(tmp_path: Path, count
     prompt = read_md(path).prompt
     out = prompt.splitlines()
     assert len(out) == 1002
-    assert out[:1000] == lines[:1000] and out[1000] == ""
+    assert out[:1000] == lines[:1000]
+    assert out[1000] == ""
     assert out[1001] == (
         f"[Instructions truncated after 1000 lines. Read the full agent definition at "
         f"{path.resolve()} for the rest.]"
@@ -311,7 +323,9 @@ def test_blank_padding_is_stripped_before_lines_are_counted(tmp_path: Path) -> N
 def test_blank_lines_at_the_cut_disappear(tmp_path: Path) -> None:
     lines = [f"l{i}" for i in range(1, 990)] + [""] * 11 + ["after"] * 5
     out = read_md(_body_file(tmp_path, lines)).prompt.splitlines()
-    assert out[:989] == lines[:989] and out[989] == "" and out[990].startswith("[Instructions")
+    assert out[:989] == lines[:989]
+    assert out[989] == ""
+    assert out[990].startswith("[Instructions")
 
 
 def test_pointer_names_the_resolved_path_through_a_symlink(tmp_path: Path) -> None:
@@ -353,7 +367,10 @@ def test_model(tmp_path: Path, line: bytes, model: str) -> None:
 
 
 def test_model_args_become_params(tmp_path: Path) -> None:
-    data = b"---\nname: a\ndescription: d\nmodel_args:\n  temperature: 0.2\n  1: x\n  stop: [a]\n---\nb"
+    data = (
+        b"---\nname: a\ndescription: d\n"
+        b"model_args:\n  temperature: 0.2\n  1: x\n  stop: [a]\n---\nb"
+    )
     d = read_md(write_bytes(tmp_path, data))
     assert d.params == {"temperature": 0.2, "1": "x", "stop": ("a",)}
 
@@ -429,7 +446,8 @@ def test_tools_of_the_wrong_type_is_an_error(tmp_path: Path, tools_yaml: bytes, 
     # Deliberate difference: AgentLane silently gives "no tools".
     with pytest.raises(DefinitionFileError, match="tools must be a list") as info:
         read_md(_tools_file(tmp_path, tools_yaml), tool_registry())
-    assert what in str(info.value) and info.value.line == 4
+    assert what in str(info.value)
+    assert info.value.line == 4
 
 
 def test_unknown_tool_names_it_lists_known_ones_and_points_at_the_item(tmp_path: Path) -> None:
@@ -555,7 +573,7 @@ def test_skills_mcp_servers_and_initial_prompt(tmp_path: Path) -> None:
 
 def test_unknown_skill(tmp_path: Path) -> None:
     data = b"---\nname: a\ndescription: d\nskills: [api-style, /etc/passwd]\n---\nb"
-    with pytest.raises(DefinitionFileError, match="unknown skill '/etc/passwd'.*api-style"):
+    with pytest.raises(DefinitionFileError, match=r"unknown skill '/etc/passwd'.*api-style"):
         read_md(write_bytes(tmp_path, data), skills=skill_registry())
 
 
@@ -576,8 +594,10 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
         b"instructions: not the prompt\n---\nthe prompt"
     )
     d = read_md(write_bytes(tmp_path, data), tool_registry())
-    assert d.disallowed_tools is None and d.memory is None
-    assert d.prompt == "the prompt" and len(d.tools) == len(tool_registry())
+    assert d.disallowed_tools is None
+    assert d.memory is None
+    assert d.prompt == "the prompt"
+    assert len(d.tools) == len(tool_registry())
 
 
 # --- file safety and arguments -------------------------------------------------------------
@@ -585,10 +605,12 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
 
 def test_registries_are_checked_before_the_file(tmp_path: Path) -> None:
     missing = tmp_path / "missing.md"
-    with pytest.raises(DefinitionError, match="tools registry: key 'package::read'"):
+    with pytest.raises(DefinitionFileError, match="tools registry key 'package::read'"):
         read_md(missing, {"package::read": make_tool("read")})
-    with pytest.raises(DefinitionError, match="skills registry"):
+    with pytest.raises(DefinitionFileError, match="skills registry entry 'ok' is int"):
         read_md(missing, skills={"ok": 42})
+    with pytest.raises(DefinitionFileError, match="tools registry must be a mapping"):
+        read_md(missing, [make_tool("read")])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [None, b"agent.md", "", 3])
