@@ -24,7 +24,16 @@ import msgspec
 
 from ._worker import Kind, WorkerResult, WorkerSpec
 
-__all__ = ["BenchConfig", "BenchError", "ContenderSpec", "Job", "run_benchmarks", "summarise"]
+__all__ = [
+    "FULL",
+    "QUICK",
+    "BenchConfig",
+    "BenchError",
+    "ContenderSpec",
+    "Job",
+    "run_benchmarks",
+    "summarise",
+]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -169,7 +178,14 @@ def run_benchmarks(
             min_time=config.seq_min_time if job.kind == "sequential" else config.fan_min_time,
             warmup=config.seq_warmup,
         )
-        result = _run_worker(spec, config.timeout)
+        try:
+            result = _run_worker(spec, config.timeout)
+        except BenchError as exc:
+            # Keep the rest of a long run; the error is reported and fails the command.
+            if progress is not None:
+                progress(f"rep {job.rep + 1} {job.kind:<10} n={job.n:<6} {c.label:<22} FAILED")
+            return {"contender": c.key, "rep": job.rep, "kind": job.kind, "n": job.n,
+                    "error": str(exc)}
         if progress is not None:
             figure = (
                 f"{result.us:,.1f} us" if result.us is not None
@@ -183,6 +199,8 @@ def run_benchmarks(
             samples = list(pool.map(one, jobs))
     else:
         samples = [one(job) for job in jobs]
+    errors = [s for s in samples if "error" in s]
+    samples = [s for s in samples if "error" not in s]
     versions = {s["contender"]: s["version"] for s in samples}
     return {
         "meta": {
@@ -199,6 +217,21 @@ def run_benchmarks(
             {"key": c.key, "label": c.label, "version": versions.get(c.key, ""), "floor": c.floor}
             for c in available
         ],
+        "errors": errors,
         "samples": samples,
         "summary": summarise(samples),
     }
+
+
+#: ``--quick``: fewer sizes, repetitions and seconds; about a minute without peers.
+QUICK = BenchConfig(
+    sizes=(10, 100, 1000),
+    memory_sizes=(1000,),
+    reps=3,
+    memory_reps=1,
+    seq_min_time=0.2,
+    fan_min_time=0.2,
+    seq_warmup=10,
+)
+#: The full run.
+FULL = BenchConfig()

@@ -1,0 +1,1 @@
+"""Peer contenders for the full benchmark (need the ``bench`` extra)."""
