@@ -81,7 +81,9 @@ async def test_bad_handler_results_raise(answers: Any, message: str) -> None:
 
 async def test_bad_questions_are_argument_errors() -> None:
     bound = ask_user_tool(lambda q, c: {})
-    with pytest.raises(ToolArgumentError, match="argument 'questions': expected array of length >= 1"):
+    with pytest.raises(
+        ToolArgumentError, match="argument 'questions': expected array of length >= 1"
+    ):
         await invoke_tool(bound, {"questions": []})
     with pytest.raises(ToolArgumentError, match=r"argument 'questions\[0\].question'"):
         await invoke_tool(bound, {"questions": [{"question": ""}]})

@@ -64,9 +64,7 @@ def test_tools_and_annotations(root: Path) -> None:
     assert not any(t.destructive for t in made)
     assert all(t.run_in_thread for t in made)
     # Offline test models call tools with examples[0]: those must be harmless.
-    assert by["write_file"].parameters["properties"]["path"]["examples"] == [
-        "deputy-scratch.txt"
-    ]
+    assert by["write_file"].parameters["properties"]["path"]["examples"] == ["deputy-scratch.txt"]
     assert by["list_files"].parameters["properties"]["path"]["examples"] == ["."]
 
 
@@ -142,7 +140,18 @@ def test_list_does_not_descend_symlinks(tools: dict[str, Callable[..., Any]]) ->
 
 def _safe_segments() -> st.SearchStrategy[str]:
     parts = st.sampled_from(
-        ["..", ".", "", "sub", "a.txt", "link_out", "link_in", "link_secret", "outside", "secret.txt"]
+        [
+            "..",
+            ".",
+            "",
+            "sub",
+            "a.txt",
+            "link_out",
+            "link_in",
+            "link_secret",
+            "outside",
+            "secret.txt",
+        ]
     )
     return st.lists(parts, min_size=1, max_size=6).map("/".join) | st.lists(
         parts, min_size=1, max_size=4

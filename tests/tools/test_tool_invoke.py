@@ -42,7 +42,10 @@ async def test_valid_call_converts_nested_structs() -> None:
         ({"items": "x"}, "argument 'items': expected array, got string"),
         ({"items": [{"qty": 1}]}, "argument 'items[0].name': missing required argument"),
         ({"items": [{"name": 3}]}, "argument 'items[0].name': expected string, got integer"),
-        ({"items": [], "speed": "warp"}, "argument 'speed': invalid enum value 'warp' (expected one of 'fast', 'slow')"),
+        (
+            {"items": [], "speed": "warp"},
+            "argument 'speed': invalid enum value 'warp' (expected one of 'fast', 'slow')",
+        ),
         ({"items": [], "note": "toolong"}, "argument 'note'"),
         ({"items": [], "colour": "red"}, "argument 'colour': unexpected argument"),
         ([1, 2], "expected a JSON object of arguments"),
@@ -128,7 +131,11 @@ async def test_function_exceptions_propagate_unchanged() -> None:
     def explode_thread() -> None:
         raise Boom("thread bang")
 
-    for made, text in [(explode, "bang"), (explode_async, "async bang"), (explode_thread, "thread bang")]:
+    for made, text in [
+        (explode, "bang"),
+        (explode_async, "async bang"),
+        (explode_thread, "thread bang"),
+    ]:
         with pytest.raises(Boom, match=text):
             await invoke_tool(made, {})
 
