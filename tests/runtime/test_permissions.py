@@ -114,7 +114,8 @@ def test_readonly_rules(files: dict[str, Tool]) -> None:
     for tool in (PLAIN, NUKE, files["write_file"], files["edit_file"], ask_user):
         denial = ro.check_static(tool, {"path": "x"})
         assert isinstance(denial, PermissionDeny)
-        assert "readonly" in denial.reason and tool.name in denial.reason
+        assert "readonly" in denial.reason
+        assert tool.name in denial.reason
     # A read-only annotation does not make a known write tool or a destructive tool safe.
     assert not allowed(ro, make_tool("write_file", read_only=True))
     assert not allowed(ro, make_tool("odd", read_only=True, destructive=True))
@@ -131,28 +132,35 @@ def test_plan_adds_ask_user_and_suggests_it(files: dict[str, Tool]) -> None:
     assert allowed(plan, ask_user)
     assert allowed(plan, READER)
     denial = plan.check_static(files["write_file"], {"path": "x"})
-    assert denial is not None and "Use ask_user" in denial.reason
+    assert denial is not None
+    assert "Use ask_user" in denial.reason
     no_ask = permissions_plan(deny=["ask_user"])
     assert not allowed(no_ask, ask_user)
     denial = no_ask.check_static(PLAIN, {})
-    assert denial is not None and "ask_user" not in denial.reason
+    assert denial is not None
+    assert "ask_user" not in denial.reason
     gated = permissions_plan(allow=["compute"])
     denial = gated.check_static(NUKE, {})
-    assert denial is not None and "ask_user" not in denial.reason
+    assert denial is not None
+    assert "ask_user" not in denial.reason
 
 
 def test_standard_rules_and_write_root(tmp_path: Path, files: dict[str, Tool]) -> None:
     std = permissions_standard().bind(tmp_path)
-    assert allowed(std, PLAIN) and allowed(std, READER) and allowed(std, ask_user)
+    assert allowed(std, PLAIN)
+    assert allowed(std, READER)
+    assert allowed(std, ask_user)
     denial = std.check_static(NUKE, {})
-    assert denial is not None and "destructive" in denial.reason
+    assert denial is not None
+    assert "destructive" in denial.reason
     assert allowed(permissions_standard(allow=["nuke"]), NUKE)
     write = files["write_file"]
     assert allowed(std, write, {"path": "ok.txt"})
     assert allowed(std, write, {"path": str(tmp_path / "sub" / "x")})
     for bad in ("../x", "/etc/passwd", "sub/../../x"):
         denial = std.check_static(write, {"path": bad})
-        assert denial is not None and "may only write under" in denial.reason
+        assert denial is not None
+        assert "may only write under" in denial.reason
     for bad_arg in ({}, {"path": ""}, {"path": 3}, {"path": "a\x00b"}):
         assert not allowed(std, files["edit_file"], bad_arg)
     narrow_root = permissions_standard(write_root=tmp_path / "sub").bind(tmp_path)
@@ -175,7 +183,8 @@ def test_unbound_standard_uses_current_directory(tmp_path: Path, files: dict[str
 
 def test_full_allows_all_but_denied(files: dict[str, Tool]) -> None:
     full = permissions_full(deny=["nuke"])
-    assert allowed(full, PLAIN) and allowed(full, ask_user)
+    assert allowed(full, PLAIN)
+    assert allowed(full, ask_user)
     assert allowed(full, files["write_file"], {"path": "/anywhere"})
     assert not allowed(full, NUKE)
 
@@ -184,14 +193,16 @@ def test_deny_wins_over_allow_in_every_mode() -> None:
     for mode in MODE_TRANSITIONS:
         perms = Permissions(mode=mode, allow=["lookup"], deny=["LOOKUP"])  # type: ignore[arg-type]
         denial = perms.check_static(READER, {})
-        assert denial is not None and "deny list" in denial.reason
+        assert denial is not None
+        assert "deny list" in denial.reason
 
 
 def test_allow_list_gates_every_mode() -> None:
     for mode in MODE_TRANSITIONS:
         perms = Permissions(mode=mode, allow=["compute"])  # type: ignore[arg-type]
         denial = perms.check_static(READER, {})
-        assert denial is not None and "not on the allow list (compute)" in denial.reason
+        assert denial is not None
+        assert "not on the allow list (compute)" in denial.reason
 
 
 def test_delegate_passes_mode_rules_but_not_lists() -> None:
@@ -237,7 +248,8 @@ async def test_callback_not_called_when_static_denies() -> None:
         return PermissionAllow()
 
     result = await permissions_readonly(can_use_tool=cb).check(NUKE, {})
-    assert isinstance(result, PermissionDeny) and calls == []
+    assert isinstance(result, PermissionDeny)
+    assert calls == []
 
 
 def _raises(name: str, args: Any, ctx: Any) -> Any:
@@ -263,7 +275,8 @@ async def _raises_async(name: str, args: Any, ctx: Any) -> Any:
 async def test_callback_errors_and_junk_deny(callback: Any, fragment: str) -> None:
     result = await permissions_full(can_use_tool=callback).check(PLAIN, {})
     assert isinstance(result, PermissionDeny)
-    assert fragment in result.reason and "compute" in result.reason
+    assert fragment in result.reason
+    assert "compute" in result.reason
 
 
 async def test_callback_cancellation_propagates() -> None:
@@ -326,7 +339,8 @@ def test_transition_table_for_narrow_and_ceiling(current: str, target: str, ok: 
     else:
         with pytest.raises(PermissionModeWideningError) as wide:
             perms.narrow(target)
-        assert repr(current) in str(wide.value) and repr(target) in str(wide.value)
+        assert repr(current) in str(wide.value)
+        assert repr(target) in str(wide.value)
         with pytest.raises(PermissionCeilingError) as ceil:
             perms.ceiling(target)
         assert f"Lead mode {current} cannot delegate with mode {target}" in str(ceil.value)
@@ -362,7 +376,8 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
     assert child.deny == frozenset({"c", "dangerous", "b"})
     assert child.allow == lead.allow
     assert child.can_use_tool is cb
-    assert child.write_root == lead.write_root and child.working_dir == lead.working_dir
+    assert child.write_root == lead.write_root
+    assert child.working_dir == lead.working_dir
     # A child built in another directory keeps the lead's roots.
     assert child.bind(tmp_path / "elsewhere") is child
     assert lead.ceiling(None, ["z"]).mode == "full"

@@ -129,8 +129,7 @@ def test_allowed_only_if_mode_and_lists_allow(
     if allowed:
         assert (
             plan_ask
-            or _read_only(tool, name)
-            and name != "ask_user"
+            or (_read_only(tool, name) and name != "ask_user")
             or (listed and not tool.destructive and name not in KNOWN_WRITE_TOOLS)
         )
     if lists_ok and (plan_ask or (_read_only(tool, name) and name != "ask_user")):
@@ -145,7 +144,8 @@ def test_readonly_never_allows_non_read_only_unlisted_tools(
     name = normalize_tool_name(tool.name)
     if perms.check_static(tool, args) is None and name != "delegate_to_agent":
         assert (tool.read_only and not tool.destructive) or name in perms.allow
-        assert name not in KNOWN_WRITE_TOOLS and not tool.destructive
+        assert name not in KNOWN_WRITE_TOOLS
+        assert not tool.destructive
 
 
 @FAST
@@ -196,7 +196,8 @@ def test_ceiling_never_allows_what_lead_denies(
     try:
         child = lead.ceiling(requested, extra)
     except PermissionCeilingError:
-        assert requested is not None and requested not in MODE_TRANSITIONS[lead.mode]
+        assert requested is not None
+        assert requested not in MODE_TRANSITIONS[lead.mode]
         return
     assert child.mode == (requested or lead.mode)
     if child.check_static(tool, args) is None:

@@ -43,7 +43,8 @@ async def test_sync_handler_receives_questions_and_context() -> None:
         return {"Which colour?": ["red", "blue"], "Why?": "because"}
 
     bound = ask_user_tool(handler, context={"agent_id": "agent_1"})
-    assert bound.name == "ask_user" and bound.read_only
+    assert bound.name == "ask_user"
+    assert bound.read_only
     out = await invoke_tool(bound, QUESTIONS)
     assert json.loads(out) == {"Which colour?": "red, blue", "Why?": "because"}
     assert seen == [

@@ -30,7 +30,8 @@ class Color(enum.Enum):
 def _no_refs(node: Any) -> None:
     """Providers reject $ref/$defs: assert the schema is fully inlined."""
     if isinstance(node, dict):
-        assert "$ref" not in node and "$defs" not in node, node
+        assert "$ref" not in node, node
+        assert "$defs" not in node, node
         for value in node.values():
             _no_refs(value)
     elif isinstance(node, list):
@@ -56,7 +57,9 @@ def test_bare_decorator_builds_tool_with_schema_and_description() -> None:
         "required": ["name"],
         "additionalProperties": False,
     }
-    assert not greet.read_only and not greet.destructive and not greet.run_in_thread
+    assert not greet.read_only
+    assert not greet.destructive
+    assert not greet.run_in_thread
     assert greet.validator is not None
 
 
@@ -74,7 +77,11 @@ def test_decorator_with_options_sets_annotations_and_overrides() -> None:
         """Ignored docstring."""
 
     assert (f.name, f.description) == ("custom-name", "Custom.")
-    assert f.read_only and f.destructive and f.idempotent and f.open_world and f.run_in_thread
+    assert f.read_only
+    assert f.destructive
+    assert f.idempotent
+    assert f.open_world
+    assert f.run_in_thread
     assert f.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
 
 

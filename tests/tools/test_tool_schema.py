@@ -53,7 +53,8 @@ def test_valid_arguments_pass_and_are_copied() -> None:
         "free": {"k": 3},
     }
     out = validate(args)
-    assert out == args and out is not args
+    assert out == args
+    assert out is not args
 
 
 @pytest.mark.parametrize(
@@ -120,7 +121,8 @@ def test_inline_refs_resolves_nested_definitions() -> None:
     raw = msgspec.json.schema(Outer)
     assert "$defs" in raw
     flat = inline_refs(raw)
-    assert "$defs" not in flat and "$ref" not in str(flat)
+    assert "$defs" not in flat
+    assert "$ref" not in str(flat)
     assert flat["properties"]["inner"]["properties"]["v"] == {"type": "integer"}
     assert flat["properties"]["many"]["items"]["required"] == ["v"]
 
@@ -148,7 +150,10 @@ def test_schema_with_defs_is_inlined_by_validator() -> None:
 @given(st.dictionaries(st.text(max_size=6), st.integers() | st.text(max_size=6), max_size=4))
 def test_random_objects_pass_or_fail_with_named_argument(arguments: dict[str, Any]) -> None:
     """Any input is either accepted as-is or rejected naming one argument."""
+    message = ""
     try:
         assert validate(arguments) == arguments
     except ToolArgumentError as exc:
-        assert "argument '" in str(exc)
+        message = str(exc)
+    if message:
+        assert "argument '" in message
