@@ -10,6 +10,7 @@ The same class runs the lead and every subagent; a subagent additionally carries
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -374,10 +375,16 @@ class Agent:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         failure: list[BaseException] = []
 
+        def emit(event: Event) -> None:
+            # After the consumer went away (cancelled, or broke out) events have nowhere
+            # to go; the run still finishes and records its result.
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                send.send_nowait(event)
+
         async def produce() -> None:
             with send:
                 try:
-                    await self._run(task, usage_limits=usage_limits, emit=send.send_nowait)
+                    await self._run(task, usage_limits=usage_limits, emit=emit)
                 except Exception as exc:
                     failure.append(exc)
 
