@@ -32,36 +32,48 @@ async def stream_request(
     try:
         agen: AsyncIterator[StreamDelta | AssistantTurn] = stream(request)
     except NotImplementedError:
+        agen = None  # type: ignore[assignment]
+    if not hasattr(agen, "__anext__"):
+        # No usable stream (e.g. the Protocol's own stub was inherited): one final turn.
         yield await provider.complete(request)
         return
     final: AssistantTurn | None = None
-    started = False
+    finished = started = False
     try:
         while True:
             try:
                 item = await agen.__anext__()
             except StopAsyncIteration:
+                finished = True
                 break
             except NotImplementedError:
                 if started:
                     raise
+                finished = True
                 final = await provider.complete(request)
-                yield final
-                return
-            started = True
+                break
             if isinstance(item, AssistantTurn):
                 final = item
-                yield item
                 break
+            started = True
             yield item
+        if not finished:
+            # Let the provider's stream run to its end (closing its HTTP response) before
+            # the caller sees the turn; this is cheaper than closing it from outside.
+            try:
+                await agen.__anext__()
+            except StopAsyncIteration:
+                finished = True
     finally:
-        await _aclose(agen)
+        if not finished:
+            await _aclose(agen)
     if final is None:
         raise ProviderError(
             f"provider {getattr(provider, 'name', '?')!r} ended its stream without a final "
             "assistant turn",
             provider=getattr(provider, "name", None),
         )
+    yield final
 
 
 async def _aclose(agen: Any) -> None:

@@ -17,6 +17,7 @@ from deputy_runtime.chat import (
     ContentToolResult,
     ModelRequest,
     ScriptedProvider,
+    StreamDelta,
     ToolLoopLimitError,
     Turn,
     Usage,
@@ -442,3 +443,72 @@ async def test_bad_arguments_are_reported_by_name_and_the_tool_does_not_run() ->
     assert "city" in bad.error
     assert good == ContentToolResult("ok", value="Oslo: sun for 1 days")
     assert ran == ["Oslo"]
+
+
+class HangingStream:
+    """Streams one delta, then waits forever; records whether its stream was closed.
+
+    A stand-in for an HTTP stream stalled mid-response (the loopback HTTP versions of
+    this live with the HTTP provider tests).
+    """
+
+    name = "hanging"
+    model = "m"
+
+    def __init__(self) -> None:
+        self.first_delta_sent = anyio.Event()
+        self.closed = False
+
+    async def complete(self, request: ModelRequest) -> AssistantTurn:
+        await anyio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def stream(self, request: ModelRequest) -> Any:
+        try:
+            yield StreamDelta(text="partial ")
+            self.first_delta_sent.set()
+            await anyio.Event().wait()
+            yield reply("never")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0)  # cleanup that awaits, like closing a response
+            self.closed = True
+
+    def with_model(self, model: str) -> HangingStream:
+        return self
+
+
+async def test_cancelling_stream_async_closes_the_provider_stream() -> None:
+    provider = HangingStream()
+    chat = Chat(provider)  # type: ignore[arg-type]
+    chat.set_turns([Turn("user", (ContentText("old"),)), Turn("assistant", (ContentText("a"),))])
+    before = chat.get_turns()
+    chunks: list[str] = []
+
+    async def consume() -> None:
+        async with aclosing(chat.stream_async("new")) as stream:
+            async for chunk in stream:
+                chunks.append(chunk)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        await provider.first_delta_sent.wait()
+        tg.cancel_scope.cancel()
+    assert chunks == ["partial "]
+    assert provider.closed
+    assert chat.get_turns() == before
+    assert chat.get_tokens() == []
+
+
+async def test_abandoning_stream_async_early_closes_the_provider_stream() -> None:
+    provider = HangingStream()
+    chat = Chat(provider)  # type: ignore[arg-type]
+    async with aclosing(chat.stream_async("new")) as stream:
+        async for chunk in stream:
+            assert chunk == "partial "
+            break
+        assert not provider.closed  # suspended at its yield until the chain is closed
+    assert provider.closed
+    assert chat.get_turns() == []
+    chat.provider = ScriptedProvider(["usable again"])  # the exchange ended: not busy
+    assert await chat.chat_async("again") == "usable again"

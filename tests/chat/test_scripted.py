@@ -233,3 +233,37 @@ async def test_scripted_drives_a_chat_by_agent_name() -> None:
     with agent_name_scope("lead"):
         assert await lead.chat_async("y") == "from lead"
     provider.assert_complete()
+
+
+async def test_stream_request_sees_the_agent_name_and_falls_back() -> None:
+    from deputy_runtime.chat import Provider
+
+    provider = ScriptedProvider({"lead": ["lead words"], "child": ["child words"]})
+    with agent_name_scope("child"):
+        items = [item async for item in stream_request(provider, ask("q"))]
+    assert items[0] == StreamDelta(text="child words")
+
+    class Stub(Provider):
+        """Inherits the Protocol's stub ``stream``; only ``complete`` is real."""
+
+        name = "stub"
+        model = "m"
+
+        async def complete(self, request: ModelRequest) -> AssistantTurn:
+            return reply("whole")
+
+        def with_model(self, model: str) -> Provider:
+            return self
+
+    items = [item async for item in stream_request(Stub(), ask("q"))]
+    assert len(items) == 1
+    assert isinstance(items[0], AssistantTurn)
+    assert items[0].text == "whole"
+
+    class Truncated(Stub):
+        async def stream(self, request: ModelRequest) -> Any:  # type: ignore[override]
+            yield StreamDelta(text="half")
+
+    with pytest.raises(ProviderError, match="without a final assistant turn"):
+        async for _ in stream_request(Truncated(), ask("q")):
+            pass
