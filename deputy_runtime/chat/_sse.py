@@ -1,0 +1,144 @@
+"""Server-sent events decoding that survives arbitrary chunk boundaries.
+
+The network hands us bytes in whatever pieces TCP and the HTTP chunking produce: a record,
+a line, a line ending (``\\r`` in one chunk, ``\\n`` in the next) or a multi-byte UTF-8
+character can be split anywhere. The decoder buffers bytes until a full line is available,
+splits lines on ``\\r\\n``, ``\\n`` or ``\\r`` as the SSE specification says, and decodes
+UTF-8 per complete line, so no split can corrupt text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+
+__all__ = ["SSEDecoder", "ServerSentEvent", "aiter_sse"]
+
+
+class ServerSentEvent:
+    """One dispatched SSE record: ``event`` name (``"message"`` by default) and ``data``."""
+
+    __slots__ = ("data", "event", "id", "retry")
+
+    def __init__(
+        self, data: str, event: str = "message", id: str | None = None, retry: int | None = None
+    ) -> None:
+        self.data = data
+        self.event = event
+        self.id = id
+        self.retry = retry
+
+    def __repr__(self) -> str:
+        return f"ServerSentEvent(event={self.event!r}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServerSentEvent):
+            return NotImplemented
+        return (self.data, self.event, self.id, self.retry) == (
+            other.data,
+            other.event,
+            other.id,
+            other.retry,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SSEDecoder:
+    """Incremental SSE decoder: ``feed`` bytes, get the records completed by them.
+
+    ``pending`` tells whether a record was started but not terminated by a blank line; a
+    stream that ends in that state was cut off (the specification says to drop the record).
+    """
+
+    __slots__ = ("_buf", "_cr_pending", "_data", "_event", "_id", "_retry", "_started")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._cr_pending = False  # last chunk ended in \r: a following \n belongs to it
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._started = False
+
+    @property
+    def pending(self) -> bool:
+        """True when unterminated record bytes (a partial line or fields) are buffered."""
+        return self._started or bool(self._buf)
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Add bytes; return every record they complete, in order."""
+        if not chunk:
+            return []
+        if self._cr_pending:
+            self._cr_pending = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        buf = self._buf
+        buf += chunk
+        out: list[ServerSentEvent] = []
+        start = 0
+        n = len(buf)
+        while start < n:
+            lf = buf.find(b"\n", start)
+            cr = buf.find(b"\r", start, lf if lf >= 0 else n)
+            if cr >= 0:
+                end = cr
+                if cr + 1 < n:
+                    nxt = cr + 2 if buf[cr + 1] == 0x0A else cr + 1
+                else:
+                    # A trailing \r: the line is complete, but a \n may follow in the next
+                    # chunk and must not count as a second (empty) line.
+                    nxt = n
+                    self._cr_pending = True
+            elif lf >= 0:
+                end, nxt = lf, lf + 1
+            else:
+                break
+            event = self._line(bytes(buf[start:end]))
+            if event is not None:
+                out.append(event)
+            start = nxt
+        del buf[:start]
+        return out
+
+    def _line(self, raw: bytes) -> ServerSentEvent | None:
+        if not raw:
+            return self._dispatch()
+        line = raw.decode("utf-8", errors="replace")
+        if line[0] == ":":
+            return None  # comment / keep-alive
+        self._started = True
+        name, sep, value = line.partition(":")
+        if sep and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        if not self._started:
+            return None
+        self._started = False
+        event_name, self._event = self._event or "message", ""
+        retry, self._retry = self._retry, None
+        if not self._data:
+            return None
+        data = "\n".join(self._data)
+        self._data = []
+        return ServerSentEvent(data, event_name, self._id, retry)
+
+
+async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent]:
+    """Decode an async stream of byte chunks into SSE records."""
+    decoder = SSEDecoder()
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
