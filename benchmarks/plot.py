@@ -1,6 +1,6 @@
 """Plot per-delegation fan-out cost against N, log-log, one line per contender.
 
-    python benchmarks/plot.py results/latest.json [out.png]
+python benchmarks/plot.py results/latest.json [out.png]
 """
 
 from __future__ import annotations
@@ -41,8 +41,16 @@ def plot(results: dict[str, Any], out: Path) -> Path:
         high = [s["max"] - s["median"] for _, s in points]
         color, line, marker = STYLE.get(key, (None, "-", "o"))
         label = f"{contender['label']} ({contender['version']})"
-        ax.errorbar(ns, med, yerr=[low, high], color=color, linestyle=line, marker=marker,
-                    capsize=3, label=label)
+        ax.errorbar(
+            ns,
+            med,
+            yerr=[low, high],
+            color=color,
+            linestyle=line,
+            marker=marker,
+            capsize=3,
+            label=label,
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("parallel delegations in one lead turn (N)")
@@ -50,7 +58,8 @@ def plot(results: dict[str, Any], out: Path) -> Path:
     meta = results["meta"]
     ax.set_title(
         f"Fan-out cost per delegation ({meta['started_utc'][:10]}, "
-        f"Python {meta['python']}, {meta['cpu_count']} CPUs)", fontsize=10
+        f"Python {meta['python']}, {meta['cpu_count']} CPUs)",
+        fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)

@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-sizes", type=int, nargs="+", help="memory fan-out sizes")
     parser.add_argument("--min-time", type=float, help="seconds each timed loop runs at least")
     parser.add_argument(
-        "--peer-max-n", type=int, default=1000,
+        "--peer-max-n",
+        type=int,
+        default=1000,
         help="largest fan-out the peers run (default 1000; 0 = no cap)",
     )
     parser.add_argument("--jobs", type=int, help="parallel workers (only for smoke runs)")

@@ -49,7 +49,9 @@ class _CannedModel(Model):
     def __init__(self, answer: Any) -> None:
         self._answer = answer
 
-    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
         return ModelResponse(output=await self._answer(input), usage=_usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:

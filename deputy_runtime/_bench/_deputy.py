@@ -16,6 +16,7 @@ carry tools (``delegate_to_agent``), the children's carry none.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio.lowlevel
@@ -27,6 +28,7 @@ from ..chat._types import (
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
+    StreamDelta,
     Usage,
 )
 from ._shape import (
@@ -74,8 +76,8 @@ class CannedProvider:
     """A zero-cost Provider: canned replies built per request in microseconds.
 
     Lead requests (they offer tools) get ``n`` delegate calls first, then ``done:K``;
-    subagent requests (no tools) get :data:`CHILD_ANSWER`. It implements only
-    ``complete``; the runtime's streaming path falls back to it.
+    subagent requests (no tools) get :data:`CHILD_ANSWER`. ``stream`` yields only the
+    final turn, so event-consuming runs pay for the streaming path but no delta building.
     """
 
     name = "bench"
@@ -100,12 +102,20 @@ class CannedProvider:
         if not results:
             calls = tuple(
                 ContentToolRequest(
-                    f"call_{i}", "delegate_to_agent", {"agent_name": CHILD_NAME, "task": task_text(i)}
+                    f"call_{i}",
+                    "delegate_to_agent",
+                    {"agent_name": CHILD_NAME, "task": task_text(i)},
                 )
                 for i in range(self.n)
             )
             return AssistantTurn(calls, _USAGE, "tool_calls")
         return AssistantTurn((ContentText(done(_answer(r) for r in results)),), _USAGE, "stop")
+
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncGenerator[StreamDelta | AssistantTurn, None]:
+        """The canned reply as a stream: just the final turn (no deltas to build)."""
+        yield await self.complete(request)
 
     def with_model(self, model: str) -> CannedProvider:
         """The same canned replies under another model name."""
@@ -137,7 +147,9 @@ class DeputyContender:
         hooks.add(HookEvent.PreToolUse, self._pre_tool_use)
         self.lead = LeadAgent(
             Chat(self.provider, system_prompt=LEAD_PROMPT),
-            sub_agents=[agent_definition(CHILD_NAME, CHILD_DESCRIPTION, CHILD_PROMPT, max_requests=1)],
+            sub_agents=[
+                agent_definition(CHILD_NAME, CHILD_DESCRIPTION, CHILD_PROMPT, max_requests=1)
+            ],
             permissions=permissions_standard(),
             usage_limits=UsageLimits(max_requests=_BIG, max_tool_calls=_BIG),
             hooks=hooks,

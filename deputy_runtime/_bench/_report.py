@@ -64,7 +64,8 @@ def _case_table(
         header.append("peak RSS MiB")
     rows: list[list[str]] = []
     for n, entries in cases:
-        def median(key: str) -> float | None:
+
+        def median(key: str, entries: dict[str, Any] = entries) -> float | None:
             entry = entries.get(key)
             return None if entry is None else float(entry[metric]["median"])
 
@@ -90,17 +91,28 @@ def tables(results: dict[str, Any]) -> list[tuple[str, Table]]:
     out: list[tuple[str, Table]] = []
     seq = _ordered(results, summary["sequential"])
     if seq:
-        out.append(("Sequential lead run with one delegation (us per run)",
-                    _case_table(results, [("1", seq)], "us")))
-    fan = [(n, _ordered(results, e)) for n, e in sorted(summary["fanout"].items(), key=lambda x: int(x[0]))]
+        out.append(
+            (
+                "Sequential lead run with one delegation (us per run)",
+                _case_table(results, [("1", seq)], "us"),
+            )
+        )
+    fan = [
+        (n, _ordered(results, e))
+        for n, e in sorted(summary["fanout"].items(), key=lambda x: int(x[0]))
+    ]
     if fan:
         out.append(("Fan-out (us per delegation)", _case_table(results, fan, "us")))
-    mem = [(n, _ordered(results, e)) for n, e in sorted(summary["memory"].items(), key=lambda x: int(x[0]))]
+    mem = [
+        (n, _ordered(results, e))
+        for n, e in sorted(summary["memory"].items(), key=lambda x: int(x[0]))
+    ]
     if mem:
         header, rows = _case_table(results, mem, "kib_per_delegation", rss=True)
         header[2] = "KiB per in-flight delegation"
-        out.append(("Memory (tracemalloc peak per in-flight delegation; process VmHWM)",
-                    (header, rows)))
+        out.append(
+            ("Memory (tracemalloc peak per in-flight delegation; process VmHWM)", (header, rows))
+        )
     return out
 
 
@@ -114,27 +126,47 @@ def target_checks(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]
 
     checks: list[tuple[str, str, bool | None]] = []
     d, f = med(s["sequential"], DEPUTY), med(s["sequential"], ANYIO)
-    checks.append((TARGETS[0], f"{d / f:.2f}x" if d and f else "not measured",
-                   None if not (d and f) else d / f <= 8))
+    checks.append(
+        (
+            TARGETS[0],
+            f"{d / f:.2f}x" if d and f else "not measured",
+            None if not (d and f) else d / f <= 8,
+        )
+    )
     ratios = []
     for n in ("100", "1000"):
         fan = s["fanout"].get(n, {})
         d, f = med(fan, DEPUTY), med(fan, ANYIO)
         if d and f:
             ratios.append((n, d / f))
-    checks.append((TARGETS[1], ", ".join(f"N={n}: {r:.2f}x" for n, r in ratios) or "not measured",
-                   None if len(ratios) < 2 else all(r <= 5 for _, r in ratios)))
+    checks.append(
+        (
+            TARGETS[1],
+            ", ".join(f"N={n}: {r:.2f}x" for n, r in ratios) or "not measured",
+            None if len(ratios) < 2 else all(r <= 5 for _, r in ratios),
+        )
+    )
     lo = med(s["fanout"].get("100", {}), DEPUTY)
     hi = med(s["fanout"].get("10000", {}), DEPUTY)
-    checks.append((TARGETS[2], f"{hi / lo:.2f}x" if lo and hi else "not measured",
-                   None if not (lo and hi) else hi / lo <= 1.5))
+    checks.append(
+        (
+            TARGETS[2],
+            f"{hi / lo:.2f}x" if lo and hi else "not measured",
+            None if not (lo and hi) else hi / lo <= 1.5,
+        )
+    )
     kib = []
     for n in ("1000", "10000"):
         v = med(s["memory"].get(n, {}), DEPUTY, "kib_per_delegation")
         if v is not None:
             kib.append((n, v))
-    checks.append((TARGETS[3], ", ".join(f"N={n}: {v:.1f} KiB" for n, v in kib) or "not measured",
-                   None if len(kib) < 2 else all(v <= 12 for _, v in kib)))
+    checks.append(
+        (
+            TARGETS[3],
+            ", ".join(f"N={n}: {v:.1f} KiB" for n, v in kib) or "not measured",
+            None if len(kib) < 2 else all(v <= 12 for _, v in kib),
+        )
+    )
     return checks
 
 
@@ -174,7 +206,8 @@ def render(results: dict[str, Any], markdown: bool = False) -> str:
             for i, (t, m, ok) in enumerate(checks)
         ]
         parts.append(
-            f"### Targets (deputy_runtime)\n\n{_markdown_table(header, rows)}" if markdown
+            f"### Targets (deputy_runtime)\n\n{_markdown_table(header, rows)}"
+            if markdown
             else f"Targets (deputy_runtime)\n{_text_table(header, rows)}"
         )
     for error in results.get("errors", []):

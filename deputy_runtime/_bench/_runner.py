@@ -107,9 +107,7 @@ def _schedule(config: BenchConfig, contenders: Sequence[ContenderSpec]) -> list[
 
 def _run_worker(spec: WorkerSpec, timeout: float) -> WorkerResult:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONHASHSEED", "0")
     command = [sys.executable, "-m", "deputy_runtime._bench._worker"]
     command.append(msgspec.json.encode(spec).decode())
@@ -118,7 +116,9 @@ def _run_worker(spec: WorkerSpec, timeout: float) -> WorkerResult:
             command, capture_output=True, text=True, timeout=timeout, env=env, check=False
         )
     except subprocess.TimeoutExpired as exc:
-        raise BenchError(f"{spec.target} {spec.kind} n={spec.n}: timed out after {timeout:g} s") from exc
+        raise BenchError(
+            f"{spec.target} {spec.kind} n={spec.n}: timed out after {timeout:g} s"
+        ) from exc
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-15:])
         raise BenchError(
@@ -145,7 +145,9 @@ def summarise(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for (kind, key, n), group in sorted(groups.items()):
         peak = _stats([g["rss_peak_kib"] / 1024 for g in group])
         if kind == "memory":
-            entry = {"kib_per_delegation": _stats([g["bytes_per_delegation"] / 1024 for g in group])}
+            entry = {
+                "kib_per_delegation": _stats([g["bytes_per_delegation"] / 1024 for g in group])
+            }
             entry["rss_peak_mib"] = peak
             summary["memory"].setdefault(str(n), {})[key] = entry
         else:
@@ -184,11 +186,17 @@ def run_benchmarks(
             # Keep the rest of a long run; the error is reported and fails the command.
             if progress is not None:
                 progress(f"rep {job.rep + 1} {job.kind:<10} n={job.n:<6} {c.label:<22} FAILED")
-            return {"contender": c.key, "rep": job.rep, "kind": job.kind, "n": job.n,
-                    "error": str(exc)}
+            return {
+                "contender": c.key,
+                "rep": job.rep,
+                "kind": job.kind,
+                "n": job.n,
+                "error": str(exc),
+            }
         if progress is not None:
             figure = (
-                f"{result.us:,.1f} us" if result.us is not None
+                f"{result.us:,.1f} us"
+                if result.us is not None
                 else f"{(result.bytes_per_delegation or 0) / 1024:,.2f} KiB/delegation"
             )
             progress(f"rep {job.rep + 1} {job.kind:<10} n={job.n:<6} {c.label:<22} {figure}")

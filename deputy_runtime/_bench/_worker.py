@@ -64,7 +64,9 @@ def load_factory(target: str) -> Any:
     """Import the contender factory named by ``target`` (module or file path, ``:name``)."""
     where, sep, attr = target.rpartition(":")
     if not sep or not where or not attr:
-        raise ValueError(f"worker target {target!r}: expected 'module:function' or 'file.py:function'")
+        raise ValueError(
+            f"worker target {target!r}: expected 'module:function' or 'file.py:function'"
+        )
     if where.endswith(".py"):
         path = Path(where)
         spec = importlib.util.spec_from_file_location(f"_bench_contender_{path.stem}", path)
