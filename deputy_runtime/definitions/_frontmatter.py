@@ -123,16 +123,21 @@ def _reject_aliases(root: yaml.Node, path: Path, offset: int) -> None:
         stack.extend(reversed(children))
 
 
-def _yaml_error(exc: BaseException, path: Path, offset: int) -> DefinitionFileError:
+def _yaml_error(
+    exc: BaseException, yaml_text: str, path: Path, offset: int
+) -> DefinitionFileError:
     if isinstance(exc, RecursionError):
         return DefinitionFileError("frontmatter is nested too deeply", path=path)
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     line = column = None
+    hint = ""
     if mark is not None:
         line, column = mark.line + offset, mark.column + 1
-    tab = "\\t" in problem or "\t" in problem or "tab character" in problem
-    hint = " (indent YAML with spaces, not tabs)" if tab else ""
+        lines = yaml_text.split("\n")
+        # libyaml's messages do not always say the offending character was a tab.
+        if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+            hint = " (indent YAML with spaces, not tabs)"
     return DefinitionFileError(
         f"invalid YAML in frontmatter: {problem}{hint}", path=path, line=line, column=column
     )
@@ -165,7 +170,7 @@ def parse_frontmatter(text: str, path: Path) -> Frontmatter:
         except DefinitionFileError:
             raise
         except _LOAD_ERRORS as exc:
-            raise _yaml_error(exc, path, offset) from None
+            raise _yaml_error(exc, yaml_text, path, offset) from None
     finally:
         loader.dispose()
     if root is None or data is None:

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import DefinitionError, DefinitionFileError
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._model import AgentDefinition, DefinitionFieldError, agent_definition
-from ._registry import SkillRegistry, ToolRegistry
+from ._registry import REGISTRY_KEY_PATTERN, SkillRegistry, ToolRegistry
 
 __all__ = [
     "PERMISSION_MODES",
@@ -216,6 +216,8 @@ def _model_args(fm: Frontmatter, path: Path) -> dict[str, Any] | None:
 
 
 def _kind(value: Any) -> str:
+    if value is None:
+        return "an empty value (null)"
     if isinstance(value, bool):
         return f"the boolean {value}"
     if isinstance(value, dict):
@@ -307,6 +309,15 @@ def _resolve(
 ) -> tuple[Any, ...]:
     objects = []
     for name in names:
+        if not REGISTRY_KEY_PATTERN.match(name):
+            raise DefinitionFileError(
+                f"{key}: {name!r} is not a registry name; names are a letter followed by "
+                "letters, digits, '_', '.' or '-' (Claude Code permission patterns such as "
+                "'Bash(git:*)' are not supported: name the tool and let the host's permissions "
+                "decide what it may do)",
+                path=path,
+                line=_item_line(fm, key, name),
+            )
         if name not in registry:
             known = ", ".join(sorted(registry)) or f"none: no {key} registry was passed"
             raise DefinitionFileError(

@@ -436,7 +436,7 @@ def test_tools_empty_means_none(tmp_path: Path, tools_yaml: bytes) -> None:
 @pytest.mark.parametrize(
     ("tools_yaml", "what"),
     [
-        (b"tools:\n", "NoneType None"),
+        (b"tools:\n", "an empty value (null)"),
         (b"tools: 42\n", "int 42"),
         (b"tools: {Read: true}\n", "a mapping"),
         (b"tools: true\n", "the boolean True"),
@@ -572,9 +572,19 @@ def test_skills_mcp_servers_and_initial_prompt(tmp_path: Path) -> None:
 
 
 def test_unknown_skill(tmp_path: Path) -> None:
-    data = b"---\nname: a\ndescription: d\nskills: [api-style, /etc/passwd]\n---\nb"
-    with pytest.raises(DefinitionFileError, match=r"unknown skill '/etc/passwd'.*api-style"):
+    data = b"---\nname: a\ndescription: d\nskills: [api-style, sql]\n---\nb"
+    with pytest.raises(DefinitionFileError, match=r"unknown skill 'sql'.*api-style, sql-review"):
         read_md(write_bytes(tmp_path, data), skills=skill_registry())
+
+
+def test_paths_and_permission_patterns_are_not_names(tmp_path: Path) -> None:
+    data = b"---\nname: a\ndescription: d\nskills: [api-style, /etc/passwd]\n---\nb"
+    with pytest.raises(DefinitionFileError, match="'/etc/passwd' is not a registry name"):
+        read_md(write_bytes(tmp_path, data), skills=skill_registry())
+    data = b"---\nname: a\ndescription: d\ntools: Read, Bash(git:*)\n---\nb"
+    with pytest.raises(DefinitionFileError, match="permission patterns") as info:
+        read_md(write_bytes(tmp_path, data), tool_registry())
+    assert info.value.line == 4
 
 
 def test_inline_mcp_server_configuration_is_an_error(tmp_path: Path) -> None:
