@@ -260,7 +260,14 @@ class Chat:
     # -- talking -------------------------------------------------------------------------
 
     async def chat_async(self, *inputs: str | Content) -> str:
-        """Send ``inputs`` as one user turn, run the tool loop, return the final text."""
+        """Send ``inputs`` as one user turn, run the tool loop, return the final text.
+
+        Tool calls of one turn run concurrently; their results go back in request order,
+        failures as ``Tool calling failed with error ...``. Each completed request is
+        committed with the user turn it answered; on cancellation or error the pending
+        user turn is dropped, so the turns end at the last completed exchange. Raises
+        :class:`ToolLoopLimitError` after ``max_tool_rounds`` tool rounds.
+        """
         async with aclosing(self._exchange(inputs, stream=False)) as exchange:
             async for _ in exchange:
                 pass
@@ -277,7 +284,11 @@ class Chat:
                 yield chunk
 
     def chat(self, *inputs: str | Content) -> str:
-        """Synchronous :meth:`chat_async`; refuses to run inside a running event loop."""
+        """Synchronous :meth:`chat_async` (on a new asyncio loop).
+
+        Raises ``RuntimeError`` inside a running asyncio or trio loop, where blocking
+        would deadlock it: await :meth:`chat_async` there.
+        """
         running = _running_async_library()
         if running is not None:
             raise RuntimeError(
