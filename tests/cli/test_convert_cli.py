@@ -1,0 +1,181 @@
+"""``deputy-runtime convert IN OUT``: YAML <-> markdown, lossless or a clear refusal."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deputy_runtime.cli import main
+from deputy_runtime.definitions import (
+    agent_definition,
+    agent_definition_read,
+    agent_definition_write,
+)
+from deputy_runtime.definitions._markdown import agent_definition_from_markdown
+from deputy_runtime.skills import Skill
+from deputy_runtime.tools._tool import Tool
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "definitions" / "corpus" / "valid"
+
+
+def _tool(name: str) -> Tool:
+    return Tool(name, f"The {name} tool.", {"type": "object"}, lambda: name)
+
+
+TOOLS = {name: _tool(name) for name in ("Read", "Write", "Edit", "Bash", "Grep", "Glob", "read")}
+TOOLS |= {name: _tool(name) for name in ("grep", "WebFetch", "MultiEdit", "TodoWrite")}
+SKILLS: dict[str, Skill | str] = {
+    "api-style": Skill("api-style", "House API style.", "Use nouns."),
+    "sql-review": "/srv/skills/sql-review",
+}
+
+
+def _convert(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    status = main(["convert", *map(str, args)])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["code-reviewer.md", "api-designer.md", "chart-reviewer.md", "sql-expert.md", "triage-lead.md"],
+)
+def test_markdown_to_yaml_keeps_every_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    out = tmp_path / "agent.yaml"
+    status, stdout, err = _convert(capsys, CORPUS / name, out)
+    assert (status, err) == (0, "")
+    assert stdout == f"wrote {out}\n"
+    from_md = agent_definition_from_markdown(CORPUS / name, TOOLS, SKILLS)
+    assert agent_definition_read(out, TOOLS, SKILLS) == from_md
+
+
+def test_yaml_to_markdown_to_yaml_is_byte_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definition = agent_definition(
+        "planner",
+        "Plans work. Use first.",
+        "You plan.\n\n- step one\n- step two",
+        tools=[TOOLS["Read"], TOOLS["Grep"]],
+        model="openai/gpt-4.1-mini",
+        skills=[SKILLS["api-style"]],
+        disallowed_tools=["bash"],
+        mcp_servers=[],
+        initial_prompt="yes",
+        max_requests=0,
+        permission_mode="readonly",
+        params={"temperature": 0.0, "stop": ["###"]},
+    )
+    first = agent_definition_write(definition, tmp_path / "a.yaml", TOOLS, SKILLS)
+    assert _convert(capsys, first, tmp_path / "a.md")[0] == 0
+    assert agent_definition_from_markdown(tmp_path / "a.md", TOOLS, SKILLS) == definition
+    assert _convert(capsys, tmp_path / "a.md", tmp_path / "b.yml")[0] == 0
+    assert (tmp_path / "b.yml").read_bytes() == first.read_bytes()
+
+
+def test_markdown_without_tools_cannot_become_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "a.md"
+    source.write_text("---\nname: a\ndescription: d\n---\nbody\n")
+    status, stdout, err = _convert(capsys, source, tmp_path / "a.yaml")
+    assert status == 1
+    assert stdout == ""
+    assert f"{source}:1: tools cannot be carried over" in err
+    assert "'tools: []'" in err
+    assert os.listdir(tmp_path) == ["a.md"]
+
+
+def test_yaml_memory_cannot_become_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definition = agent_definition("a", "d", "p", memory=["The user prefers short answers."])
+    source = agent_definition_write(definition, tmp_path / "a.yaml")
+    status, _, err = _convert(capsys, source, tmp_path / "a.md")
+    assert status == 1
+    assert f"{tmp_path / 'a.md'}: memory cannot be written to a markdown agent file" in err
+    assert sorted(os.listdir(tmp_path)) == ["a.yaml"]
+
+
+def test_ignored_claude_code_keys_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = _convert(capsys, CORPUS / "migration-planner.md", tmp_path / "m.yaml")
+    assert status == 0
+    assert "not carried over: effort, isolation, memory, background, hooks" in err
+
+
+def test_invalid_source_is_reported_with_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "bad.md"
+    source.write_text("---\nname: bad\ndescription: d\npermissionMode: auto\ntools: []\n---\nb\n")
+    status, _, err = _convert(capsys, source, tmp_path / "bad.yaml")
+    assert status == 1
+    assert f"{source}:4: permissionMode 'auto' has no deputy equivalent" in err
+    yaml_source = tmp_path / "bad2.yaml"
+    yaml_source.write_text("version: 1\nname: x\n")
+    status, _, err = _convert(capsys, yaml_source, tmp_path / "x.md")
+    assert status == 1
+    assert str(yaml_source) in err
+
+
+def test_unknown_extension(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = _convert(capsys, CORPUS / "debugger.md", tmp_path / "debugger.txt")
+    assert status == 2
+    assert "cannot tell the format from the extension '.txt'" in err
+
+
+def test_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "OUT.MD"
+    out.write_bytes(b"keep me")
+    status, _, err = _convert(capsys, CORPUS / "code-reviewer.md", out)
+    assert status == 1
+    assert "already exists" in err
+    assert out.read_bytes() == b"keep me"
+    assert _convert(capsys, CORPUS / "code-reviewer.md", out, "--overwrite")[0] == 0
+    assert agent_definition_from_markdown(out, TOOLS) == agent_definition_from_markdown(
+        CORPUS / "code-reviewer.md", TOOLS
+    )
+
+
+def test_markdown_to_markdown_canonicalises(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "docs-writer.md"
+    shutil.copy(CORPUS / "docs-writer.md", source)  # BOM + CRLF
+    assert _convert(capsys, source, tmp_path / "clean.md")[0] == 0
+    data = (tmp_path / "clean.md").read_bytes()
+    assert not data.startswith(b"\xef\xbb\xbf")
+    assert b"\r" not in data
+    assert data.startswith(b"---\nname: docs-writer\n")
+
+
+def test_real_command_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deputy_runtime",
+            "convert",
+            str(CORPUS / "test-runner.md"),
+            str(tmp_path / "test-runner.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert agent_definition_read(tmp_path / "test-runner.yaml", TOOLS) == (
+        agent_definition_from_markdown(CORPUS / "test-runner.md", TOOLS)
+    )
