@@ -57,6 +57,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-requests", type=int, default=25, metavar="N")
     p.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first (e.g. to register_provider a custom model)",
+    )
+    p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
 
     p = sub.add_parser("bench", help="measure delegation overhead against a bare floor")
     p.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
