@@ -188,7 +188,9 @@ def table(results: dict[str, Any], markdown: bool = False) -> str:
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [header, *rows])
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
