@@ -232,15 +232,27 @@ class _CanonicalDumper(yaml.SafeDumper):
     """
 
 
+# Line breaks other than LF are folded or normalised by YAML readers in every style but
+# double-quoted, where they are escaped (\N, \L, \P, \r).
+_OTHER_BREAKS = frozenset("\r\x85\u2028\u2029")
+
+
+def _style(value: str, literal: bool) -> str | None:
+    if not _OTHER_BREAKS.isdisjoint(value):
+        return '"'
+    if "\n" in value:
+        # The emitter itself falls back to a quoted style when a literal block cannot hold
+        # the text exactly; the writer's round-trip check verifies the result either way.
+        return "|" if literal else '"'
+    return None
+
+
 def _literal_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # The emitter falls back to a quoted style on its own when literal style cannot
-    # represent the text exactly; the round-trip check in the writer verifies the result.
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar(_STR, value, style=style)
+    return dumper.represent_scalar(_STR, value, style=_style(value, True))
 
 
-def _plain_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar(_STR, value)
+def _quoted_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR, value, style=_style(value, False))
 
 
 _CanonicalDumper.add_representer(str, _literal_str)
@@ -250,7 +262,7 @@ class _QuotedDumper(_CanonicalDumper):
     """Fallback used when a literal block would not read back identically."""
 
 
-_QuotedDumper.add_representer(str, _plain_str)
+_QuotedDumper.add_representer(str, _quoted_str)
 
 
 def dump_yaml(record: dict[str, Any], *, literal: bool = True) -> str:
