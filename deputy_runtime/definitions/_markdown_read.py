@@ -89,6 +89,13 @@ class ParsedMarkdown:
 def parse_markdown(text: str, path: Path) -> ParsedMarkdown:
     """Split, load and coerce an agent file's text; names are not resolved yet."""
     fm = parse_frontmatter(text, path)
+    try:
+        return _coerce(fm, path)
+    except RecursionError:  # str() of a deeply nested value
+        raise DefinitionFileError("frontmatter is nested too deeply", path=path) from None
+
+
+def _coerce(fm: Frontmatter, path: Path) -> ParsedMarkdown:
     data = fm.data
     values: dict[str, Any] = {
         "name": _name(fm, path),

@@ -132,6 +132,9 @@ def test_deep_nesting_and_huge_values() -> None:
             _read_text(f"{head}initialPrompt: {value}\n---\nbody")
         block = "".join(f"{'  ' * i}- \n" for i in range(min(depth, 500)))
         _read_text(f"{head}tools:\n{block}---\nbody")
+    for key in ("name", "description", "model", "maxTurns", "permissionMode", "skills"):
+        for depth in (200, 900, 999):
+            _read_text(f"---\n{key}: {'[' * depth}{']' * depth}\ndescription: d\n---\nb")
     _read_text(f"{head}tools: [{', '.join(['Read'] * 100_000)}]\n---\nbody")
     _read_text(f"{head}model: {'9' * 100_000}\n---\nbody")
 
