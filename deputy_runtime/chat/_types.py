@@ -31,13 +31,13 @@ __all__ = [
 Role: TypeAlias = Literal["user", "assistant", "system"]
 
 
-class ContentText(msgspec.Struct, frozen=True, tag="text"):
+class ContentText(msgspec.Struct, frozen=True, gc=False, tag="text"):
     """Plain text from the user or the model."""
 
     text: str
 
 
-class ContentThinking(msgspec.Struct, frozen=True, tag="thinking"):
+class ContentThinking(msgspec.Struct, frozen=True, gc=False, tag="thinking"):
     """Model reasoning. ``signature``/``redacted`` keep what a provider needs for replay."""
 
     thinking: str
@@ -45,7 +45,7 @@ class ContentThinking(msgspec.Struct, frozen=True, tag="thinking"):
     redacted: str | None = None
 
 
-class ContentToolRequest(msgspec.Struct, frozen=True, tag="tool_request"):
+class ContentToolRequest(msgspec.Struct, frozen=True, gc=False, tag="tool_request"):
     """A tool call requested by the model. ``arguments`` is the parsed JSON object."""
 
     id: str
@@ -53,7 +53,7 @@ class ContentToolRequest(msgspec.Struct, frozen=True, tag="tool_request"):
     arguments: dict[str, Any]
 
 
-class ContentToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
+class ContentToolResult(msgspec.Struct, frozen=True, gc=False, tag="tool_result"):
     """The answer to one tool request; lives in a user turn, as in ellmer.
 
     ``error`` is set (and ``value`` is ``None``) when the call failed or was denied; the
@@ -68,7 +68,7 @@ class ContentToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
 Content: TypeAlias = ContentText | ContentThinking | ContentToolRequest | ContentToolResult
 
 
-class Turn(msgspec.Struct, frozen=True):
+class Turn(msgspec.Struct, frozen=True, gc=False):
     """One message of a conversation."""
 
     role: Role
@@ -85,7 +85,7 @@ class Turn(msgspec.Struct, frozen=True):
         return tuple(c for c in self.contents if isinstance(c, ContentToolRequest))
 
 
-class Usage(msgspec.Struct, frozen=True):
+class Usage(msgspec.Struct, frozen=True, gc=False):
     """Usage of one or more model requests. ``cost_usd`` is ``None`` when unknown."""
 
     requests: int = 0
@@ -114,7 +114,7 @@ class Usage(msgspec.Struct, frozen=True):
         )
 
 
-class AssistantTurn(msgspec.Struct, frozen=True):
+class AssistantTurn(msgspec.Struct, frozen=True, gc=False):
     """What a provider returns for one request: the model's turn plus its accounting.
 
     ``duration`` is the wall-clock seconds of the request when the provider measured it.
@@ -140,14 +140,14 @@ class AssistantTurn(msgspec.Struct, frozen=True):
         return Turn("assistant", self.contents)
 
 
-class StreamDelta(msgspec.Struct, frozen=True):
+class StreamDelta(msgspec.Struct, frozen=True, gc=False):
     """An incremental piece of a streamed reply: text or thinking text."""
 
     text: str = ""
     thinking: str = ""
 
 
-class ToolSpec(msgspec.Struct, frozen=True):
+class ToolSpec(msgspec.Struct, frozen=True, gc=False):
     """What a provider needs to offer a tool: name, description and JSON Schema."""
 
     name: str
@@ -155,7 +155,7 @@ class ToolSpec(msgspec.Struct, frozen=True):
     parameters: dict[str, Any]
 
 
-class ModelRequest(msgspec.Struct, frozen=True):
+class ModelRequest(msgspec.Struct, frozen=True, gc=False):
     """One request to a model: system prompt, history, offered tools and parameters."""
 
     system_prompt: str | None

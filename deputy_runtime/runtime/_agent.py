@@ -75,7 +75,7 @@ __all__ = ["Agent", "AgentResult", "Governance", "ToolRejection"]
 _PREVIEW_CHARS = 200
 
 
-class AgentResult(msgspec.Struct, frozen=True, kw_only=True):
+class AgentResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """The outcome of one run.
 
     ``response`` is the model's last text; ``turns`` the conversation after the run;
@@ -391,7 +391,18 @@ class Agent:
         async with anyio.create_task_group() as tg:
             tg.start_soon(produce)
             with receive:
-                async for event in receive:
+                while True:
+                    # Drain what is queued without a checkpoint per event: a fan-out
+                    # emits thousands of events and each await would cost a loop turn.
+                    try:
+                        event = receive.receive_nowait()
+                    except anyio.WouldBlock:
+                        try:
+                            event = await receive.receive()
+                        except anyio.EndOfStream:
+                            break
+                    except anyio.EndOfStream:
+                        break
                     yield event
         if failure:
             raise failure[0]

@@ -50,7 +50,7 @@ _PROVIDER_TOOL_PARAMS = frozenset(
 )
 
 
-class Brief(msgspec.Struct, frozen=True, kw_only=True):
+class Brief(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """What the lead's model asked the subagent to do (the delegate tool's arguments)."""
 
     task: str
@@ -59,7 +59,7 @@ class Brief(msgspec.Struct, frozen=True, kw_only=True):
     stop_conditions: tuple[str, ...] = ()
 
 
-class _FirstMessage(msgspec.Struct, frozen=True):
+class _FirstMessage(msgspec.Struct, frozen=True, gc=False):
     format: str
     definition_initial_prompt: str | None
     brief: Brief
@@ -74,7 +74,7 @@ def first_message(definition: AgentDefinition, brief: Brief) -> str:
     return _encode(message).decode()
 
 
-class SubagentRecord(msgspec.Struct, frozen=True, kw_only=True):
+class SubagentRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A snapshot of one admitted delegation (``LeadAgent.list_subagents()``).
 
     ``status``: queued, running, completed, stopped, failed or not_started. Times are

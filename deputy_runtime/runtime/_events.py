@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class _Base(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="type"):
     agent_id: str
     agent_name: str | None = None
     run_id: str
@@ -45,21 +45,21 @@ class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     parent_run_id: str | None = None
 
 
-class RunStart(_Base, frozen=True, tag="run_start"):
+class RunStart(_Base, frozen=True, gc=False, tag="run_start"):
     """A run began with ``task`` under ``limits``."""
 
     task: str
     limits: UsageLimits
 
 
-class ModelRequestEvent(_Base, frozen=True, tag="model_request"):
+class ModelRequestEvent(_Base, frozen=True, gc=False, tag="model_request"):
     """A model request is about to be sent (``index`` counts from 1 within the run)."""
 
     index: int
     model: str
 
 
-class ModelResponseEvent(_Base, frozen=True, tag="model_response"):
+class ModelResponseEvent(_Base, frozen=True, gc=False, tag="model_response"):
     """A model response arrived."""
 
     index: int
@@ -70,13 +70,13 @@ class ModelResponseEvent(_Base, frozen=True, tag="model_response"):
     duration: float | None = None
 
 
-class TextDelta(_Base, frozen=True, tag="text"):
+class TextDelta(_Base, frozen=True, gc=False, tag="text"):
     """A piece of streamed model text."""
 
     text: str
 
 
-class ToolStart(_Base, frozen=True, tag="tool_start"):
+class ToolStart(_Base, frozen=True, gc=False, tag="tool_start"):
     """A tool call passed its checks and is about to run.
 
     For ``delegate_to_agent`` the ``call_delegation_id`` names the delegation it starts.
@@ -88,7 +88,7 @@ class ToolStart(_Base, frozen=True, tag="tool_start"):
     call_delegation_id: str | None = None
 
 
-class ToolEnd(_Base, frozen=True, tag="tool_end"):
+class ToolEnd(_Base, frozen=True, gc=False, tag="tool_end"):
     """A tool call finished; ``error`` is set when it failed or was refused."""
 
     tool_call_id: str
@@ -99,7 +99,7 @@ class ToolEnd(_Base, frozen=True, tag="tool_end"):
     call_delegation_id: str | None = None
 
 
-class PermissionEvent(_Base, frozen=True, tag="permission"):
+class PermissionEvent(_Base, frozen=True, gc=False, tag="permission"):
     """A permission decision on a tool call."""
 
     tool_call_id: str
@@ -108,20 +108,20 @@ class PermissionEvent(_Base, frozen=True, tag="permission"):
     reason: str | None = None
 
 
-class UsageEvent(_Base, frozen=True, tag="usage"):
+class UsageEvent(_Base, frozen=True, gc=False, tag="usage"):
     """The run's usage, emitted just before its stop event."""
 
     usage: AgentUsage
     limits: UsageLimits
 
 
-class WarningEvent(_Base, frozen=True, tag="warning"):
+class WarningEvent(_Base, frozen=True, gc=False, tag="warning"):
     """Something the host should know about that did not stop the run."""
 
     message: str
 
 
-class StopEvent(_Base, frozen=True, tag="stop"):
+class StopEvent(_Base, frozen=True, gc=False, tag="stop"):
     """The run ended. Always the last event of a run, also when it was cancelled."""
 
     stop_reason: str
@@ -129,7 +129,7 @@ class StopEvent(_Base, frozen=True, tag="stop"):
     error: str | None = None
 
 
-class DelegationStart(_Base, frozen=True, tag="delegation_start"):
+class DelegationStart(_Base, frozen=True, gc=False, tag="delegation_start"):
     """A delegation was admitted. Carries the subagent's ids (``agent_id``, ``run_id``,
     ``delegation_id``) with the lead as parent; the subagent's own events follow."""
 
@@ -138,7 +138,7 @@ class DelegationStart(_Base, frozen=True, tag="delegation_start"):
     tool_call_id: str | None = None
 
 
-class DelegationEnd(_Base, frozen=True, tag="delegation_end"):
+class DelegationEnd(_Base, frozen=True, gc=False, tag="delegation_end"):
     """A delegation settled: its final status, stop reason and usage."""
 
     status: str

@@ -47,7 +47,7 @@ NEVER_FORWARDED = frozenset(
 )
 
 
-class HookInput(msgspec.Struct, frozen=True, kw_only=True):
+class HookInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """What a hook callback receives. Fields that do not apply to an event are ``None``.
 
     Inside a delegation ``delegation_id`` and the parent ids are set, and ``agent_id`` is
@@ -86,7 +86,7 @@ class HookInput(msgspec.Struct, frozen=True, kw_only=True):
     error: str | None = None
 
 
-class HookDecision(msgspec.Struct, frozen=True):
+class HookDecision(msgspec.Struct, frozen=True, gc=False):
     """A hook's verdict. Build one with :meth:`allow`, :meth:`deny` or :meth:`stop`.
 
     PreToolUse: allow, deny (the model sees ``reason``) or stop the run. PostToolUse:

@@ -286,9 +286,27 @@ class LeadAgent(Agent):
 
         Shielded from cancellation, so cleanup and the stop hook run even then.
         """
+        stop_hooks = d.started_at is not None and self.hooks.has(HookEvent.SubagentStop)
+        if d.cleanup is None and not stop_hooks:
+            await release_binding(d)  # nothing to await: no shield needed (hot path)
+        else:
+            await self._finish_shielded(d, stop_hooks)
+        if emit is not None:
+            emit(
+                DelegationEnd(
+                    **_delegation_ids(d),
+                    status=d.status,
+                    stop_reason=d.stop_reason or "error",
+                    usage=d.usage,
+                    error=d.error,
+                    tool_call_id=d.tool_call_id,
+                )
+            )
+
+    async def _finish_shielded(self, d: Delegation, stop_hooks: bool) -> None:
         with anyio.CancelScope(shield=True):
             await release_binding(d)
-            if d.started_at is not None and self.hooks.has(HookEvent.SubagentStop):
+            if stop_hooks:
                 with anyio.move_on_after(_SHIELDED_SECONDS):
                     await self.hooks.dispatch(
                         hook_input(
@@ -302,17 +320,6 @@ class LeadAgent(Agent):
                         ),
                         d.hook_errors,
                     )
-        if emit is not None:
-            emit(
-                DelegationEnd(
-                    **_delegation_ids(d),
-                    status=d.status,
-                    stop_reason=d.stop_reason or "error",
-                    usage=d.usage,
-                    error=d.error,
-                    tool_call_id=d.tool_call_id,
-                )
-            )
 
     # -- host-driven fan-out ----------------------------------------------------------------
 

@@ -241,11 +241,11 @@ class Permissions(msgspec.Struct, frozen=True):
             if name in _PATH_WRITE_TOOLS:
                 return self._check_write_root(tool.name, arguments)
             return None
-        # readonly and plan
-        if name == ASK_USER_TOOL_NAME and (mode == "plan" or allowlisted):
-            return None
+        # readonly and plan: nothing that writes, whatever the lists say
         if tool.destructive or name in KNOWN_WRITE_TOOLS:
             return self._deny_readonly(tool.name, "writes or destroys data")
+        if name == ASK_USER_TOOL_NAME and (mode == "plan" or allowlisted):
+            return None
         if name == ASK_USER_TOOL_NAME:
             return PermissionDeny("Tool 'ask_user' is not available in permission mode 'readonly'.")
         if (tool.read_only and not tool.destructive) or allowlisted:

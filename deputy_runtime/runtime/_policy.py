@@ -37,7 +37,7 @@ __all__ = [
 _MAX_OBSERVERS = 64
 
 
-class DelegationContext(msgspec.Struct, frozen=True, kw_only=True):
+class DelegationContext(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """What host callbacks (resources, human_input, chat) learn about a delegation.
 
     ``agent_id``/``run_id`` are the subagent's; ``scope`` is the lead's

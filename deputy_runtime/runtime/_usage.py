@@ -62,7 +62,7 @@ def _check_count(name: str, value: object) -> None:
         raise ValueError(f"UsageLimits.{name} must be between 0 and {_INT_MAX}, got {value}")
 
 
-class UsageLimits(msgspec.Struct, frozen=True):
+class UsageLimits(msgspec.Struct, frozen=True, gc=False):
     """Per-run limits. ``None`` means unlimited; every run of an agent starts from zero.
 
     Request and tool-call limits are exact: they are checked before the request or call.
@@ -95,7 +95,7 @@ class UsageLimits(msgspec.Struct, frozen=True):
             )
 
 
-class AgentUsage(msgspec.Struct, frozen=True):
+class AgentUsage(msgspec.Struct, frozen=True, gc=False):
     """What a run used: its own requests and tool calls plus settled delegations."""
 
     requests: int = 0
@@ -155,6 +155,7 @@ class Meter:
         "output_tokens",
         "requests",
         "reservations",
+        "reserved",
         "tool_calls",
     )
 
@@ -168,6 +169,9 @@ class Meter:
         self.cost_usd = 0.0
         self.cost_reported = False
         self.reservations: set[Reservation] = set()
+        self.reserved: dict[str, float] = dict.fromkeys(
+            (field for field, _ in _LIMIT_FIELDS), 0.0
+        )
 
     # -- accounting ---------------------------------------------------------------------
 
@@ -253,12 +257,7 @@ class Meter:
         limit: float | None = getattr(self.limits, field)
         if limit is None:
             return None
-        reserved = 0.0
-        for r in self.reservations:
-            value = getattr(r.limits, field)
-            if value is not None:
-                reserved += value
-        remaining: float = max(0, limit - self._used(field) - reserved)
+        remaining: float = max(0, limit - self._used(field) - self.reserved[field])
         # Costs are floats: round away representation noise so 0.3 - 0.1 - 0.2 is 0.
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
@@ -293,6 +292,7 @@ class Meter:
             on_exceed="stop",
         )
         reservation = Reservation(limits)
+        self._hold(reservation, 1)
         self.reservations.add(reservation)
         return reservation
 
@@ -301,6 +301,15 @@ class Meter:
         if not reservation.released:
             reservation.released = True
             self.reservations.discard(reservation)
+            self._hold(reservation, -1)
+
+    def _hold(self, reservation: Reservation, sign: int) -> None:
+        # Running sums keep a reservation O(1) however many delegations are in flight.
+        reserved = self.reserved
+        for field, _ in _LIMIT_FIELDS:
+            value = getattr(reservation.limits, field)
+            if value is not None:
+                reserved[field] += sign * value
 
 
 def _tighter(a: float | int | None, b: float | int | None) -> float | int | None:
