@@ -100,7 +100,7 @@ def _error(provider: str, error: Any) -> ProviderError:
     message = kind = None
     if isinstance(error, dict):
         message, kind = error.get("message"), error.get("type")
-    text = f"{provider}: the server reported an error: {message or error!r}"
+    text = f"{provider}: the server reported an error: {message if message else repr(error)}"
     if isinstance(kind, str):
         text += f" [{kind}]"
     return ProviderError(text, provider=provider, body=error)

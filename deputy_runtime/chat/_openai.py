@@ -112,7 +112,7 @@ def _stream_error(provider: str, error: Any) -> ProviderError:
         message, kind = error.get("message"), error.get("type") or error.get("code")
     elif isinstance(error, str):
         message = error
-    text = f"{provider}: the server reported an error: {message or error!r}"
+    text = f"{provider}: the server reported an error: {message if message else repr(error)}"
     if isinstance(kind, str):
         text += f" [{kind}]"
     return ProviderError(text, provider=provider, body=error)

@@ -72,7 +72,8 @@ async def test_complete_sends_recorded_request_and_parses_recorded_response(
     assert normalise_openai(seen.json) == normalise_openai(recorded)
     assert turn_summary(turn) == _expected(exchange)
     assert turn.usage.requests == 1
-    assert turn.duration is not None and turn.duration > 0
+    assert turn.duration is not None
+    assert turn.duration > 0
 
 
 @pytest.mark.parametrize("exchange", ALL_RESPONSES, ids=_id)
@@ -178,7 +179,8 @@ async def test_compatible_and_ollama_use_their_base_url_and_key_rules() -> None:
             await provider.aclose()
     first, second = server.requests
     assert "authorization" not in first.headers  # no key configured, none sent
-    assert first.json["max_tokens"] == 64 and "max_completion_tokens" not in first.json
+    assert first.json["max_tokens"] == 64
+    assert "max_completion_tokens" not in first.json
     assert (first.json["model"], second.json["model"]) == ("local", "llama3.2")
     assert (compat.name, ollama.name) == ("openai_compatible", "ollama")
 
@@ -186,7 +188,8 @@ async def test_compatible_and_ollama_use_their_base_url_and_key_rules() -> None:
 def test_ollama_defaults_without_network() -> None:
     provider = OllamaProvider(model="qwen3")
     assert provider.base_url == "http://localhost:11434/v1"
-    assert provider.name == "ollama" and provider.model == "qwen3"
+    assert provider.name == "ollama"
+    assert provider.model == "qwen3"
 
 
 def test_openai_compatible_requires_base_url() -> None:
@@ -199,7 +202,8 @@ async def test_with_model_shares_client_and_settings() -> None:
         async with httpx.AsyncClient() as client:
             base = _provider(server, "a", client=client, params={"temperature": 0.5})
             other = base.with_model("b")
-            assert other.model == "b" and base.model == "a"
+            assert other.model == "b"
+            assert base.model == "a"
             assert other._session is base._session
             await base.complete(openai_request(EXCHANGES[0]["request"]["json"]))
             await other.complete(openai_request(EXCHANGES[0]["request"]["json"]))
@@ -257,5 +261,8 @@ def test_params_are_renamed_and_passed_through() -> None:
         {"max_tokens": 20, "stop_sequences": ["X"], "top_k": 3, "user": "u1", "temperature": None},
     )
     body = provider._build_body(request, stream=False)
-    assert body["max_completion_tokens"] == 20 and body["stop"] == ["X"]
-    assert body["user"] == "u1" and "top_k" not in body and "temperature" not in body
+    assert body["max_completion_tokens"] == 20
+    assert body["stop"] == ["X"]
+    assert body["user"] == "u1"
+    assert "top_k" not in body
+    assert "temperature" not in body
