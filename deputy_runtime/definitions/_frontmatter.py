@@ -123,9 +123,7 @@ def _reject_aliases(root: yaml.Node, path: Path, offset: int) -> None:
         stack.extend(reversed(children))
 
 
-def _yaml_error(
-    exc: BaseException, yaml_text: str, path: Path, offset: int
-) -> DefinitionFileError:
+def _yaml_error(exc: BaseException, yaml_text: str, path: Path, offset: int) -> DefinitionFileError:
     if isinstance(exc, RecursionError):
         return DefinitionFileError("frontmatter is nested too deeply", path=path)
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
