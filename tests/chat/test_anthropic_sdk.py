@@ -107,8 +107,10 @@ def test_sdk_and_provider_both_reject_a_mid_stream_error_event() -> None:
     sse = "\n\n".join(head) + "\n\n" + sse_record(error, "error")
     stream_body = {k: v for k, v in body.items() if k != "stream"}
     with LoopbackServer([Reply.sse(sse), Reply.sse(sse)]) as server:
-        with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
-            with _sdk(server).messages.stream(**stream_body) as events:
-                events.get_final_message()
+        with (
+            pytest.raises(anthropic.APIStatusError, match="Overloaded"),
+            _sdk(server).messages.stream(**stream_body) as events,
+        ):
+            events.get_final_message()
         with pytest.raises(ProviderError, match=r"Overloaded \[overloaded_error\]"):
             _ours(server, body, stream=True)
