@@ -200,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--update-readme", action="store_true", help="rewrite README tables")
     args = parser.parse_args(argv)
     reps = args.reps or (3 if args.quick else 5)
     config = BenchConfig(
@@ -229,6 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     for error in results["errors"]:
         print(f"ERROR: {error['error']}")
     print(f"results: {out}", file=sys.stderr)
+    if args.update_readme:
+        from run import update_readme
+
+        meta = results["meta"]
+        block = (
+            f"Run {meta['started_utc']} ({meta['seconds']:.0f} s): {meta['implementation']} "
+            f"{meta['python']}, {meta['cpu_count']} CPUs; {reps} repetitions, each in a fresh "
+            f"worker process.\n\n{table(results, markdown=True)}"
+        )
+        update_readme(block, "<!-- agent-loop:start -->", "<!-- agent-loop:end -->")
     return 1 if results["errors"] else 0
 
 

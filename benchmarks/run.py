@@ -15,6 +15,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout without installing
@@ -70,13 +71,34 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
     return msgspec.structs.replace(base, **changes)  # type: ignore[arg-type]
 
 
-def update_readme(markdown: str, results: dict[str, object]) -> None:
+def readme_block(results: dict[str, Any]) -> str:
+    """The generated README section: run facts, versions, tables and target checks."""
+    meta = results["meta"]
+    versions = ", ".join(
+        f"{c['label']}: {c['version']}" for c in results["contenders"] if c["version"]
+    )
+    config = meta["config"]
+    lines = [
+        f"Run {meta['started_utc']} ({meta['mode']} mode, {meta['seconds']:.0f} s): "
+        f"{meta['implementation']} {meta['python']} on {meta['platform']}, "
+        f"{meta['cpu_count']} CPUs; {config['reps']} repetitions (memory: "
+        f"{config['memory_reps']}), each in a fresh worker process.",
+        "",
+        f"Versions measured: {versions}.",
+        "",
+        render(results, markdown=True),
+    ]
+    return "\n".join(lines)
+
+
+def update_readme(block: str, start: str = START, end: str = END) -> None:
+    """Replace the text between the ``start`` and ``end`` markers of README.md."""
     text = README.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{README}: markers {START} / {END} not found")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{START}\n{markdown}\n{END}{tail}", encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"{README}: markers {start} / {end} not found")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    README.write_text(f"{head}{start}\n{block}\n{end}{tail}", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             plot(results, PLOT if args.out is None and not args.quick else out.with_suffix(".png"))
     if args.update_readme:
-        update_readme(render(results, markdown=True), results)
+        update_readme(readme_block(results))
     return 1 if results["errors"] else 0
 
 
