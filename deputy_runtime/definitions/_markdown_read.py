@@ -20,7 +20,7 @@ from ._model import AgentDefinition, DefinitionFieldError, agent_definition
 from ._registry import REGISTRY_KEY_PATTERN, SkillRegistry, ToolRegistry
 
 __all__ = [
-    "PERMISSION_MODES",
+    "PERMISSION_MODE_NAMES",
     "READ_KEYS",
     "ParsedMarkdown",
     "build_definition",
@@ -43,8 +43,8 @@ READ_KEYS = (
     "initialPrompt",
 )
 
-# Claude Code permission modes and deputy's own mode names -> deputy modes.
-PERMISSION_MODES = {
+#: Claude Code permission modes, and deputy's own mode names, -> deputy modes.
+PERMISSION_MODE_NAMES = {
     "default": "standard",
     "acceptEdits": "standard",
     "plan": "plan",
@@ -67,11 +67,10 @@ _FIELD_KEYS = {
     "permission_mode": "permissionMode",
     "max_requests": "maxTurns",
     "initial_prompt": "initialPrompt",
-    "prompt": "",
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class ParsedMarkdown:
     """An agent file's fields before tool and skill names are resolved (used by convert).
 
@@ -249,7 +248,7 @@ def _names(fm: Frontmatter, path: Path, key: str, value: Any) -> tuple[str, ...]
             path=path,
             line=fm.line(key),
         )
-    names: list[str] = []
+    names: dict[str, None] = {}  # an ordered set: linear even for huge lists
     for index, item in enumerate(items):
         if isinstance(item, dict | list):
             what = "an inline configuration" if key == "mcpServers" else _kind(item)
@@ -260,8 +259,8 @@ def _names(fm: Frontmatter, path: Path, key: str, value: Any) -> tuple[str, ...]
                 line=fm.line(key, index),
             )
         name = str(item).strip()
-        if name and name not in names:
-            names.append(name)
+        if name:
+            names.setdefault(name)
     return tuple(names)
 
 
@@ -274,9 +273,9 @@ def _permission_mode(fm: Frontmatter, path: Path) -> str | None:
     value = fm.data["permissionMode"]
     if value is None:
         return None
-    mode = PERMISSION_MODES.get(str(value).strip()) if isinstance(value, str) else None
+    mode = PERMISSION_MODE_NAMES.get(str(value).strip()) if isinstance(value, str) else None
     if mode is None:
-        known = ", ".join(PERMISSION_MODES)
+        known = ", ".join(PERMISSION_MODE_NAMES)
         raise DefinitionFileError(
             f"permissionMode {value!r} has no deputy equivalent; use one of {known}",
             path=path,
@@ -326,7 +325,7 @@ def _resolve(
                 line=_item_line(fm, key, name),
             )
         if name not in registry:
-            known = ", ".join(sorted(registry)) or f"none: no {key} registry was passed"
+            known = ", ".join(sorted(registry)) or f"none (the {key} registry is empty)"
             raise DefinitionFileError(
                 f"unknown {key[:-1]} {name!r} in {key}; known names (case-sensitive): {known}",
                 path=path,

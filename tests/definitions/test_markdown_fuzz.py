@@ -136,6 +136,7 @@ def test_deep_nesting_and_huge_values() -> None:
         for depth in (200, 900, 999):
             _read_text(f"---\n{key}: {'[' * depth}{']' * depth}\ndescription: d\n---\nb")
     _read_text(f"{head}tools: [{', '.join(['Read'] * 100_000)}]\n---\nbody")
+    _read_text(f"{head}tools: {', '.join(f'T{i}' for i in range(100_000))}\n---\nbody")
     _read_text(f"{head}model: {'9' * 100_000}\n---\nbody")
 
 

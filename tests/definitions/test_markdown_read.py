@@ -468,7 +468,7 @@ def test_tool_names_are_case_sensitive_and_null_items_are_the_name_none(tmp_path
 
 
 def test_unknown_tool_without_a_registry(tmp_path: Path) -> None:
-    with pytest.raises(DefinitionFileError, match="no tools registry was passed"):
+    with pytest.raises(DefinitionFileError, match=r"none \(the tools registry is empty\)"):
         read_md(_tools_file(tmp_path, b"tools: Read\n"))
 
 
