@@ -122,9 +122,18 @@ def _run(args: argparse.Namespace) -> int:
     return _exit_status(result, interrupted)
 
 
+#: Provider -> environment variable naming its endpoint, as the official OpenAI SDK reads it
+#: (``https://host/v1``), so OpenAI-compatible gateways work from the CLI.
+BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL"}
+
+
 def _make_chat(spec: str) -> Chat:
+    kwargs: dict[str, Any] = {}
+    variable = BASE_URL_VARIABLES.get(spec.partition("/")[0].strip().lower())
+    if variable and os.environ.get(variable, "").strip():
+        kwargs["base_url"] = os.environ[variable].strip()
     try:
-        return chat(spec, system_prompt=LEAD_PROMPT)
+        return chat(spec, system_prompt=LEAD_PROMPT, **kwargs)
     except (DeputyError, ValueError, TypeError) as exc:
         raise _UsageError(f"--model {spec!r}: {exc}") from exc
 
@@ -249,7 +258,7 @@ def _print_summary(lead: LeadAgent, result: AgentResult | None, interrupted: boo
     if interrupted:
         finished = sum(1 for r in records if r.status == "completed")
         out.write(
-            f"\nInterrupted (Ctrl-C): {finished} of {len(records)} delegations had completed; "
+            f"\nInterrupted: {finished} of {len(records)} delegations had completed; "
             "running ones were stopped and their resources cleaned up.\n"
         )
     if result is not None:
