@@ -79,9 +79,13 @@ def _split(text: str, path: Path) -> tuple[str, str, int]:
     lines = text.splitlines()
     if not text.startswith("---") or lines[0].strip() != "---":
         first = lines[0] if lines else ""
-        extra = ""
         if first.strip() == "---" or (not first.strip() and "---" in lines[:5]):
             extra = " (remove the leading blank line or whitespace before '---')"
+        else:  # most likely not an agent file at all, e.g. a README among the agents
+            extra = (
+                "; if this is not an agent file, move it out of the agents directory or hide "
+                "it with a leading '.'"
+            )
         raise DefinitionFileError(
             f"no YAML frontmatter: the first line is {first[:40]!r}, expected '---'{extra}; {hint}",
             path=path,
