@@ -120,7 +120,8 @@ def test_discovery_reports_a_readme_instead_of_dropping_it(tmp_path: Path) -> No
     assert info.value.path == tmp_path / "README.md"
     assert "hide it with a leading '.'" in info.value.reason
     (tmp_path / "README.md").rename(tmp_path / ".README.md")
-    assert list(agent_definitions(tmp_path, tool_registry(), markdown=True)) == [VALID[0].stem]
+    found = agent_definitions(tmp_path, tool_registry(), skill_registry(), markdown=True)
+    assert list(found) == [VALID[0].stem]
     # Without markdown=True, .md files are not definition files at all.
     assert agent_definitions(tmp_path) == {}
 
