@@ -657,6 +657,7 @@ class Agent:
     ) -> ContentToolResult:
         emit = run.emit
         started = time.perf_counter()
+        delegation_id = self._call_delegation_id(call.name)
         if emit is not None:
             emit(
                 ToolStart(
@@ -664,13 +665,13 @@ class Agent:
                     tool_call_id=call_id,
                     tool_name=call.name,
                     arguments=call.arguments,
-                    call_delegation_id=self._call_delegation_id(call_id),
+                    call_delegation_id=delegation_id,
                 )
             )
         value: Any = None
         error: str | None = None
         try:
-            value = await self._invoke(run, tool, call, call_id)
+            value = await self._invoke(run, tool, call, call_id, delegation_id)
         except ToolRejection as exc:
             error = str(exc)
         except ToolArgumentError as exc:
@@ -696,17 +697,24 @@ class Agent:
                     error=error,
                     result_preview=_preview(value) if error is None else None,
                     duration=time.perf_counter() - started,
-                    call_delegation_id=self._call_delegation_id(call_id),
+                    call_delegation_id=delegation_id,
                 )
             )
         return ContentToolResult(call.id, value=value, error=error)
 
-    async def _invoke(self, run: _Run, tool: Tool, call: ContentToolRequest, call_id: str) -> Any:
+    async def _invoke(
+        self,
+        run: _Run,
+        tool: Tool,
+        call: ContentToolRequest,
+        call_id: str,
+        delegation_id: str | None,
+    ) -> Any:
         """Run one tool; LeadAgent overrides this for its delegate tool."""
         return await invoke_tool(tool, call.arguments)
 
-    def _call_delegation_id(self, call_id: str) -> str | None:
-        """The delegation a tool call started, if any (LeadAgent overrides)."""
+    def _call_delegation_id(self, tool_name: str) -> str | None:
+        """A fresh delegation id when ``tool_name`` starts a delegation (LeadAgent)."""
         return None
 
     # -- hooks -----------------------------------------------------------------------------

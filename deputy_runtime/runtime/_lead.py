@@ -7,10 +7,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import msgspec
 
+from .._ids import new_id
 from ..errors import DefinitionError
 from ..tools._invoke import invoke_tool, tool_validator
-from ..tools._schema import schema_validator
+from ..tools._decorator import _struct_validator
 from ..tools._tool import Tool
 from ._agent import Agent, AgentResult, ToolRejection, _Run
 from ._delegation import (
@@ -46,6 +48,17 @@ _DELEGATE_DESCRIPTION = (
 )
 # How long settlement waits for SubagentStop hooks while being cancelled.
 _SHIELDED_SECONDS = 10.0
+
+
+class _DelegateArgs(msgspec.Struct, forbid_unknown_fields=True):
+    agent_name: str
+    task: str
+    constraints: list[str] | None = None
+    deliverable: str | None = None
+    stop_conditions: list[str] | None = None
+
+
+_DELEGATE_VALIDATOR = _struct_validator(_DelegateArgs, DELEGATE_TOOL_NAME, {})
 
 
 def _not_callable_directly(**_: Any) -> str:
@@ -90,7 +103,6 @@ class LeadAgent(Agent):
         self._definitions: dict[str, AgentDefinition] = {}
         self._records: list[Delegation] = []
         self._active_children: dict[str, Agent] = {}
-        self._call_delegations: dict[str, str] = {}
         self._own_tools = tuple(tools)
         self._delegate_tool = _delegate_tool(())
         super().__init__(
@@ -199,20 +211,26 @@ class LeadAgent(Agent):
 
     # -- the delegate tool ----------------------------------------------------------------
 
-    async def _invoke(self, run: _Run, tool: Tool, call: Any, call_id: str) -> Any:
-        if tool is not self._delegate_tool:
+    async def _invoke(
+        self,
+        run: _Run,
+        tool: Tool,
+        call: Any,
+        call_id: str,
+        delegation_id: str | None,
+    ) -> Any:
+        if tool is not self._delegate_tool or delegation_id is None:
             return await invoke_tool(tool, call.arguments)
         arguments = tool_validator(tool)(call.arguments)
-        return await self._delegate(run, arguments, call_id)
+        return await self._delegate(run, arguments, call_id, delegation_id)
 
-    def _call_delegation_id(self, call_id: str) -> str | None:
-        from .._ids import new_id
+    def _call_delegation_id(self, tool_name: str) -> str | None:
+        # Minted when the call is seen, so tool_start/tool_end and the record share it.
+        return new_id("delegation") if tool_name == DELEGATE_TOOL_NAME else None
 
-        if call_id not in self._call_delegations:
-            self._call_delegations[call_id] = new_id("delegation")
-        return self._call_delegations[call_id]
-
-    async def _delegate(self, run: _Run, arguments: dict[str, Any], call_id: str) -> str:
+    async def _delegate(
+        self, run: _Run, arguments: dict[str, Any], call_id: str, delegation_id: str
+    ) -> str:
         """One delegate_to_agent call: route, admit, build, run, settle, outcome."""
         brief = check_brief(arguments)
         requested = arguments["agent_name"]
@@ -229,7 +247,7 @@ class LeadAgent(Agent):
             brief,
             parent_run_id=run.run_id,
             tool_call_id=call_id,
-            delegation_id=self._call_delegations.get(call_id),
+            delegation_id=delegation_id,
         )
         self._records.append(d)
         failed: BaseException | None = None
@@ -386,14 +404,12 @@ def _delegate_tool(names: tuple[str, ...]) -> Tool:
         "required": ["agent_name", "task"],
         "additionalProperties": False,
     }
-    # The enum guides the model; routing itself is by trimmed, lowercased name, so the
-    # validator accepts any string and an unknown name gets the routing error.
-    loose = {**parameters, "properties": {**parameters["properties"]}}
-    loose["properties"]["agent_name"] = {"type": "string"}
     return Tool(
         name=DELEGATE_TOOL_NAME,
         description=_DELEGATE_DESCRIPTION,
         parameters=parameters,
         function=_not_callable_directly,
-        validator=schema_validator(loose, DELEGATE_TOOL_NAME),
+        # The enum guides the model; routing itself is by trimmed, lowercased name, so the
+        # validator accepts any string and an unknown name gets the routing error.
+        validator=_DELEGATE_VALIDATOR,
     )

@@ -169,9 +169,7 @@ class Meter:
         self.cost_usd = 0.0
         self.cost_reported = False
         self.reservations: set[Reservation] = set()
-        self.reserved: dict[str, float] = dict.fromkeys(
-            (field for field, _ in _LIMIT_FIELDS), 0.0
-        )
+        self.reserved: dict[str, float] = dict.fromkeys((field for field, _ in _LIMIT_FIELDS), 0.0)
 
     # -- accounting ---------------------------------------------------------------------
 
