@@ -11,8 +11,8 @@ import msgspec
 
 from .._ids import new_id
 from ..errors import DefinitionError
-from ..tools._invoke import invoke_tool, tool_validator
 from ..tools._decorator import _struct_validator
+from ..tools._invoke import invoke_tool, tool_validator
 from ..tools._tool import Tool
 from ._agent import Agent, AgentResult, ToolRejection, _Run
 from ._delegation import (
