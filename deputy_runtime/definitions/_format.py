@@ -22,7 +22,7 @@ from ._registry import (
     check_tool_registry,
     registry_key,
 )
-from ._yaml import Mark, YAMLProblem, dump_yaml, load_yaml
+from ._yaml import Marks, YAMLProblem, dump_yaml, load_yaml
 
 __all__ = [
     "FORMAT_FIELDS",
@@ -63,7 +63,7 @@ class _Reader:
     """Turns one loaded YAML record into an AgentDefinition, pointing errors at lines."""
 
     def __init__(
-        self, path: Path, marks: dict[object, Mark], tools: ToolRegistry, skills: SkillRegistry
+        self, path: Path, marks: Marks, tools: ToolRegistry, skills: SkillRegistry
     ) -> None:
         self.path = path
         self.marks = marks
@@ -71,7 +71,8 @@ class _Reader:
         self.skills = skills
 
     def fail(self, message: str, at: object = None) -> DefinitionFileError:
-        line, column = self.marks.get(at, (None, None)) if at is not None else (None, None)
+        mark = self.marks.get(at) if at is not None else None
+        line, column = mark if mark is not None else (None, None)
         return DefinitionFileError(message, path=self.path, line=line, column=column)
 
     def definition(self, record: object) -> AgentDefinition:

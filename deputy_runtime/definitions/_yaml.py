@@ -21,7 +21,7 @@ try:
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
-__all__ = ["Mark", "YAMLProblem", "dump_yaml", "load_yaml"]
+__all__ = ["Mark", "Marks", "YAMLProblem", "dump_yaml", "load_yaml"]
 
 #: A 1-based (line, column) position in the file.
 Mark = tuple[int, int]
@@ -54,20 +54,14 @@ class StrictLoader(_BaseLoader):
     Only :meth:`load_strict` is meant to be used; PyYAML's own construction is bypassed.
     """
 
-    def load_strict(self) -> tuple[Any, dict[object, Mark]]:
-        """Compose the single document and build it; return the value and top-level marks.
-
-        The marks map each top-level key to the position of its value, ``("key", key)`` to
-        the position of the key itself, and ``(key, index)`` to each element of a top-level
-        sequence, so callers can point at the line a field problem is on.
-        """
+    def load_strict(self) -> tuple[Any, Marks]:
+        """Compose the single document and build it; return the value and its marks."""
         node = self.get_single_node()
-        marks: dict[object, Mark] = {}
         if node is None:
-            return None, marks
+            return None, Marks(None)
         if isinstance(node, MappingNode):
-            return self._mapping(node, 0, marks), marks
-        return self._build(node, 0), marks
+            return self._mapping(node, 0), Marks(node)
+        return self._build(node, 0), Marks(None)
 
     def _build(self, node: Node, depth: int) -> Any:
         if isinstance(node, ScalarNode):
@@ -95,12 +89,10 @@ class StrictLoader(_BaseLoader):
                 raise _tag_problem(node)
             return [self._build(child, depth + 1) for child in node.value]
         if isinstance(node, MappingNode):
-            return self._mapping(node, depth + 1, None)
+            return self._mapping(node, depth + 1)
         raise _tag_problem(node)  # pragma: no cover - the composer makes only these three
 
-    def _mapping(
-        self, node: MappingNode, depth: int, marks: dict[object, Mark] | None
-    ) -> dict[Any, Any]:
+    def _mapping(self, node: MappingNode, depth: int) -> dict[Any, Any]:
         if node.tag != _CORE + "map":
             raise _tag_problem(node)
         result: dict[Any, Any] = {}
@@ -119,13 +111,44 @@ class StrictLoader(_BaseLoader):
             if key in result:
                 raise _duplicate_problem(node, key_node, key)
             result[key] = self._build(value_node, depth)
-            if marks is not None:
-                marks[key] = _mark(value_node.start_mark) or (0, 0)
-                marks[("key", key)] = _mark(key_node.start_mark) or (0, 0)
-                if isinstance(value_node, SequenceNode):
-                    for index, child in enumerate(value_node.value):
-                        marks[(key, index)] = _mark(child.start_mark) or (0, 0)
         return result
+
+
+class Marks:
+    """Positions in the top-level mapping, looked up only when a problem is reported.
+
+    ``get(key)`` is where the value of top-level ``key`` starts, ``get(("key", key))``
+    where the key itself is, and ``get((key, index))`` where element ``index`` of a
+    top-level sequence is.
+    """
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: MappingNode | None) -> None:
+        self._node = node
+
+    def get(self, at: object) -> Mark | None:
+        if self._node is None:
+            return None
+        if isinstance(at, tuple) and len(at) == 2:
+            first, second = at
+        else:
+            first, second = at, None
+        for key_node, value_node in self._node.value:
+            if first == "key" and second is not None and key_node.value == second:
+                return _mark(key_node.start_mark)
+            if key_node.value != first:
+                continue
+            if second is None:
+                return _mark(value_node.start_mark)
+            if (
+                isinstance(second, int)
+                and isinstance(value_node, SequenceNode)
+                and 0 <= second < len(value_node.value)
+            ):
+                return _mark(value_node.value[second].start_mark)
+            return _mark(value_node.start_mark)
+        return None
 
 
 def _tag_problem(node: Node) -> YAMLProblem:
@@ -183,12 +206,12 @@ def _reject_anchors(text: str) -> None:
         parser.dispose()
 
 
-def load_yaml(text: str) -> tuple[Any, dict[object, Mark]]:
+def load_yaml(text: str) -> tuple[Any, Marks]:
     """Load one strict YAML document; raise :class:`YAMLProblem` on any violation.
 
     Rejected: syntax errors, more than one document, anchors and aliases, tags other than
     the core ones, merge keys, non-scalar keys, duplicate keys at any depth, and nesting
-    deeper than 64 levels. Returns ``(value, marks)`` as :meth:`StrictLoader.load_strict`.
+    deeper than 64 levels. Returns the value and its :class:`Marks`.
     """
     try:
         if "&" in text:

@@ -37,6 +37,17 @@ def test_example_files_are_valid_for_reader_and_schema(path: Path) -> None:
     assert agent_definition_read(path, _AnyTools(), None).name == path.stem
 
 
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_example_files_are_canonical(path: Path) -> None:
+    from deputy_runtime.definitions._format import definition_to_yaml
+
+    tools = _AnyTools()
+    definition = agent_definition_read(path, tools, None)
+    assert {tool.name for tool in definition.tools} <= {"read_file", "list_files", "grep_files"}
+    assert definition.permission_mode in {"readonly", "plan"}
+    assert definition_to_yaml(definition, path, dict(tools), {}) == path.read_bytes()
+
+
 class _AnyTools(dict):  # type: ignore[type-arg]
     """Resolves each example's tool names to real tools made on demand."""
 

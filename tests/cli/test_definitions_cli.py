@@ -1,0 +1,124 @@
+"""deputy-runtime validate, list and schema on real files, in-process and as a command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deputy_runtime.cli import main
+from deputy_runtime.definitions import AGENT_DEFINITION_SCHEMA
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO_ROOT / "examples" / "agents"
+MIN = "version: 1\nname: reviewer\ndescription: Reviews text\nprompt: Read carefully\n"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_validate_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "validate", str(EXAMPLES))
+    assert status == 0
+    assert out == ""
+    count = len(list(EXAMPLES.glob("*.yaml")))
+    assert err == f"checked {count} file(s): no problems\n"
+
+
+def test_validate_reports_each_problem_with_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "good.yaml").write_text(MIN + "tools: [read_file]\n")
+    (tmp_path / "bad.yaml").write_text(MIN + "name: again\n")
+    (tmp_path / "worse.yml").write_text(MIN.replace("version: 1", "version: 2"))
+    (tmp_path / "notes.txt").write_text("ignored")
+    single = tmp_path / "single.txt"
+    single.write_text(MIN + "max_requests: -1\n")
+    status, out, err = run(capsys, "validate", str(tmp_path), str(single))
+    assert status == 1
+    assert out.splitlines() == [
+        f"{tmp_path / 'bad.yaml'}:5: Duplicate key 'name' (first at line 2); each key may "
+        "appear only once in a mapping",
+        f"{tmp_path / 'worse.yml'}:1: version must be the integer 1, got the number 2; this "
+        "reader understands format version 1 only (version: 1)",
+        f"{single}:5: max_requests: expected a non-negative integer (e.g. 10) or null, got "
+        "the number -1",
+    ]
+    assert err == "checked 4 file(s): 3 problem(s)\n"
+
+
+def test_validate_missing_path_and_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.yaml").write_text(MIN)
+    (tmp_path / "b.yaml").write_text(MIN.replace("reviewer", "Reviewer"))
+    status, out, _ = run(capsys, "validate", str(tmp_path), str(tmp_path / "missing.yaml"))
+    assert status == 1
+    assert out.splitlines() == [
+        f"{tmp_path}: duplicate agent name 'reviewer' in a.yaml and b.yaml; names must be unique",
+        f"{tmp_path / 'missing.yaml'}: Expected a readable definition file, but the path does "
+        "not exist",
+    ]
+
+
+def test_validate_markdown_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = tmp_path / "helper.md"
+    agent.write_text("---\nname: helper\ndescription: Helps\n---\nBe helpful.\n")
+    status, out, err = run(capsys, "validate", str(agent))
+    try:
+        import deputy_runtime.definitions._markdown  # noqa: F401
+    except ModuleNotFoundError:
+        assert status == 0
+        assert "skipped: markdown agent files are not supported" in out
+    else:
+        assert (status, out) == (0, "")
+        assert err == "checked 1 file(s): no problems\n"
+
+
+def test_list_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "list", str(EXAMPLES))
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "MODEL", "TOOLS", "PERMISSION", "MAX", "REQUESTS"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert set(rows) == {path.stem for path in EXAMPLES.glob("*.yaml")}
+    assert "read_file, list_files, grep_files" in rows["code_reviewer"]
+    assert rows["code_reviewer"].split()[-2:] == ["readonly", "12"]
+
+
+def test_list_errors_and_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "list", str(tmp_path / "missing"))[0] == 0
+    (tmp_path / "bad.yaml").write_text("- a list\n")
+    status, out, err = run(capsys, "list", str(tmp_path))
+    assert status == 1
+    assert out == ""
+    assert err.startswith(f"{tmp_path / 'bad.yaml'}: Expected a mapping containing only")
+
+
+def test_schema_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "schema")
+    assert status == 0
+    assert json.loads(out) == AGENT_DEFINITION_SCHEMA
+
+
+def test_as_a_real_command(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(MIN + "tools: null\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "deputy_runtime", "validate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stdout == (
+        f"{tmp_path / 'bad.yaml'}:5: tools may not be null; write tools: [] for none\n"
+    )
