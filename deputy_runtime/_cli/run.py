@@ -222,9 +222,12 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
         await anyio.sleep(INTERRUPT_GRACE_SECONDS)
         run_scope.cancel()
 
-    async def watch_signals(tg: anyio.abc.TaskGroup) -> None:
+    async def watch_signals(
+        tg: anyio.abc.TaskGroup, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
         nonlocal interrupted
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()  # handlers are installed before the run begins
             async for _ in signals:
                 if interrupted:
                     run_scope.cancel()  # a second Ctrl-C: stop waiting for boundaries
@@ -240,7 +243,7 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
                 view.draw()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(watch_signals, tg)
+        await tg.start(watch_signals, tg)
         if isinstance(view, LiveView):
             tg.start_soon(tick)
         with run_scope:

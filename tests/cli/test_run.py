@@ -95,7 +95,8 @@ def test_plain_output_when_not_a_terminal() -> None:
     first, *rest = out.splitlines()
     assert first.startswith("Model: test")
     events = rest[: rest.index("")]
-    assert events and all(_PLAIN_LINE.match(line) for line in events), events
+    assert events
+    assert all(_PLAIN_LINE.match(line) for line in events), events
     assert events[0].endswith("lead: run started (requests 0/25)")
     assert re.search(r"lead: run ended \(complete\) \d+ requests", events[-1])
     started = {m for m in re.findall(r"\] (\S+): delegation started", out)}
