@@ -177,6 +177,12 @@ def test_yaml_ish_text_only_raises_definition_file_error(parts: list[str]) -> No
     read_bytes_outcome("".join(parts).encode("utf-8"))
 
 
+@settings(max_examples=300, deadline=None)
+@given(soup=st.text(alphabet=st.sampled_from(list("-:{}[]&*!|>'\"#%@`,? \n\tab1.~<")), max_size=80))
+def test_yaml_punctuation_soup_only_raises_definition_file_error(soup: str) -> None:
+    read_bytes_outcome(soup.encode("utf-8"))
+
+
 @settings(max_examples=150, deadline=None)
 @given(extra=st.text(max_size=80))
 def test_valid_prefix_with_arbitrary_text_appended(extra: str) -> None:
@@ -202,3 +208,36 @@ def test_deep_nesting_is_rejected() -> None:
         outcome = read_bytes_outcome(data)
         assert isinstance(outcome, DefinitionFileError)
         assert outcome.line is not None
+
+
+CORE_TAGS = {"!!str", "!!int", "!!float", "!!bool", "!!null", "!!seq", "!!map", "!!timestamp"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tag=st.one_of(
+        st.from_regex(r"!![a-z][a-z/:._-]{0,15}", fullmatch=True),
+        st.from_regex(r"![a-z][a-zA-Z0-9_-]{0,15}", fullmatch=True),
+    ).filter(lambda tag: tag not in CORE_TAGS),
+    field=st.sampled_from(["name", "description", "prompt"]),
+)
+def test_any_non_core_tag_is_rejected(tag: str, field: str) -> None:
+    text = MIN.replace(f"{field}: ", f"{field}: {tag} ")
+    outcome = read_bytes_outcome(text.encode())
+    assert isinstance(outcome, DefinitionFileError)
+    assert f"The tag {tag} is not allowed" in outcome.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    path=st.lists(st.from_regex(r"[a-z]{1,6}", fullmatch=True), min_size=1, max_size=6),
+    key=st.from_regex(r"[a-z]{1,6}", fullmatch=True),
+)
+def test_duplicate_keys_at_any_depth_are_rejected(path: list[str], key: str) -> None:
+    nested = f"{{{key}: 1, {key}: 2}}"
+    for step in reversed(path):
+        nested = f"{{{step}: {nested}}}"
+    outcome = read_bytes_outcome(f"{MIN}params: {nested}\n".encode())
+    assert isinstance(outcome, DefinitionFileError)
+    assert outcome.reason.startswith(f"Duplicate key {key!r}")
+    assert outcome.line == 5
