@@ -95,7 +95,7 @@ def _read_only(tool: Tool, name: str) -> bool:
     return tool.read_only and not tool.destructive and name not in KNOWN_WRITE_TOOLS
 
 
-FAST = settings(max_examples=400, deadline=None)
+FAST = settings(max_examples=int(os.environ.get("DEPUTY_PROPERTY_EXAMPLES", "400")), deadline=None)
 
 
 @FAST
@@ -125,7 +125,7 @@ def test_allowed_only_if_mode_and_lists_allow(
             assert allowed
         return
     # readonly and plan
-    plan_ask = perms.mode == "plan" and name == "ask_user"
+    plan_ask = perms.mode == "plan" and name == "ask_user" and not tool.destructive
     if allowed:
         assert (
             plan_ask
