@@ -122,6 +122,11 @@ class MeterSpy:
         self.strong: list[_usage.Meter] = []
 
     def open_reservations(self) -> int:
+        """Reservations still held by any meter (the held sums must be back to zero too)."""
+        for m in self.strong:
+            held = getattr(m, "reserved", None)
+            if held is not None and not m.reservations:
+                assert all(abs(v) < 1e-9 for v in held.values()), held
         return sum(len(m.reservations) for m in self.strong)
 
 

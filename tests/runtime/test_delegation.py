@@ -335,11 +335,6 @@ async def test_lead_tool_events_carry_no_delegation_id_for_own_tools(tmp_path: P
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: LeadAgent._call_delegations is keyed by the provider's tool-call id across "
-    "runs and turns, so a repeated id reuses an old delegation_id for a new delegation",
-)
 async def test_delegation_ids_unique_even_when_provider_repeats_call_ids(
     tmp_path: Path,
 ) -> None:
@@ -413,7 +408,8 @@ async def test_several_delegate_calls_in_one_turn_run_concurrently(tmp_path: Pat
         result = await lead.run("go")
     assert result.stop_reason == "complete"
     assert [r.status for r in lead.list_subagents()] == ["completed", "completed"]
-    assert [r.task for r in lead.list_subagents()] == ["a", "b"]
+    # admission order follows the scheduler (trio may start the second call first)
+    assert sorted(r.task for r in lead.list_subagents()) == ["a", "b"]
     assert [outcome(r)["status"] for r in delegate_results(p)] == ["completed", "completed"]
 
 
