@@ -140,7 +140,11 @@ class _Reader:
         if isinstance(value, str) or (value is None and nullable):
             return value
         if value is None:
-            fix = "omit the field to use the lead's model" if field == "model" else "give text"
+            fix = (
+                "omit the field to use the lead's model"
+                if field == "model"
+                else f"give {field} a non-empty string"
+            )
             raise self.fail(f"{field} may not be null; {fix}", field)
         raise self.fail(
             f"{field}: expected a string, got {_kind(value)}{_quote_hint(value)}", field
