@@ -258,6 +258,18 @@ def _print_summary(lead: LeadAgent, result: AgentResult | None, interrupted: boo
     out = sys.stdout
     records = lead.list_subagents()
     out.write("\n" + summary_table(records, result.usage if result else None) + "\n")
+    problems = [
+        f"  {r.agent_name}: {kind}: {text.splitlines()[0]}"
+        for r in records
+        for kind, text in (
+            ("error", r.error),
+            ("cleanup error", r.cleanup_error),
+            ("hook error", r.hook_error),
+        )
+        if text
+    ]
+    if problems:
+        out.write("\n" + "\n".join(problems) + "\n")
     if interrupted:
         finished = sum(1 for r in records if r.status == "completed")
         out.write(

@@ -77,8 +77,10 @@ def test_readme_quickstart_run_step_works_from_a_fresh_copy(tmp_path: Path) -> N
     out = done.stdout
     assert out.splitlines()[0].startswith(f"Model: {OFFLINE_MODEL} - the offline"), out
     assert "NOT a real model" in out.splitlines()[0]
+    started = re.findall(r"^\[.*\] (\S+): delegation started", out, re.M)
     completed = re.findall(r"^\[.*\] (\S+): delegation completed \(complete\)", out, re.M)
     assert len(completed) >= 2, out
+    assert sorted(completed) == sorted(started), out  # every delegation that ran completed
     summary = out.split("\n\n", 1)[1]
     for name in _example_agent_names():
         assert name in summary, (name, summary)
