@@ -1,0 +1,139 @@
+"""The run views on real event streams: tree folding, clipping, the summary table.
+
+Events come from real lead runs on the offline ``scripted`` provider; the views write to
+in-memory text streams.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+
+import anyio
+import pytest
+
+from deputy_runtime import LeadAgent, UsageLimits, agent_definition, chat
+from deputy_runtime._cli.view import LiveView, PlainView, RunState, _clip, summary_table, tree_lines
+from deputy_runtime.chat import reply, tool_calls
+from deputy_runtime.runtime._events import Event
+
+pytestmark = pytest.mark.anyio
+
+
+async def _events(max_requests: int = 10) -> tuple[LeadAgent, list[Event]]:
+    """A lead delegating to two agents in one turn; ``beta`` fails its permission ceiling."""
+    calls = [
+        ("delegate_to_agent", {"agent_name": name, "task": f"job for {name}"})
+        for name in ("alpha", "beta")
+    ]
+    script = {
+        "lead": [tool_calls(*calls), reply("all done")],
+        "alpha": [reply("alpha answer")],
+        "beta": [reply("beta answer")],
+    }
+    definitions = [
+        agent_definition("alpha", "A.", "A.", max_requests=2),
+        agent_definition("beta", "B.", "B.", max_requests=2, permission_mode="full"),
+    ]
+    lead = LeadAgent(
+        chat("scripted", script=script),
+        definitions,
+        usage_limits=UsageLimits(max_requests=max_requests),
+    )
+    events = [event async for event in lead.run_stream("Do the jobs")]
+    return lead, events
+
+
+async def test_tree_has_the_lead_and_every_delegation_including_setup_failures() -> None:
+    lead, events = await _events()
+    state = RunState()
+    for event in events:
+        state.apply(event)
+    assert state.lead is not None
+    nodes = {n.agent_name: n for n in state.delegations()}
+    assert nodes["alpha"].status == "completed"
+    # beta asks for 'full' under a 'standard' lead: it fails in setup and never starts,
+    # but the tree still shows it.
+    assert nodes["beta"].status == "failed"
+    assert nodes["beta"].stop_reason == "setup_error"
+    lines = tree_lines(state, state.now(), colour=False)
+    assert re.match(r"^lead\s+completed\s", lines[1])
+    assert {lines[2][:3], lines[3][:3]} == {"├─ ", "└─ "}
+    ascii_lines = tree_lines(state, state.now(), colour=False, unicode=False)
+    assert {ascii_lines[2][:3], ascii_lines[3][:3]} == {"|- ", "`- "}
+    assert state.lead.live_requests() == lead.last_result.usage.requests == 3
+
+
+async def test_summary_table_matches_the_records() -> None:
+    lead, _ = await _events()
+    records = lead.list_subagents()
+    table = summary_table(records, lead.last_result.usage)
+    rows = table.splitlines()
+    assert rows[0].split() == [
+        "delegation",
+        "agent",
+        "status",
+        "stop",
+        "reason",
+        "requests",
+        "tokens",
+        "cost",
+    ]
+    by_agent = {r.split()[1]: r.split() for r in rows[2:-1]}
+    assert by_agent["alpha"][2:5] == ["completed", "complete", "1/2"]
+    assert by_agent["beta"][2:4] == ["failed", "setup_error"]
+    assert rows[-1].split()[:4] == ["total", "lead", "+", "subagents"]
+    assert rows[-1].split()[4] == str(lead.last_result.usage.requests)
+
+
+async def test_plain_view_prints_one_line_per_milestone() -> None:
+    _, events = await _events()
+    out = io.StringIO()
+    view = PlainView(out, RunState())
+    for event in events:
+        view.handle(event)
+    text = out.getvalue()
+    assert "\x1b" not in text
+    assert re.search(r"alpha: delegation started \[delegation_[0-9a-f]{8}\]", text)
+    assert re.search(r"alpha: delegation completed \(complete\)", text)
+    assert re.search(r"beta: delegation failed \(setup_error\) .*: Sub-agent permission", text)
+    assert text.splitlines()[-1].endswith("lead: run ended (complete) 3 requests, 45 tokens")
+
+
+async def test_live_view_moves_back_over_its_previous_frame() -> None:
+    _, events = await _events()
+    out = io.StringIO()
+    view = LiveView(out, RunState(), colour=True)
+    for event in events:
+        view.handle(event)
+    view.close()
+    text = out.getvalue()
+    frames = text.split("\x1b[?25l")[1:]
+    assert len(frames) >= 3
+    for previous, frame in itertools.pairwise(frames):
+        drawn = previous.count("\n")
+        assert frame.startswith(f"\x1b[{drawn}F"), (previous, frame)
+    assert text.endswith("\x1b[?25h")
+
+
+def test_clip_counts_only_visible_characters() -> None:
+    coloured = "ab\x1b[32mcdef\x1b[0mgh"
+    assert _clip(coloured, 100) == coloured
+    clipped = _clip(coloured, 4)
+    assert re.sub(r"\x1b\[[0-9;]*m", "", clipped) == "abcd"
+    assert clipped.endswith("\x1b[0m")  # colour is reset after a cut
+
+
+def test_views_survive_a_closed_pipe() -> None:
+    class Closed(io.StringIO):
+        def write(self, s: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self) -> int:
+            raise io.UnsupportedOperation
+
+    _, events = anyio.run(_events)
+    view = PlainView(Closed(), RunState())
+    for event in events:
+        view.handle(event)  # must not raise: the sink runs inside the agents' tasks
