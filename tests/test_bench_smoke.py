@@ -111,36 +111,40 @@ def test_schedule_interleaves_rotates_and_caps() -> None:
     assert sum(j.kind == "fanout" for j in jobs) == 2 * (3 + 2)
 
 
-def test_summary_and_targets_from_samples() -> None:
-    def sample(key: str, kind: str, n: int, us: float | None, kib: float | None = None) -> dict:
+def test_summary_pairs_ratios_by_repetition_and_checks_targets() -> None:
+    def sample(key: str, kind: str, n: int, rep: int, us: float | None, kib: float = 0) -> dict:
         return {
             "contender": key,
             "kind": kind,
             "n": n,
+            "rep": rep,
             "us": us,
             "rss_peak_kib": 2048,
-            "bytes_per_delegation": None if kib is None else kib * 1024,
+            "bytes_per_delegation": kib * 1024,
         }
 
-    samples = [sample("anyio_floor", "sequential", 1, v) for v in (10, 30, 20)]
-    samples += [sample("deputy_runtime", "sequential", 1, v) for v in (100, 90, 300)]
+    # Repetition 1 ran on a slow spell: both contenders were 3x slower.
+    samples = [sample("anyio_floor", "sequential", 1, r, v) for r, v in enumerate((10, 30, 20))]
+    samples += [
+        sample("deputy_runtime", "sequential", 1, r, v) for r, v in enumerate((70, 210, 300))
+    ]
     for n, floor, deputy in ((100, 10, 40), (1000, 10, 60), (10000, 10, 55)):
         samples += [
-            sample("anyio_floor", "fanout", n, floor),
-            sample("deputy_runtime", "fanout", n, deputy),
+            sample("anyio_floor", "fanout", n, 0, floor),
+            sample("deputy_runtime", "fanout", n, 0, deputy),
         ]
-    samples += [sample("deputy_runtime", "memory", n, None, 11.0) for n in (1000, 10000)]
+    samples += [sample("deputy_runtime", "memory", n, 0, None, 11.0) for n in (1000, 10000)]
     summary = summarise(samples)
-    assert summary["sequential"]["deputy_runtime"]["us"] == {
-        "median": 100,
-        "min": 90,
-        "max": 300,
-        "count": 3,
-    }
-    results = {"summary": summary, "contenders": [], "errors": []}
-    checks = target_checks(results)
+    seq = summary["sequential"]["deputy_runtime"]
+    assert seq["us"] == {"median": 210, "min": 70, "max": 300, "count": 3}
+    # Paired ratios 7, 7 and 15 -> 7; the ratio of medians (210 / 20) would say 10.5.
+    assert seq["ratios"]["anyio_floor"] == 7
+    assert summary["sequential"]["anyio_floor"]["ratios"]["deputy_runtime"] == pytest.approx(1 / 7)
+    checks = target_checks({"summary": summary, "contenders": [], "errors": []})
     assert [ok for _, _, ok in checks] == [True, False, True, True]
+    assert checks[0][1] == "7.00x"
     assert checks[1][1] == "N=100: 4.00x, N=1000: 6.00x"
+    assert checks[3][1] == "N=1000: 11.0 KiB, N=10000: 11.0 KiB"
 
 
 @pytest.mark.anyio

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["TARGETS", "render", "target_checks"]
+__all__ = ["TARGETS", "ratio", "render", "target_checks"]
 
 DEPUTY = "deputy_runtime"
 ANYIO = "anyio_floor"
@@ -39,11 +39,23 @@ def _spread(stats: dict[str, float]) -> str:
     return f"{_fmt(stats['median'])} [{_fmt(stats['min'])}-{_fmt(stats['max'])}]"
 
 
-def _ratio(value: float, reference: float | None) -> str:
-    if reference is None or reference <= 0:
+def ratio(entry: dict[str, Any], entries: dict[str, Any], ref: str, metric: str) -> float | None:
+    """This entry's figure relative to ``ref``'s: the paired ratio when the runner computed
+    one (median over repetitions of same-repetition ratios), else a ratio of medians."""
+    paired = entry.get("ratios", {}).get(ref)
+    if paired is not None:
+        return float(paired)
+    other = entries.get(ref)
+    if other is None or other[metric]["median"] <= 0:
+        return None
+    return float(entry[metric]["median"]) / float(other[metric]["median"])
+
+
+def _ratio(entry: dict[str, Any], entries: dict[str, Any], ref: str, metric: str) -> str:
+    value = ratio(entry, entries, ref, metric)
+    if value is None:
         return "-"
-    ratio = value / reference
-    return f"{ratio:.2f}x" if 0.1 <= ratio < 100 else f"{ratio:.3g}x"
+    return f"{value:.2f}x" if 0.1 <= value < 100 else f"{value:.3g}x"
 
 
 def _peers(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,16 +76,12 @@ def _case_table(
         header.append("peak RSS MiB")
     rows: list[list[str]] = []
     for n, entries in cases:
-
-        def median(key: str, entries: dict[str, Any] = entries) -> float | None:
-            entry = entries.get(key)
-            return None if entry is None else float(entry[metric]["median"])
-
         for key, entry in entries.items():
-            value = float(entry[metric]["median"])
             row = [n, labels.get(key, key), _spread(entry[metric])]
-            row += [_ratio(value, median(ANYIO)), _ratio(value, median(ASYNCIO))]
-            row += ["-" if p["key"] == key else _ratio(value, median(p["key"])) for p in peers]
+            row += [_ratio(entry, entries, ANYIO, metric), _ratio(entry, entries, ASYNCIO, metric)]
+            row += [
+                "-" if p["key"] == key else _ratio(entry, entries, p["key"], metric) for p in peers
+            ]
             if rss:
                 row.append(_fmt(entry["rss_peak_mib"]["median"]))
             rows.append(row)
@@ -120,34 +128,34 @@ def target_checks(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]
     """(target, measured, met) for each delegation target; ``met`` is None if not measured."""
     s = results["summary"]
 
-    def med(section: dict[str, Any], key: str, metric: str = "us") -> float | None:
-        entry = section.get(key)
+    def vs_floor(entries: dict[str, Any], metric: str = "us") -> float | None:
+        entry = entries.get(DEPUTY)
+        return None if entry is None else ratio(entry, entries, ANYIO, metric)
+
+    def median(entries: dict[str, Any], metric: str) -> float | None:
+        entry = entries.get(DEPUTY)
         return None if entry is None else float(entry[metric]["median"])
 
     checks: list[tuple[str, str, bool | None]] = []
-    d, f = med(s["sequential"], DEPUTY), med(s["sequential"], ANYIO)
+    seq = vs_floor(s["sequential"])
     checks.append(
         (
             TARGETS[0],
-            f"{d / f:.2f}x" if d and f else "not measured",
-            None if not (d and f) else d / f <= 8,
+            "not measured" if seq is None else f"{seq:.2f}x",
+            None if seq is None else seq <= 8,
         )
     )
-    ratios = []
-    for n in ("100", "1000"):
-        fan = s["fanout"].get(n, {})
-        d, f = med(fan, DEPUTY), med(fan, ANYIO)
-        if d and f:
-            ratios.append((n, d / f))
+    fan = [(n, vs_floor(s["fanout"].get(n, {}))) for n in ("100", "1000")]
+    got = [(n, r) for n, r in fan if r is not None]
     checks.append(
         (
             TARGETS[1],
-            ", ".join(f"N={n}: {r:.2f}x" for n, r in ratios) or "not measured",
-            None if len(ratios) < 2 else all(r <= 5 for _, r in ratios),
+            ", ".join(f"N={n}: {r:.2f}x" for n, r in got) or "not measured",
+            None if len(got) < 2 else all(r <= 5 for _, r in got),
         )
     )
-    lo = med(s["fanout"].get("100", {}), DEPUTY)
-    hi = med(s["fanout"].get("10000", {}), DEPUTY)
+    lo = median(s["fanout"].get("100", {}), "us")
+    hi = median(s["fanout"].get("10000", {}), "us")
     checks.append(
         (
             TARGETS[2],
@@ -155,16 +163,13 @@ def target_checks(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]
             None if not (lo and hi) else hi / lo <= 1.5,
         )
     )
-    kib = []
-    for n in ("1000", "10000"):
-        v = med(s["memory"].get(n, {}), DEPUTY, "kib_per_delegation")
-        if v is not None:
-            kib.append((n, v))
+    kib = [(n, median(s["memory"].get(n, {}), "kib_per_delegation")) for n in ("1000", "10000")]
+    have = [(n, v) for n, v in kib if v is not None]
     checks.append(
         (
             TARGETS[3],
-            ", ".join(f"N={n}: {v:.1f} KiB" for n, v in kib) or "not measured",
-            None if len(kib) < 2 else all(v <= 12 for _, v in kib),
+            ", ".join(f"N={n}: {v:.1f} KiB" for n, v in have) or "not measured",
+            None if len(have) < 2 else all(v <= 12 for _, v in have),
         )
     )
     return checks

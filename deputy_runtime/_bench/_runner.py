@@ -136,26 +136,50 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _metric(sample: dict[str, Any]) -> float:
+    if sample["kind"] == "memory":
+        return float(sample["bytes_per_delegation"]) / 1024
+    return float(sample["us"])
+
+
+def _paired_ratios(
+    group: Sequence[dict[str, Any]], case: Sequence[dict[str, Any]]
+) -> dict[str, float]:
+    """Median over repetitions of this contender's figure / each other contender's figure.
+
+    Contenders of one case and repetition ran back to back, so a slow spell of a noisy
+    machine hits both sides of a paired ratio; this is steadier than a ratio of medians.
+    """
+    by_rep: dict[str, dict[int, float]] = {}
+    for other in case:
+        by_rep.setdefault(other["contender"], {})[other["rep"]] = _metric(other)
+    ratios: dict[str, float] = {}
+    for ref, values in by_rep.items():
+        paired = [_metric(g) / values[g["rep"]] for g in group if values.get(g["rep"], 0) > 0]
+        if paired:
+            ratios[ref] = statistics.median(paired)
+    return ratios
+
+
 def summarise(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Medians with min-max per contender and case, from the raw samples."""
+    """Medians with min-max per contender and case, and paired ratios, from the samples."""
     groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    cases: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for s in samples:
         groups.setdefault((s["kind"], s["contender"], s["n"]), []).append(s)
+        cases.setdefault((s["kind"], s["n"]), []).append(s)
     summary: dict[str, Any] = {"sequential": {}, "fanout": {}, "memory": {}}
     for (kind, key, n), group in sorted(groups.items()):
-        peak = _stats([g["rss_peak_kib"] / 1024 for g in group])
-        if kind == "memory":
-            entry = {
-                "kib_per_delegation": _stats([g["bytes_per_delegation"] / 1024 for g in group])
-            }
-            entry["rss_peak_mib"] = peak
-            summary["memory"].setdefault(str(n), {})[key] = entry
+        metric = "kib_per_delegation" if kind == "memory" else "us"
+        entry = {
+            metric: _stats([_metric(g) for g in group]),
+            "rss_peak_mib": _stats([g["rss_peak_kib"] / 1024 for g in group]),
+            "ratios": _paired_ratios(group, cases[(kind, n)]),
+        }
+        if kind == "sequential":
+            summary["sequential"][key] = entry
         else:
-            entry = {"us": _stats([g["us"] for g in group]), "rss_peak_mib": peak}
-            if kind == "sequential":
-                summary["sequential"][key] = entry
-            else:
-                summary["fanout"].setdefault(str(n), {})[key] = entry
+            summary[kind].setdefault(str(n), {})[key] = entry
     return summary
 
 
@@ -180,6 +204,7 @@ def run_benchmarks(
             min_time=config.seq_min_time if job.kind == "sequential" else config.fan_min_time,
             warmup=config.seq_warmup,
         )
+        began = time.perf_counter()
         try:
             result = _run_worker(spec, config.timeout)
         except BenchError as exc:
@@ -200,7 +225,13 @@ def run_benchmarks(
                 else f"{(result.bytes_per_delegation or 0) / 1024:,.2f} KiB/delegation"
             )
             progress(f"rep {job.rep + 1} {job.kind:<10} n={job.n:<6} {c.label:<22} {figure}")
-        return {"contender": c.key, "rep": job.rep, **msgspec.structs.asdict(result)}
+        seconds = round(time.perf_counter() - began, 2)
+        return {
+            "contender": c.key,
+            "rep": job.rep,
+            "worker_seconds": seconds,
+            **msgspec.structs.asdict(result),
+        }
 
     if config.jobs > 1:
         with ThreadPoolExecutor(config.jobs) as pool:
