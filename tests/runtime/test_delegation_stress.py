@@ -211,13 +211,13 @@ async def test_thousand_random_delegations_leave_nothing_behind(
             rounds += 1
             batch: list[tuple[LeadAgent, LeadStats]] = []
 
-            async def run_one(sub_seed: int) -> None:
+            async def run_one(sub_seed: int, out: list[tuple[LeadAgent, LeadStats]]) -> None:
                 lead, stats, _ = await _one_lead(random.Random(sub_seed), tmp_path, factories, seed)
-                batch.append((lead, stats))
+                out.append((lead, stats))
 
             async with anyio.create_task_group() as tg:
                 for _ in range(LEADS_AT_ONCE):
-                    tg.start_soon(run_one, rng.randrange(2**32))
+                    tg.start_soon(run_one, rng.randrange(2**32), batch)
             finished.extend(batch)
             admitted = sum(len(lead.list_subagents()) for lead, _ in finished)
     assert admitted >= TARGET_DELEGATIONS
