@@ -30,8 +30,9 @@ PLOT = HERE / "fanout.png"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def peers(max_n: int | None) -> tuple[ContenderSpec, ...]:
-    """The peer contenders; ``max_n`` caps their fan-out sizes (they slow down a lot)."""
+def peers(max_n: int | None, memory_max_n: int | None = None) -> tuple[ContenderSpec, ...]:
+    """The peer contenders; ``max_n`` caps their fan-out sizes (they slow down a lot),
+    ``memory_max_n`` their memory passes (tracemalloc slows them down tenfold)."""
     return (
         ContenderSpec(
             key="pydantic_ai",
@@ -39,6 +40,7 @@ def peers(max_n: int | None) -> tuple[ContenderSpec, ...]:
             target=f"{HERE / 'peers' / 'pydantic_ai_contender.py'}:create",
             requires=("pydantic_ai",),
             max_n=max_n,
+            memory_max_n=memory_max_n,
         ),
         ContenderSpec(
             key="openai_agents",
@@ -46,6 +48,7 @@ def peers(max_n: int | None) -> tuple[ContenderSpec, ...]:
             target=f"{HERE / 'peers' / 'openai_agents_contender.py'}:create",
             requires=("agents",),
             max_n=max_n,
+            memory_max_n=memory_max_n,
         ),
     )
 
@@ -124,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     config = config_from(args)
     contenders = list(BUILTIN)
     if not args.no_peers:
-        contenders += peers(args.peer_max_n or None)
+        # Quick mode measures the peers' memory at N = 100 only: under tracemalloc one
+        # openai-agents fan-out of 1,000 takes half a minute (their figures barely move
+        # with N).
+        contenders += peers(args.peer_max_n or None, 100 if args.quick else None)
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

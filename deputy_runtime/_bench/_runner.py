@@ -47,7 +47,8 @@ class ContenderSpec(msgspec.Struct, frozen=True):
 
     ``key`` names it in results; ``target`` is the factory (see ``WorkerSpec.target``);
     ``requires`` are modules that must be importable, else the contender is skipped;
-    ``max_n`` caps the fan-out sizes it runs (slow peers at N = 10,000 take minutes).
+    ``max_n`` caps the fan-out sizes it runs (slow peers at N = 10,000 take minutes) and
+    ``memory_max_n`` the memory passes (tracemalloc slows some peers tenfold).
     """
 
     key: str
@@ -55,6 +56,7 @@ class ContenderSpec(msgspec.Struct, frozen=True):
     target: str
     requires: tuple[str, ...] = ()
     max_n: int | None = None
+    memory_max_n: int | None = None
     floor: bool = False
 
     def available(self) -> bool:
@@ -91,7 +93,11 @@ def _schedule(config: BenchConfig, contenders: Sequence[ContenderSpec]) -> list[
     jobs: list[Job] = []
 
     def add(rep: int, index: int, kind: Kind, n: int) -> None:
-        eligible = [c for c in contenders if c.max_n is None or n <= c.max_n]
+        def fits(c: ContenderSpec) -> bool:
+            cap = c.memory_max_n if kind == "memory" and c.memory_max_n is not None else c.max_n
+            return cap is None or n <= cap
+
+        eligible = [c for c in contenders if fits(c)]
         shift = (rep + index) % len(eligible) if eligible else 0
         for c in eligible[shift:] + eligible[:shift]:
             jobs.append(Job(c.key, kind, n, rep))
@@ -265,7 +271,7 @@ def run_benchmarks(
 #: ``--quick``: fewer sizes, repetitions and seconds; about a minute without peers.
 QUICK = BenchConfig(
     sizes=(10, 100, 1000),
-    memory_sizes=(1000,),
+    memory_sizes=(100, 1000),
     reps=3,
     memory_reps=1,
     seq_min_time=0.2,
