@@ -663,3 +663,74 @@ async def test_definition_model_rules(tmp_path: Path) -> None:
     assert inherit_req.params == {"temperature": 0.5}
     assert bare_req.params == {"temperature": 0.5, "max_tokens": 7}
     del seen
+
+
+# -- a host that stops reading the stream --------------------------------------------------------
+
+
+def _only_generator_exit(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_generator_exit(e) for e in exc.exceptions)
+    return isinstance(exc, GeneratorExit)
+
+
+async def _break_at_delegation_start(lead: LeadAgent) -> BaseException | None:
+    try:
+        async with aclosing(lead.run_stream("go")) as stream:
+            async for event in stream:
+                if isinstance(event, DelegationStart):
+                    break
+    except BaseException as exc:
+        if not _only_generator_exit(exc):
+            raise
+        return exc
+    return None
+
+
+def _slow_owned_lead(tmp_path: Path, factory: Any, **kwargs: Any) -> LeadAgent:
+    async def worker(request: ModelRequest) -> Any:
+        for _ in range(50):
+            await anyio.sleep(0)
+        return tool_call("effect", {})
+
+    lead, _ = scripted_lead(
+        {"lead": [delegate("worker"), reply("ok")], "worker": worker},
+        [definition("worker", max_requests=3)],
+        tmp_path,
+        **kwargs,
+    )
+    return lead
+
+
+async def test_breaking_out_of_the_stream_cancels_and_cleans_up(tmp_path: Path) -> None:
+    from helpers import Cleanups
+
+    from deputy_runtime import DelegationPolicy
+    from deputy_runtime.runtime import _policy
+
+    factory = Cleanups(lambda: [make_tool("effect", read_only=True)], async_cleanup=True)
+    lead = _slow_owned_lead(
+        tmp_path, factory, delegation_policy=DelegationPolicy("owned", resources=factory)
+    )
+    await _break_at_delegation_start(lead)
+    factory.assert_exactly_once()
+    assert len(factory.made) == 1
+    assert [r.status for r in lead.list_subagents()] == ["stopped"]
+    assert not lead._active
+    assert lead._active_children == {}
+    exclusive = _slow_owned_lead(
+        tmp_path, None, delegation_policy=DelegationPolicy("exclusive", resource_key="stream")
+    )
+    await _break_at_delegation_start(exclusive)
+    assert _policy._leases == {}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: Agent.run_stream yields inside a task group, so breaking out of the "
+    "documented `async with aclosing(lead.run_stream(...))` raises "
+    "BaseExceptionGroup(GeneratorExit) into the host on both backends",
+)
+async def test_breaking_out_of_the_stream_raises_nothing(tmp_path: Path) -> None:
+    lead = _slow_owned_lead(tmp_path, None)
+    assert await _break_at_delegation_start(lead) is None
