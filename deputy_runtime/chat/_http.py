@@ -98,10 +98,12 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     try:
         return max(float(value), 0.0)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(parsed.timestamp() - time.time(), 0.0)
+        pass
+    try:  # the HTTP-date form
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None  # unparseable: fall back to our own backoff
+    return max(parsed.timestamp() - time.time(), 0.0)
 
 
 def _error_details(body: bytes) -> tuple[str | None, str | None, object]:

@@ -5,7 +5,8 @@ asyncio and trio test backends. Each request pops the next scripted :class:`Repl
 every request is recorded (method, path, headers, body) so tests can assert on exactly
 what the client sent and how many requests the server saw. Replies can be delayed, sent
 as HTTP chunks of chosen sizes (one HTTP chunk reaches the client as one read), and can
-end cleanly, with a TCP reset, truncated mid-body, or by hanging until the client leaves.
+end cleanly, with a TCP reset, truncated mid-body, or by hanging until the client leaves;
+a reply can also reset the connection before sending anything ("drop").
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
 
-End = Literal["complete", "reset", "truncate", "hang"]
+End = Literal["complete", "reset", "truncate", "hang", "drop"]
 
 
 def load_exchanges(name: str) -> list[dict[str, Any]]:
@@ -46,9 +47,12 @@ class Reply:
     end: End = "complete"
 
     @classmethod
-    def json(cls, obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
+    def json(
+        cls, obj: Any, status: int = 200, headers: dict[str, str] | None = None, delay: float = 0.0
+    ) -> Reply:
         body = json.dumps(obj).encode()
-        return cls(status, {"content-type": "application/json", **(headers or {})}, body)
+        headers = {"content-type": "application/json", **(headers or {})}
+        return cls(status, headers, body, delay=delay)
 
     @classmethod
     def sse(
@@ -192,6 +196,11 @@ def _make_handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if reply.delay and _wait_or_leave(sock, reply.delay, server._stop):
                 server._client_left()
+                self.close_connection = True
+                return
+            if reply.end == "drop":  # reset the connection before any response byte
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
                 self.close_connection = True
                 return
             try:
