@@ -102,10 +102,7 @@ class AgentContender:
     """deputy_runtime's Agent; ``full`` adds a PreToolUse hook, limits and run_stream."""
 
     def __init__(self, k: int, full: bool) -> None:
-        from deputy_runtime import __version__
-        from deputy_runtime.runtime._agent import Agent
-        from deputy_runtime.runtime._hooks import HookEvent, Hooks
-        from deputy_runtime.runtime._usage import UsageLimits
+        from deputy_runtime import Agent, HookEvent, Hooks, UsageLimits, __version__
 
         self.name = f"agent{' full' if full else ''} K={k}"
         self.version = f"deputy_runtime {__version__}"

@@ -131,13 +131,17 @@ class DeputyContender:
     version = distribution_version("deputy-runtime")
 
     def __init__(self, child_yields: bool = False) -> None:
-        from .. import __version__
+        # The public API, exactly as a user writes it.
+        from .. import (
+            HookEvent,
+            Hooks,
+            LeadAgent,
+            UsageLimits,
+            __version__,
+            agent_definition,
+            permissions_standard,
+        )
         from ..chat import Chat
-        from ..definitions import agent_definition
-        from ..runtime._hooks import HookEvent, Hooks
-        from ..runtime._lead import LeadAgent
-        from ..runtime._permissions import permissions_standard
-        from ..runtime._usage import UsageLimits
 
         self.version = f"deputy_runtime {__version__}"
         self.provider = CannedProvider(child_yields)
