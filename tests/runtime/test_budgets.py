@@ -23,6 +23,8 @@ from helpers import (
     outcome,
     scripted_lead,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deputy_runtime import (
     HookEvent,
@@ -394,3 +396,93 @@ async def test_failed_requests_count_against_the_budget(tmp_path: Path) -> None:
     result = await lead.run("go")
     assert p.requests <= 5, f"{p.requests} provider requests against a budget of 5"
     assert result.usage.requests == p.requests
+
+
+# -- property: reservations and usage never add up to more than the limits --------------------
+
+
+_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("reserve"), st.one_of(st.none(), st.integers(0, 8))),
+        st.tuples(st.just("release"), st.integers(0, 50)),
+        st.tuples(
+            st.just("use"),
+            st.tuples(
+                st.integers(0, 3),
+                st.integers(0, 3),
+                st.integers(0, 120),
+                st.floats(0, 0.15, allow_nan=False),
+            ),
+        ),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    limits=st.tuples(
+        st.one_of(st.none(), st.integers(0, 30)),
+        st.one_of(st.none(), st.integers(0, 20)),
+        st.one_of(st.none(), st.integers(0, 2000)),
+        st.one_of(st.none(), st.floats(0, 2, allow_nan=False)),
+    ),
+    ops=_ops,
+)
+def test_meter_never_grants_more_than_is_left(limits: tuple[Any, ...], ops: list[Any]) -> None:
+    lim = UsageLimits(
+        max_requests=limits[0],
+        max_tool_calls=limits[1],
+        max_total_tokens=limits[2],
+        max_cost_usd=limits[3],
+    )
+    meter = Meter(lim)
+    held: list[Any] = []
+    for op, arg in ops:
+        if op == "reserve":
+            r = meter.reserve_child(arg)
+            held.append(r)
+            # a grant never exceeds limit - used - what the other live reservations hold
+            for field, used in (
+                ("max_requests", meter.requests),
+                ("max_tool_calls", meter.tool_calls),
+                ("max_total_tokens", meter.input_tokens + meter.output_tokens),
+                ("max_cost_usd", meter.cost_usd),
+            ):
+                limit = getattr(lim, field)
+                if limit is None:
+                    continue
+                value = getattr(r.limits, field)
+                assert value is not None
+                assert value >= 0
+                others = sum(
+                    getattr(h.limits, field) for h in held if not h.released and h is not r
+                )
+                left = max(0.0, limit - used - others)
+                assert value <= left + 1e-9, (field, value, others)
+                if field == "max_cost_usd":
+                    assert value == pytest.approx(left, abs=1e-9)
+                elif field != "max_requests" or arg is None:
+                    assert value == int(left), (field, value, left)
+            if arg is not None and r.limits.max_requests is not None:
+                assert r.limits.max_requests <= arg
+        elif op == "release" and held:
+            meter.release(held[arg % len(held)])
+        elif op == "use":
+            requests, tools, tokens, cost = arg
+            meter.add_external(
+                AgentUsage(requests=requests, tool_calls=tools, input_tokens=tokens, cost_usd=cost)
+            )
+    for r in held:
+        meter.release(r)
+    assert meter.reservations == set()
+    # with nothing held, a new child gets exactly what is left
+    fresh = meter.reserve_child(None)
+    if lim.max_total_tokens is not None:
+        assert fresh.limits.max_total_tokens == max(
+            0, lim.max_total_tokens - meter.input_tokens - meter.output_tokens
+        )
+    if lim.max_cost_usd is not None:
+        assert fresh.limits.max_cost_usd == pytest.approx(
+            max(0.0, lim.max_cost_usd - meter.cost_usd), abs=1e-9
+        )
