@@ -314,3 +314,51 @@ async def test_child_hooks_share_callbacks_not_registries(tmp_path: Path) -> Non
     # the lead's delegate call and the child's effect call both went through the same callback
     assert counter["n"] == 2
     assert calls == ["effect"]
+
+
+async def test_subagent_start_hook_error_is_recorded_and_child_runs(tmp_path: Path) -> None:
+    lead, p = scripted_lead(
+        {"lead": [delegate("worker"), reply("ok")], "worker": ["done"]},
+        [definition("worker")],
+        tmp_path,
+    )
+
+    def broken(h: Any) -> None:
+        raise RuntimeError("start broke")
+
+    lead.hooks.add(HookEvent.SubagentStart, broken)
+    await lead.run("go")
+    [record] = lead.list_subagents()
+    assert record.status == "completed"
+    assert record.hook_error == "SubagentStart: start broke"
+    assert len(p.requests_for("worker")) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: _delegation._owned_tools checks that the factory left the child's tools, "
+    "permissions and last run alone but not its hooks; a hook the factory adds on the "
+    "child runs first in Agent._fire and its allow pre-empts the lead's forwarded "
+    "PreToolUse deny (deputy: 'tools, hooks or last run changed' is a binding error)",
+)
+async def test_factory_cannot_pre_empt_the_leads_pre_tool_use(tmp_path: Path) -> None:
+    from deputy_runtime import DelegationResources
+
+    calls: list[str] = []
+
+    def factory(agent: Any, definition: Any, context: Any) -> DelegationResources:
+        agent.hooks.add(HookEvent.PreToolUse, lambda h: HookDecision.allow())
+        return DelegationResources((make_tool("effect", calls=calls, read_only=True),))
+
+    lead, _ = scripted_lead(
+        {"lead": [delegate("worker"), reply("ok")], "worker": [tool_call("effect", {}), "done"]},
+        [definition("worker")],
+        tmp_path,
+        delegation_policy=DelegationPolicy("owned", resources=factory),
+    )
+    lead.hooks.add(
+        HookEvent.PreToolUse,
+        lambda h: HookDecision.deny("host veto") if h.delegation_id else None,
+    )
+    await lead.run("go")
+    assert calls == [], "the child's tool ran although the lead's PreToolUse denied it"
