@@ -7,9 +7,12 @@ from .chat import Chat, Provider, chat, register_provider
 from .definitions import (
     AgentDefinition,
     agent_definition,
+    agent_definition_from_markdown,
     agent_definition_read,
+    agent_definition_to_markdown,
     agent_definition_write,
     agent_definitions,
+    claude_agent_definitions,
 )
 from .errors import (
     AuthenticationError,
@@ -115,12 +118,15 @@ __all__ = [
     "UsageLimitExceeded",
     "UsageLimits",
     "agent_definition",
+    "agent_definition_from_markdown",
     "agent_definition_read",
+    "agent_definition_to_markdown",
     "agent_definition_write",
     "agent_definitions",
     "ask_user",
     "ask_user_tool",
     "chat",
+    "claude_agent_definitions",
     "decode_event",
     "encode_event",
     "permissions_full",
