@@ -433,3 +433,29 @@ async def test_lead_conversation_untouched(tmp_path: Path) -> None:
     lead.chat.set_turns(history)
     await lead.parallel_delegate({"a": "1"})
     assert tuple(lead.chat.get_turns()) == history
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: when the host cancels parallel_delegate, _parallel._dispatch's code that "
+    "marks undispatched responders not_started never runs (the cancellation propagates "
+    "out of the task group first), so their records stay 'queued' forever",
+)
+async def test_host_cancelling_a_batch_settles_every_record(tmp_path: Path, meter_spy: Any) -> None:
+    entered = anyio.Event()
+
+    async def stuck(request: ModelRequest) -> str:
+        entered.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    lead, _ = scripted_lead({"w": stuck}, [definition("w")], tmp_path)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lead.parallel_delegate, [("w", str(i)) for i in range(6)])
+        await entered.wait()
+        tg.cancel_scope.cancel()
+    assert not lead._active
+    assert meter_spy.open_reservations() == 0
+    statuses = [r.status for r in lead.list_subagents()]
+    assert "queued" not in statuses, statuses
+    assert "running" not in statuses, statuses
