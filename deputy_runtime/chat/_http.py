@@ -266,32 +266,25 @@ class HttpSession:
         client = self.client()
         request = self._request(path, body)
         try:
-            response = await client.send(request, stream=True)
+            # Without stream=True httpx reads the whole body (and closes the response,
+            # shielded by httpcore, even when cancelled) before returning.
+            response = await client.send(request, stream=stream)
+            if response.is_success:
+                return response if stream else response.content
+            if stream:
+                try:
+                    await response.aread()
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await response.aclose()
         except httpx.TimeoutException as exc:
             raise _Retryable(self._timeout_error(exc)) from exc
         except httpx.TransportError as exc:
             raise _Retryable(self._connection_error(exc)) from exc
-        handed_over = False
-        try:
-            if response.is_success and stream:
-                handed_over = True
-                return response
-            try:
-                content = await response.aread()
-            except httpx.TimeoutException as exc:
-                raise _Retryable(self._timeout_error(exc)) from exc
-            except httpx.TransportError as exc:
-                raise _Retryable(self._connection_error(exc)) from exc
-            if response.is_success:
-                return content
-            error = error_from_response(self.provider, response.status_code, content)
-            if _should_retry(response, error):
-                raise _Retryable(error, _retry_after(response.headers))
-            raise error
-        finally:
-            if not handed_over:
-                with anyio.CancelScope(shield=True):
-                    await response.aclose()
+        error = error_from_response(self.provider, response.status_code, response.content)
+        if _should_retry(response, error):
+            raise _Retryable(error, _retry_after(response.headers))
+        raise error
 
     def _timeout_error(self, exc: httpx.TimeoutException) -> ProviderError:
         error = ProviderTimeoutError(
