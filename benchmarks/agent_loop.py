@@ -99,28 +99,30 @@ class Floor:
 
 
 class AgentContender:
-    """deputy_runtime's Agent; ``full`` adds a PreToolUse hook, limits and run_stream."""
+    """deputy_runtime's Agent; ``governed`` adds a PreToolUse hook and usage limits,
+    ``stream`` consumes every event through ``run_stream``."""
 
-    def __init__(self, k: int, full: bool) -> None:
+    def __init__(self, k: int, governed: bool = False, stream: bool = False) -> None:
         from deputy_runtime import Agent, HookEvent, Hooks, UsageLimits, __version__
 
-        self.name = f"agent{' full' if full else ''} K={k}"
+        self.name = f"agent K={k}{' governed' if governed else ''}{' stream' if stream else ''}"
         self.version = f"deputy_runtime {__version__}"
-        self.full = full
+        self.stream = stream
         hooks = Hooks()
-        if full:
+        if governed:
             hooks.add(HookEvent.PreToolUse, lambda hook_input: None)
+        limits = UsageLimits(max_requests=10**6, max_tool_calls=10**6) if governed else None
         self.agent = Agent(
             Chat(_provider(k), system_prompt=SYSTEM),
             tools=[lookup],
             hooks=hooks,
-            usage_limits=UsageLimits(max_requests=10**6, max_tool_calls=10**6) if full else None,
+            usage_limits=limits,
         )
 
     async def sequential(self) -> str:
         # Each run is a fresh conversation, as in the floor.
         self.agent.chat.set_turns(())
-        if self.full:
+        if self.stream:
             async for _event in self.agent.run_stream("go"):
                 pass
             result = self.agent.last_result
@@ -142,28 +144,38 @@ def floor_5(**_: Any) -> Floor:
 
 
 def agent_1(**_: Any) -> AgentContender:
-    return AgentContender(1, full=False)
+    return AgentContender(1)
 
 
 def agent_5(**_: Any) -> AgentContender:
-    return AgentContender(5, full=False)
+    return AgentContender(5)
 
 
-def agent_full_1(**_: Any) -> AgentContender:
-    return AgentContender(1, full=True)
+def governed_1(**_: Any) -> AgentContender:
+    return AgentContender(1, governed=True)
 
 
-def agent_full_5(**_: Any) -> AgentContender:
-    return AgentContender(5, full=True)
+def governed_5(**_: Any) -> AgentContender:
+    return AgentContender(5, governed=True)
+
+
+def stream_1(**_: Any) -> AgentContender:
+    return AgentContender(1, governed=True, stream=True)
+
+
+def stream_5(**_: Any) -> AgentContender:
+    return AgentContender(5, governed=True, stream=True)
 
 
 VARIANTS = (
     ("floor_1", "floor (provider in a loop)", 1),
-    ("agent_1", "Agent (defaults)", 1),
-    ("agent_full_1", "Agent (hook, limits, run_stream)", 1),
+    ("agent_1", "Agent.run (defaults)", 1),
+    ("governed_1", "Agent.run + PreToolUse hook + limits", 1),
+    ("stream_1", "Agent.run_stream + hook + limits", 1),
     ("floor_5", "floor (provider in a loop)", 5),
-    ("agent_5", "Agent (defaults)", 5),
-    ("agent_full_5", "Agent (hook, limits, run_stream)", 5),
+    ("agent_5", "Agent.run (defaults)", 5),
+    ("governed_5", "Agent.run + PreToolUse hook + limits", 5),
+    ("stream_5", "Agent.run_stream + hook + limits", 5),
 )
 
 
@@ -176,8 +188,8 @@ def table(results: dict[str, Any], markdown: bool = False) -> str:
         if key not in seq:
             continue
         s = seq[key]["us"]
-        floor = seq.get(f"floor_{k}")
-        ratio = "-" if floor is None else f"{s['median'] / floor['us']['median']:.2f}x"
+        paired = seq[key].get("ratios", {}).get(f"floor_{k}")  # same-repetition ratio
+        ratio = "-" if paired is None else f"{paired:.2f}x"
         figure = f"{s['median'] / k:.1f} [{s['min'] / k:.1f}-{s['max'] / k:.1f}]"
         rows.append([str(k), label, figure, ratio])
     if markdown:

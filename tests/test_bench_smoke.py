@@ -156,3 +156,25 @@ async def test_contenders_in_process_on_both_backends() -> None:
             contender = factory(child_yields=yields)
             check_answer(await contender.sequential(), 1)
             check_answer(await contender.fanout(5), 5)
+
+
+def _load_benchmark(name: str):  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"_bench_{name}", REPO / "benchmarks" / f"{name}.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.anyio
+async def test_agent_loop_variants_answer_on_both_backends() -> None:
+    agent_loop = _load_benchmark("agent_loop")
+    for key, _label, _k in agent_loop.VARIANTS:
+        contender = getattr(agent_loop, key)()
+        for _ in range(2):  # a second run starts a fresh conversation
+            check_answer(await contender.sequential(), 1)

@@ -28,7 +28,7 @@ Table = tuple[list[str], list[list[str]]]
 
 
 def _fmt(value: float) -> str:
-    if value >= 100:
+    if round(value, 1) >= 100:
         return f"{value:,.0f}"
     if value >= 10:
         return f"{value:.1f}"
