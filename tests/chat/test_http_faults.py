@@ -5,19 +5,22 @@ providers' constructor arguments, so nothing here waits for long."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import aclosing
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from loopback import LoopbackServer, Reply, anthropic_sse, openai_sse
 
 from deputy_runtime.chat import AssistantTurn, ContentText, ModelRequest, StreamDelta, Turn
 from deputy_runtime.chat._anthropic import AnthropicProvider
-from deputy_runtime.chat._http import HTTPProvider, RetryPolicy, _retry_after
+from deputy_runtime.chat._http import HTTPProvider, RetryPolicy, _retry_after, error_from_response
 from deputy_runtime.chat._openai import OpenAIProvider
 from deputy_runtime.errors import (
     AuthenticationError,
@@ -397,4 +400,49 @@ def test_retry_policy_validation(kwargs: dict[str, Any], field: str) -> None:
         RetryPolicy(**kwargs)
 
 
-Factory = Callable[..., Awaitable[Any]]
+@settings(max_examples=200, deadline=None)
+@given(
+    status=st.integers(400, 599),
+    body=st.binary(max_size=200)
+    | st.builds(
+        lambda o: json.dumps(o).encode(),
+        st.recursive(
+            st.none() | st.text(max_size=20) | st.integers(),
+            lambda c: (
+                st.lists(c, max_size=3)
+                | st.dictionaries(
+                    st.sampled_from(["error", "message", "type", "detail", "code"]), c, max_size=4
+                )
+            ),
+            max_leaves=8,
+        ),
+    ),
+)
+def test_any_error_body_maps_to_a_typed_error(status: int, body: bytes) -> None:
+    """Hostile or odd error bodies never crash the mapping and keep the status."""
+    error = error_from_response("openai", status, body)
+    assert isinstance(error, ProviderError)
+    assert error.status == status
+    assert f"HTTP {status}" in str(error)
+    assert isinstance(error, RateLimitError) == (status == 429)
+    assert isinstance(error, AuthenticationError) == (status in (401, 403))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    key=st.text(
+        alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=8, max_size=60
+    )
+)
+def test_api_key_never_appears_in_repr(key: str) -> None:
+    for cls in (OpenAIProvider, AnthropicProvider):
+        provider = cls("model-x", api_key=key, base_url="http://127.0.0.1:9/v1")
+        shown = repr(provider) + repr(provider.with_model("y")) + repr(provider._session)
+        assert key not in shown
+
+
+def test_providers_satisfy_the_protocol() -> None:
+    from deputy_runtime.chat import Provider
+
+    for cls in (OpenAIProvider, AnthropicProvider):
+        assert isinstance(cls("m", api_key="k"), Provider)

@@ -301,3 +301,41 @@ async def test_json_answer_to_a_stream_request_is_accepted() -> None:
     assert items[0] == StreamDelta(text="Whole")
     assert isinstance(items[-1], AssistantTurn)
     assert items[-1].usage.input_tokens == 80
+
+
+async def test_one_byte_chunks_reach_the_decoder_one_byte_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's 1-byte HTTP chunks really arrive as 1-byte reads (not coalesced)."""
+    from deputy_runtime.chat import _http as http_module
+
+    sizes: list[int] = []
+
+    class Recording(http_module.SSEDecoder):
+        def feed(self, chunk: bytes) -> list[Any]:
+            sizes.append(len(chunk))
+            return super().feed(chunk)
+
+    monkeypatch.setattr(http_module, "SSEDecoder", Recording)
+    body = chunk({"content": "Hé☃"}) + chunk(finish="stop") + DONE
+    _, turn, _ = await run(body, sizes=1)
+    assert turn.text == "Hé☃"
+    assert set(sizes) == {1}
+    assert len(sizes) == len(body.encode())
+
+
+def test_provider_survives_successive_event_loops_and_backends() -> None:
+    """A sync wrapper runs each call in a fresh loop; the lazily made client follows."""
+    replies = [
+        Reply.json({"choices": [{"message": {"content": f"r{i}"}, "finish_reason": "stop"}]})
+        for i in range(3)
+    ]
+    with LoopbackServer(replies) as server:
+        provider = OpenAIProvider("m", api_key="k", base_url=server.url + "/v1")
+        texts = [
+            anyio.run(provider.complete, REQUEST, backend=b).text
+            for b in ("asyncio", "trio", "asyncio")
+        ]
+        anyio.run(provider.aclose)
+    assert texts == ["r0", "r1", "r2"]
+    assert len(server.requests) == 3
