@@ -694,6 +694,7 @@ async def test_disallowed_tools_removes_a_tool_from_the_owned_factory(tmp_path: 
         "busy",
         "provider_native",
         "chat_factory_error",
+        "missing_skill",
     ],
 )
 async def test_setup_failures_make_no_request_and_leave_nothing(
@@ -720,6 +721,10 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
         policy = EXCLUSIVE  # the lease is taken first and must be given back
     elif case == "provider_native":
         worker = definition("worker", params={"tools": [{"type": "web_search"}]})
+    elif case == "missing_skill":
+        # skill paths are loaded only when the subagent is built
+        worker = definition("worker", skills=[str(tmp_path / "no-such-skill")])
+        policy = EXCLUSIVE
     elif case == "chat_factory_error":
 
         def broken(definition: Any, context: Any) -> Chat:
@@ -763,6 +768,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
         "busy": "busy",
         "provider_native": "provider-native",
         "chat_factory_error": "no credentials for the child",
+        "missing_skill": "no-such-skill",
     }[case]
     assert expected in res.error
     assert _policy._leases == {}
@@ -983,3 +989,33 @@ async def test_slow_subagent_stop_hook_is_not_dropped_silently(
     await lead.run("go")
     [record] = lead.list_subagents()
     assert finished == ["completed"] or "SubagentStop" in (record.hook_error or "")
+
+
+async def test_skill_paths_are_loaded_when_the_subagent_is_built(tmp_path: Path) -> None:
+    skill_dir = tmp_path / "skills" / "review"
+    lead, p = scripted_lead(
+        {
+            "lead": [delegate("worker"), delegate("worker"), reply("ok")],
+            "worker": ["first", "second"],
+        },
+        [definition("worker", skills=[str(skill_dir)])],
+        tmp_path,
+    )
+    # The skill did not exist when the lead was built; it is read at delegation time,
+    # and read again for the next delegation (no stale copy).
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text(
+        "---\nname: review\ndescription: Review things v1\n---\nDo it.\n"
+    )
+
+    def bump(h: Any) -> None:
+        (skill_dir / "SKILL.md").write_text(
+            "---\nname: review\ndescription: Review things v2\n---\nDo it.\n"
+        )
+
+    lead.hooks.add(HookEvent.SubagentStop, bump)
+    await lead.run("go")
+    first, second = p.requests_for("worker")
+    assert "Review things v1" in (first.system_prompt or "")
+    assert "Review things v2" in (second.system_prompt or "")
+    assert [t.name for t in first.tools] == ["load_skill"]
