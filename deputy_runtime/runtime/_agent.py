@@ -388,23 +388,30 @@ class Agent:
                 except Exception as exc:
                     failure.append(exc)
 
+        closing = False
         async with anyio.create_task_group() as tg:
             tg.start_soon(produce)
             with receive:
-                while True:
-                    # Drain what is queued without a checkpoint per event: a fan-out
-                    # emits thousands of events and each await would cost a loop turn.
-                    try:
-                        event = receive.receive_nowait()
-                    except anyio.WouldBlock:
+                try:
+                    while True:
+                        # Drain what is queued without a checkpoint per event: a fan-out
+                        # emits thousands of events and each await would cost a loop turn.
                         try:
-                            event = await receive.receive()
+                            event = receive.receive_nowait()
+                        except anyio.WouldBlock:
+                            try:
+                                event = await receive.receive()
+                            except anyio.EndOfStream:
+                                break
                         except anyio.EndOfStream:
                             break
-                    except anyio.EndOfStream:
-                        break
-                    yield event
-        if failure:
+                        yield event
+                except GeneratorExit:
+                    # The consumer stopped early (aclose): cancel the run and end quietly
+                    # instead of raising GeneratorExit through the task group.
+                    closing = True
+                    tg.cancel_scope.cancel()
+        if failure and not closing:
             raise failure[0]
 
     async def _run(
@@ -420,7 +427,6 @@ class Agent:
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, got {type(task).__name__}")
         self._active = True
-        self._interrupt_reason = None
         run = _Run(run_id or new_id("run"), usage_limits or self.usage_limits, emit)
         run.turns = list(self.chat.get_turns())
         error: BaseException | None = None
@@ -433,6 +439,8 @@ class Agent:
             raise
         finally:
             self._active = False
+            # An interrupt applies to the run it was meant for, not to the next one.
+            self._interrupt_reason = None
             result = self._finish(run, error)
             self.last_result = result
         if run.limits.on_exceed == "error":
@@ -508,6 +516,7 @@ class Agent:
 
     async def _request(self, run: _Run) -> AssistantTurn:
         run.requests += 1
+        run.meter.start_request()
         provider = self.chat.provider
         request = ModelRequest(self.system_prompt, tuple(run.turns), self._specs, self._params())
         if run.emit is not None:
@@ -746,14 +755,22 @@ class Agent:
         )
 
     async def _fire(self, run: _Run, hook_input: HookInput) -> HookDecision | None:
-        """Run own hooks, then (for a subagent) the lead's forwarded hooks."""
-        decision: HookDecision | None = None
-        if self.hooks.has(hook_input.event):
-            decision = await self.hooks.dispatch(hook_input, run.hook_errors)
+        """Run a subagent's forwarded lead hooks first, then the agent's own hooks.
+
+        The lead's hooks always see a subagent's forwarded events, and a deny or stop
+        from them cannot be overridden by the subagent's own hooks.
+        """
+        lead_decision: HookDecision | None = None
         gov = self.governance
-        if decision is None and gov is not None and hook_input.event in gov.forwarded:
-            decision = await gov.lead_hooks.dispatch(hook_input, gov.hook_errors)
-        return decision
+        if gov is not None and hook_input.event in gov.forwarded:
+            lead_decision = await gov.lead_hooks.dispatch(hook_input, gov.hook_errors)
+            if lead_decision is not None and lead_decision.decision != "allow":
+                return lead_decision
+        if self.hooks.has(hook_input.event):
+            own = await self.hooks.dispatch(hook_input, run.hook_errors)
+            if own is not None:
+                return own
+        return lead_decision
 
     async def _drain_config(self, run: _Run) -> None:
         pending, self._pending_config = self._pending_config, []

@@ -338,7 +338,7 @@ async def _owned_tools(
             "factory, not from the definition or its skills."
         )
     assert policy.resources is not None
-    before = (child.get_tools(), child.permissions)
+    before = (child.get_tools(), child.permissions, _hook_snapshot(child))
     made = policy.resources(child, definition, context)
     if inspect.isawaitable(made):
         made = await made
@@ -348,11 +348,16 @@ async def _owned_tools(
         raise DelegationBindingError(
             f"The resource factory must return DelegationResources, got {type(made).__name__}."
         )
-    if (child.get_tools(), child.permissions) != before or child.last_result is not None:
+    after = (child.get_tools(), child.permissions, _hook_snapshot(child))
+    if after != before or child.last_result is not None:
         raise DelegationBindingError(
             "Resource factories must return tools without changing or running the child."
         )
     return made.tools
+
+
+def _hook_snapshot(agent: Agent) -> tuple[object, ...]:
+    return tuple(agent.hooks.matchers(event) for event in HookEvent)
 
 
 def _without_disallowed(

@@ -272,7 +272,7 @@ class LeadAgent(Agent):
         finally:
             self._active_children.pop(d.delegation_id, None)
             settle(d, run.meter, failed)
-            await self._finish_delegation(run.emit, d)
+            await self._finish_delegation(run.emit, d, cancelled=failed is not None)
         if d.status == "failed":
             raise ToolRejection(f"Subagent '{definition.name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
@@ -297,9 +297,11 @@ class LeadAgent(Agent):
                 hook_input(self, d, HookEvent.SubagentStart, status="running"),
                 d.hook_errors,
             )
-        return self._interrupt_reason is None
+        return self._interrupt_reason is None and d.child._interrupt_reason is None
 
-    async def _finish_delegation(self, emit: EventSink | None, d: Delegation) -> None:
+    async def _finish_delegation(
+        self, emit: EventSink | None, d: Delegation, *, cancelled: bool = False
+    ) -> None:
         """Release the binding, fire SubagentStop (if SubagentStart fired), announce the end.
 
         Shielded from cancellation, so cleanup and the stop hook run even then.
@@ -308,7 +310,7 @@ class LeadAgent(Agent):
         if d.cleanup is None and not stop_hooks:
             await release_binding(d)  # nothing to await: no shield needed (hot path)
         else:
-            await self._finish_shielded(d, stop_hooks)
+            await self._finish_shielded(d, stop_hooks, cancelled)
         if emit is not None:
             emit(
                 DelegationEnd(
@@ -321,11 +323,13 @@ class LeadAgent(Agent):
                 )
             )
 
-    async def _finish_shielded(self, d: Delegation, stop_hooks: bool) -> None:
+    async def _finish_shielded(self, d: Delegation, stop_hooks: bool, cancelled: bool) -> None:
+        # Shielded so cleanup and the stop hook run even when the delegation is being
+        # cancelled; then (only then) the hook gets a deadline, so it cannot hang shutdown.
         with anyio.CancelScope(shield=True):
             await release_binding(d)
             if stop_hooks:
-                with anyio.move_on_after(_SHIELDED_SECONDS):
+                with anyio.move_on_after(_SHIELDED_SECONDS if cancelled else None) as scope:
                     await self.hooks.dispatch(
                         hook_input(
                             self,
@@ -337,6 +341,11 @@ class LeadAgent(Agent):
                             error=d.error,
                         ),
                         d.hook_errors,
+                    )
+                if scope.cancelled_caught:
+                    d.hook_errors.append(
+                        f"SubagentStop: did not finish within {_SHIELDED_SECONDS:g} s "
+                        "during cancellation"
                     )
 
     # -- host-driven fan-out ----------------------------------------------------------------

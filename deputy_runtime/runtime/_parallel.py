@@ -181,23 +181,40 @@ async def _dispatch(
             await lead._finish_delegation(on_event, d)
             slots.release()
 
-    async with anyio.create_task_group() as tg:
-        for i, d in enumerate(batch):
-            await slots.acquire()
-            reason = lead._interrupt_reason or meter.exceeded(reaching=True)
-            if stop or reason is not None:
-                slots.release()
-                if reason is not None and not stop:
-                    stop.append("interrupted" if lead._interrupt_reason else reason)
-                break
-            d.reservation = _reserve_share(meter, d, parts=min(max_active, len(batch) - i))
-            tg.start_soon(respond, d)
-    for d in batch:
-        if not d.settled:
-            d.settled = True
-            d.status = "not_started"
-            d.stop_reason = "not_started"
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, d in enumerate(batch):
+                await slots.acquire()
+                reason = _dispatch_blocker(lead, meter)
+                if stop or reason is not None:
+                    slots.release()
+                    if reason is not None and not stop:
+                        stop.append(reason)
+                    break
+                d.reservation = _reserve_share(meter, d, parts=min(max_active, len(batch) - i))
+                tg.start_soon(respond, d)
+    finally:
+        # Also when the host cancels the batch: nothing is left "queued".
+        for d in batch:
+            if not d.settled:
+                d.settled = True
+                d.status = "not_started"
+                d.stop_reason = "not_started"
     return stop[0] if stop else _batch_reason(batch)
+
+
+def _dispatch_blocker(lead: LeadAgent, meter: Meter) -> str | None:
+    """Why the next responder must not start: an interrupt or an exhausted budget."""
+    if lead._interrupt_reason is not None:
+        return "interrupted"
+    reached = meter.exceeded(reaching=True)
+    if reached is not None:
+        return reached
+    # Requests reserved by running responders count too: never start one with nothing.
+    remaining = meter._remaining("max_requests")
+    if remaining is not None and remaining < 1:
+        return "request_limit"
+    return None
 
 
 def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Any:

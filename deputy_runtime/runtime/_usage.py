@@ -173,9 +173,18 @@ class Meter:
 
     # -- accounting ---------------------------------------------------------------------
 
+    def start_request(self) -> None:
+        """Count a request when it is sent, so a failed request is not free."""
+        self.requests += 1
+
     def add_response(self, usage: Usage) -> None:
-        """Count one model response (``usage.requests`` is normally 1)."""
-        self.requests += usage.requests or 1
+        """Add one response's tokens and cost (its request was counted when sent).
+
+        A response reporting ``usage.requests > 1`` (a provider that made several
+        upstream calls for it) adds the extra ones.
+        """
+        if usage.requests > 1:
+            self.requests += usage.requests - 1
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cached_input_tokens += usage.cached_input_tokens

@@ -37,9 +37,9 @@ def test_default_is_25_requests() -> None:
 
 def test_reaching_counts_except_tool_calls() -> None:
     meter = Meter(UsageLimits(max_requests=2, max_tool_calls=1))
-    meter.add_response(Usage(requests=1))
+    meter.start_request()
     assert meter.before_request() is None
-    meter.add_response(Usage(requests=1))
+    meter.start_request()
     assert meter.before_request() == "request_limit"
     assert meter.exceeded(reaching=False) is None
     meter2 = Meter(UsageLimits(max_tool_calls=1))
@@ -53,6 +53,7 @@ def test_deputy_worked_example() -> None:
     meter = Meter(
         UsageLimits(max_requests=6, max_tool_calls=4, max_total_tokens=700, max_cost_usd=0.30)
     )
+    meter.start_request()
     meter.add_response(Usage(requests=2, input_tokens=100, output_tokens=50, cost_usd=0.10))
     meter.tool_calls = 1
     first = meter.reserve_child(3)
