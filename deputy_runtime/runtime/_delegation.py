@@ -372,7 +372,7 @@ def _without_disallowed(
 def _bind_human_input(
     policy: DelegationPolicy, tools: tuple[Tool, ...], context: DelegationContext, name: str
 ) -> tuple[Tool, ...]:
-    if not any(t.name == ASK_USER_TOOL_NAME for t in tools):
+    if not any(normalize_tool_name(t.name) == ASK_USER_TOOL_NAME for t in tools):
         return tools
     if policy.human_input is None:
         raise DelegationBindingError(
@@ -382,7 +382,7 @@ def _bind_human_input(
     from ..tools._ask_user import ask_user_tool
 
     bound = ask_user_tool(policy.human_input, context)
-    return tuple(bound if t.name == ASK_USER_TOOL_NAME else t for t in tools)
+    return tuple(bound if normalize_tool_name(t.name) == ASK_USER_TOOL_NAME else t for t in tools)
 
 
 # -- settling -------------------------------------------------------------------------------

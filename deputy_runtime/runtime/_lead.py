@@ -29,7 +29,7 @@ from ._delegation import (
 )
 from ._events import DelegationEnd, DelegationStart, EventSink
 from ._hooks import HookEvent, Hooks
-from ._permissions import DELEGATE_TOOL_NAME, Permissions
+from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
 from ._usage import UsageLimits
 
@@ -59,10 +59,6 @@ class _DelegateArgs(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _DELEGATE_VALIDATOR = _struct_validator(_DelegateArgs, DELEGATE_TOOL_NAME, {})
-
-
-def _not_callable_directly(**_: Any) -> str:
-    raise RuntimeError("delegate_to_agent only runs inside its LeadAgent's run")
 
 
 class LeadAgent(Agent):
@@ -417,7 +413,7 @@ def _delegate_tool(names: tuple[str, ...]) -> Tool:
         name=DELEGATE_TOOL_NAME,
         description=_DELEGATE_DESCRIPTION,
         parameters=parameters,
-        function=_not_callable_directly,
+        function=delegate_placeholder,
         # The enum guides the model; routing itself is by trimmed, lowercased name, so the
         # validator accepts any string and an unknown name gets the routing error.
         validator=_DELEGATE_VALIDATOR,

@@ -75,6 +75,17 @@ MODE_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
 
 #: The lead's delegation tool: it passes every mode's rules (the child gets a ceiling).
 DELEGATE_TOOL_NAME = "delegate_to_agent"
+
+
+def delegate_placeholder(**_: Any) -> Any:
+    """The function of a LeadAgent's own delegate tool; it never runs directly.
+
+    Only a tool carrying this function gets the delegate exemption from mode rules, so a
+    host tool that merely shares the name is checked like any other tool.
+    """
+    raise RuntimeError("delegate_to_agent only runs inside its LeadAgent's run")
+
+
 ASK_USER_TOOL_NAME = "ask_user"
 #: Tools that write or execute whatever their annotations say; never allowed in
 #: readonly or plan mode, and write-root checked in standard mode.
@@ -230,7 +241,7 @@ class Permissions(msgspec.Struct, frozen=True):
                 f"Tool '{tool.name}' is not on the allow list ({', '.join(sorted(self.allow))})."
             )
         mode = self.mode
-        if mode == "full" or name == DELEGATE_TOOL_NAME:
+        if mode == "full" or tool.function is delegate_placeholder:
             return None
         if mode == "standard":
             if tool.destructive and not allowlisted and name not in _PATH_WRITE_TOOLS:
@@ -244,7 +255,7 @@ class Permissions(msgspec.Struct, frozen=True):
         # readonly and plan: nothing that writes, whatever the lists say
         if tool.destructive or name in KNOWN_WRITE_TOOLS:
             return self._deny_readonly(tool.name, "writes or destroys data")
-        if name == ASK_USER_TOOL_NAME and (mode == "plan" or allowlisted):
+        if name == ASK_USER_TOOL_NAME and tool.read_only and (mode == "plan" or allowlisted):
             return None
         if name == ASK_USER_TOOL_NAME:
             return PermissionDeny("Tool 'ask_user' is not available in permission mode 'readonly'.")

@@ -17,6 +17,7 @@ from deputy_runtime.runtime._permissions import (
     PermissionAllow,
     PermissionDeny,
     Permissions,
+    delegate_placeholder,
     normalize_tool_name,
     permissions_full,
     permissions_plan,
@@ -41,7 +42,13 @@ def make_tool(name: str, **annotations: bool) -> Tool:
 READER = make_tool("lookup", read_only=True)
 PLAIN = make_tool("compute")
 NUKE = make_tool("nuke", destructive=True)
-DELEGATE = make_tool("delegate_to_agent")
+DELEGATE = Tool(
+    name="delegate_to_agent",
+    description="",
+    parameters={"type": "object", "properties": {}},
+    function=delegate_placeholder,
+)
+SPOOFED_DELEGATE = make_tool("delegate_to_agent")
 
 
 @pytest.fixture
@@ -210,6 +217,8 @@ def test_delegate_passes_mode_rules_but_not_lists() -> None:
         assert allowed(Permissions(mode=mode), DELEGATE)  # type: ignore[arg-type]
         assert not allowed(Permissions(mode=mode, deny=["delegate_to_agent"]), DELEGATE)  # type: ignore[arg-type]
         assert not allowed(Permissions(mode=mode, allow=["lookup"]), DELEGATE)  # type: ignore[arg-type]
+    # A host tool that only shares the name gets no exemption.
+    assert not allowed(Permissions(mode="readonly"), SPOOFED_DELEGATE)
 
 
 # -- can_use_tool ---------------------------------------------------------------------

@@ -24,6 +24,7 @@ from deputy_runtime.runtime._permissions import (
     PermissionAllow,
     PermissionDeny,
     Permissions,
+    delegate_placeholder,
     normalize_tool_name,
 )
 from deputy_runtime.tools import Tool
@@ -58,11 +59,14 @@ modes = st.sampled_from(PERMISSION_MODES)
 
 @st.composite
 def tools(draw: st.DrawFn) -> Tool:
+    name = draw(names)
+    # Only the lead's real delegate tool (its placeholder function) is exempt from modes.
+    real_delegate = name == "delegate_to_agent" and draw(st.booleans())
     return Tool(
-        name=draw(names),
+        name=name,
         description="",
         parameters={"type": "object"},
-        function=lambda **kw: None,
+        function=delegate_placeholder if real_delegate else (lambda **kw: None),
         read_only=draw(st.booleans()),
         destructive=draw(st.booleans()),
         idempotent=draw(st.booleans()),
@@ -109,7 +113,7 @@ def test_allowed_only_if_mode_and_lists_allow(
     lists_ok = name not in perms.deny and (not perms.allow or listed)
     if allowed:
         assert lists_ok
-    if name == "delegate_to_agent" or perms.mode == "full":
+    if tool.function is delegate_placeholder or perms.mode == "full":
         assert allowed == lists_ok
         return
     if perms.mode == "standard":
@@ -125,7 +129,9 @@ def test_allowed_only_if_mode_and_lists_allow(
             assert allowed
         return
     # readonly and plan
-    plan_ask = perms.mode == "plan" and name == "ask_user" and not tool.destructive
+    plan_ask = (
+        perms.mode == "plan" and name == "ask_user" and tool.read_only and not tool.destructive
+    )
     if allowed:
         assert (
             plan_ask
@@ -142,7 +148,7 @@ def test_readonly_never_allows_non_read_only_unlisted_tools(
     perms: Permissions, tool: Tool, args: dict[str, Any]
 ) -> None:
     name = normalize_tool_name(tool.name)
-    if perms.check_static(tool, args) is None and name != "delegate_to_agent":
+    if perms.check_static(tool, args) is None and tool.function is not delegate_placeholder:
         assert (tool.read_only and not tool.destructive) or name in perms.allow
         assert name not in KNOWN_WRITE_TOOLS
         assert not tool.destructive
