@@ -366,12 +366,6 @@ async def test_no_reservation_left_after_settlement(
     assert meter_spy.open_reservations() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Agent._loop counts a request in the meter only when the provider answers; "
-    "a failed request is free, so failing children release their reservation unused and "
-    "the tree can send far more requests than the lead's max_requests",
-)
 async def test_failed_requests_count_against_the_budget(tmp_path: Path) -> None:
     def worker(request: ModelRequest) -> Any:
         raise ProviderError("provider down")

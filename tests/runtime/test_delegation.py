@@ -494,11 +494,6 @@ async def test_interrupt_subagent_stops_only_that_child(tmp_path: Path) -> None:
     assert lead.interrupt_subagent(a.delegation_id) is False  # no longer active
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: interrupt_subagent() during SubagentStart is lost: LeadAgent._start only "
-    "checks the lead's interrupt, and Agent._run resets the child's _interrupt_reason",
-)
 async def test_interrupt_subagent_inside_subagent_start_prevents_the_run(
     tmp_path: Path,
 ) -> None:
@@ -725,12 +720,6 @@ async def test_breaking_out_of_the_stream_cancels_and_cleans_up(tmp_path: Path) 
     assert _policy._leases == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Agent.run_stream yields inside a task group, so breaking out of the "
-    "documented `async with aclosing(lead.run_stream(...))` raises "
-    "BaseExceptionGroup(GeneratorExit) into the host on both backends",
-)
 async def test_breaking_out_of_the_stream_raises_nothing(tmp_path: Path) -> None:
     lead = _slow_owned_lead(tmp_path, None)
     assert await _break_at_delegation_start(lead) is None

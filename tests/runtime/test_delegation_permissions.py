@@ -303,12 +303,6 @@ async def test_child_write_root_is_the_leads(tmp_path: Path) -> None:
 # -- tools whose *names* match a special tool ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Permissions.check_static exempts any tool *named* delegate_to_agent from "
-    "the mode rules; a subagent's own (destructive) tool with that name runs under a "
-    "readonly ceiling and the readonly lead's live check lets it through too",
-)
 async def test_a_child_tool_named_like_the_delegate_tool_gets_no_exemption(
     tmp_path: Path,
 ) -> None:
@@ -327,13 +321,6 @@ async def test_a_child_tool_named_like_the_delegate_tool_gets_no_exemption(
     assert calls == [], "a destructive tool ran in a readonly subagent"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Permissions.check_static allows any non-destructive tool whose normalised "
-    "name is ask_user in plan mode, even without annotations (plan denies unannotated "
-    "tools); _bind_human_input compares the exact name, so an 'Ask-User' host tool is "
-    "neither rebound to human_input nor refused in a plan subagent",
-)
 async def test_an_unannotated_tool_named_like_ask_user_is_not_allowed_in_plan(
     tmp_path: Path,
 ) -> None:

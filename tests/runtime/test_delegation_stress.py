@@ -48,8 +48,10 @@ class LeadStats:
     """What one lead's provider actually answered (counted just before each return)."""
 
     def __init__(self) -> None:
+        self.lead_sent = 0
         self.lead_replies = 0
         self.lead_calls = 0
+        self.child_sent = 0
         self.child_replies = 0
         self.child_tool_runs = 0
 
@@ -80,6 +82,7 @@ async def _one_lead(
 
     async def lead_turn(request: ModelRequest) -> Any:
         nonlocal issued
+        stats.lead_sent += 1
         await anyio.sleep(0)
         if issued >= PER_LEAD:
             stats.lead_replies += 1
@@ -94,6 +97,7 @@ async def _one_lead(
         )
 
     async def child(request: ModelRequest) -> Any:
+        stats.child_sent += 1
         done = stats.child_replies
         if cancel_after is not None and done >= cancel_after:
             scope.cancel()
@@ -185,16 +189,20 @@ def _check_lead(lead: LeadAgent, stats: LeadStats, seed: int) -> None:
     child_requests = sum(r.usage.requests for r in records)
     child_tool_calls = sum(r.usage.tool_calls for r in records)
     child_input = sum(r.usage.input_tokens for r in records)
-    # usage is the lead's own plus the sum of its children's, exactly
-    assert usage.requests == stats.lead_replies + child_requests, seed
+    child_output = sum(r.usage.output_tokens for r in records)
+    # usage is the lead's own plus the sum of its children's, exactly; every request sent
+    # counts (also one that failed or was cancelled), tokens only for answers
+    assert usage.requests == stats.lead_sent + child_requests, seed
     assert usage.input_tokens == 10 * stats.lead_replies + child_input, seed
-    assert usage.output_tokens == 5 * stats.lead_replies + 5 * child_requests, seed
+    assert usage.output_tokens == 5 * stats.lead_replies + child_output, seed
     assert usage.tool_calls == stats.lead_calls + child_tool_calls, seed
-    assert child_requests == stats.child_replies, seed
+    assert child_requests == stats.child_sent, seed
+    assert child_input == 10 * stats.child_replies, seed
+    assert child_output == 5 * stats.child_replies, seed
     for r in records:
         assert r.status in ("completed", "stopped", "failed", "not_started"), (seed, r)
         assert r.completed_at is not None, (seed, r)
-        assert r.usage.input_tokens == 10 * r.usage.requests, (seed, r)
+        assert r.usage.input_tokens <= 10 * r.usage.requests, (seed, r)
 
 
 async def test_thousand_random_delegations_leave_nothing_behind(
@@ -323,12 +331,6 @@ async def test_one_lead_turn_with_200_delegations_never_exceeds_50_requests(
         assert sorted(r.limits.max_requests for r in lead.list_subagents())[-1] == 49  # type: ignore[union-attr]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: failed provider requests are not counted (Agent._loop adds usage only for "
-    "answered requests), so failing responders free their reserved request and the "
-    "fan-out sends every one of its 200 requests against a budget of 50",
-)
 @pytest.mark.parametrize("via", ["parallel_delegate", "lead_turn"])
 async def test_fan_out_with_failing_responders_never_exceeds_50_requests(
     tmp_path: Path, via: str

@@ -334,13 +334,6 @@ async def test_subagent_start_hook_error_is_recorded_and_child_runs(tmp_path: Pa
     assert len(p.requests_for("worker")) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _delegation._owned_tools checks that the factory left the child's tools, "
-    "permissions and last run alone but not its hooks; a hook the factory adds on the "
-    "child runs first in Agent._fire and its allow pre-empts the lead's forwarded "
-    "PreToolUse deny (deputy: 'tools, hooks or last run changed' is a binding error)",
-)
 async def test_factory_cannot_pre_empt_the_leads_pre_tool_use(tmp_path: Path) -> None:
     from deputy_runtime import DelegationResources
 

@@ -272,14 +272,6 @@ async def test_request_budget_stops_queued_work(tmp_path: Path) -> None:
     assert two.run.stop_reason == "complete"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _parallel._dispatch starts a responder whenever a slot is free, even when "
-    "the batch has no request budget left (only *used* requests are checked, not "
-    "reservations); it then runs with max_requests=0 and ends 'stopped' instead of "
-    "not_started, fires SubagentStart/Stop, and the batch reason is delegation_stopped "
-    "instead of request_limit (deputy case 118)",
-)
 async def test_request_slots_reserved_before_dispatch(tmp_path: Path) -> None:
     gauge = Gauge()
     lead, p = scripted_lead({n: gauge for n in "abc"}, [definition(n) for n in "abc"], tmp_path)
@@ -435,12 +427,6 @@ async def test_lead_conversation_untouched(tmp_path: Path) -> None:
     assert tuple(lead.chat.get_turns()) == history
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: when the host cancels parallel_delegate, _parallel._dispatch's code that "
-    "marks undispatched responders not_started never runs (the cancellation propagates "
-    "out of the task group first), so their records stay 'queued' forever",
-)
 async def test_host_cancelling_a_batch_settles_every_record(tmp_path: Path, meter_spy: Any) -> None:
     entered = anyio.Event()
 
