@@ -445,3 +445,24 @@ async def test_host_cancelling_a_batch_settles_every_record(tmp_path: Path, mete
     statuses = [r.status for r in lead.list_subagents()]
     assert "queued" not in statuses, statuses
     assert "running" not in statuses, statuses
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: _parallel._reserve_share floors token/cost shares, so when fewer tokens "
+    "are left than slots every responder gets a share of 0 and is started only to stop "
+    "at once (SubagentStart/Stop fired, status 'stopped', no request) while budget "
+    "remains; deputy gives the remainder to the first members of the wave",
+)
+async def test_no_responder_is_started_with_a_zero_token_share(tmp_path: Path) -> None:
+    lead, p = scripted_lead({"w": echo}, [definition("w")], tmp_path)
+    result = await lead.parallel_delegate(
+        [("w", str(i)) for i in range(20)],
+        max_active=8,
+        usage_limits=UsageLimits(max_requests=None, max_total_tokens=5),
+    )
+    started = [r for r in lead.list_subagents() if r.started_at is not None]
+    assert started
+    assert all(r.limits is not None and (r.limits.max_total_tokens or 0) >= 1 for r in started)
+    assert p.requests >= 1
+    assert "stopped" not in result.statuses or p.requests == len(started)
