@@ -758,5 +758,6 @@ async def test_interrupt_while_idle_does_not_poison_the_next_run(tmp_path: Path)
     )
     lead.interrupt("too late")
     result = await lead.run("go")
+    assert p.requests == 3
     assert result.stop_reason == "complete"
     assert [r.status for r in lead.list_subagents()] == ["completed"]
