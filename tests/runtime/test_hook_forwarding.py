@@ -355,3 +355,38 @@ async def test_factory_cannot_pre_empt_the_leads_pre_tool_use(tmp_path: Path) ->
     )
     await lead.run("go")
     assert calls == [], "the child's tool ran although the lead's PreToolUse denied it"
+
+
+@pytest.mark.parametrize("observed", [False, True])
+async def test_observed_user_prompt_submit_can_stop_a_child(tmp_path: Path, observed: bool) -> None:
+    seen: list[Any] = []
+
+    def gate(h: Any) -> HookDecision | None:
+        seen.append(h)
+        if h.delegation_id is not None:
+            return HookDecision.deny("no prompts for children")
+        return None
+
+    lead, p = scripted_lead(
+        {"lead": [delegate("worker"), reply("ok")], "worker": ["done"]},
+        [definition("worker")],
+        tmp_path,
+        delegation_policy=DelegationPolicy(
+            observers=("UserPromptSubmit",) if observed else ()  # type: ignore[arg-type]
+        ),
+    )
+    lead.hooks.add(HookEvent.UserPromptSubmit, gate)
+    await lead.run("go")
+    [record] = lead.list_subagents()
+    child_prompts = [h for h in seen if h.delegation_id is not None]
+    if observed:
+        assert len(child_prompts) == 1
+        assert child_prompts[0].prompt is not None
+        assert "deputy_delegation_v1" in child_prompts[0].prompt
+        assert (record.status, record.stop_reason) == ("stopped", "hook_requested_stop")
+        assert p.requests_for("worker") == []
+    else:
+        assert child_prompts == []
+        assert record.status == "completed"
+    # the lead's own prompt always reached its hook
+    assert [h.prompt for h in seen if h.delegation_id is None] == ["go"]
