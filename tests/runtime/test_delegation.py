@@ -634,30 +634,55 @@ async def test_child_usage_is_part_of_lead_usage(tmp_path: Path) -> None:
 
 
 async def test_definition_model_rules(tmp_path: Path) -> None:
-    provider = ScriptedProvider(
-        {
-            "lead": [delegate("inherit_w"), delegate("bare_w"), reply("ok")],
-            "inherit_w": ["i"],
-            "bare_w": ["b"],
-        },
-        model="lead-model",
+    from deputy_runtime.chat import register_provider, unregister_provider
+
+    other = ScriptedProvider({"spec_w": ["from the registered provider"]}, model="unset")
+    made: list[str] = []
+
+    def factory(model: str, **kwargs: Any) -> ScriptedProvider:
+        made.append(model)
+        return other.with_model(model)
+
+    register_provider("deleg-test-provider", factory)
+    try:
+        provider = ScriptedProvider(
+            {
+                "lead": [
+                    delegate("inherit_w"),
+                    delegate("bare_w"),
+                    delegate("spec_w"),
+                    reply("ok"),
+                ],
+                "inherit_w": ["i"],
+                "bare_w": ["b"],
+            },
+            model="lead-model",
+        )
+        lead = LeadAgent(
+            Chat(provider, params={"temperature": 0.5}),
+            [
+                definition("inherit_w"),
+                definition("bare_w", model="other-model", params={"max_tokens": 7}),
+                definition("spec_w", model="deleg-test-provider/special"),
+            ],
+            working_dir=tmp_path,
+        )
+        events = [e async for e in lead.run_stream("go")]
+    finally:
+        unregister_provider("deleg-test-provider")
+    models = {
+        e.agent_name: e.model
+        for e in events
+        if isinstance(e, ModelRequestEvent) and e.delegation_id is not None
+    }
+    assert models == {"inherit_w": "lead-model", "bare_w": "other-model", "spec_w": "special"}
+    assert made == ["special"]
+    assert provider.requests_for("inherit_w")[0].params == {"temperature": 0.5}
+    assert provider.requests_for("bare_w")[0].params == {"temperature": 0.5, "max_tokens": 7}
+    assert provider.requests_for("spec_w") == []
+    assert [o["answer"] for o in map(outcome, delegate_results(provider))][2] == (
+        "from the registered provider"
     )
-    lead = LeadAgent(
-        Chat(provider, params={"temperature": 0.5}),
-        [
-            definition("inherit_w"),
-            definition("bare_w", model="other-model", params={"max_tokens": 7}),
-        ],
-        working_dir=tmp_path,
-    )
-    seen: list[str] = []
-    lead.hooks.add(HookEvent.PostToolUse, lambda h: None)
-    await lead.run("go")
-    inherit_req = provider.requests_for("inherit_w")[0]
-    bare_req = provider.requests_for("bare_w")[0]
-    assert inherit_req.params == {"temperature": 0.5}
-    assert bare_req.params == {"temperature": 0.5, "max_tokens": 7}
-    del seen
 
 
 # -- a host that stops reading the stream --------------------------------------------------------
