@@ -1,6 +1,6 @@
 """The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
 
-from ._agent import Agent, AgentResult
+from ._agent import Agent
 from ._delegation import SubagentRecord
 from ._events import (
     DelegationEnd,
@@ -35,6 +35,7 @@ from ._permissions import (
     permissions_standard,
 )
 from ._policy import DelegationContext, DelegationPolicy, DelegationResources
+from ._runstate import AgentResult
 from ._usage import STOP_REASONS, AgentUsage, UsageLimits
 
 __all__ = [

@@ -14,7 +14,7 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,106 +65,23 @@ from ._permissions import (
     normalize_tool_name,
     permissions_standard,
 )
-from ._usage import AgentUsage, Meter, UsageLimits
+from ._runstate import (
+    AgentResult,
+    Governance,
+    ProviderFailure,
+    RunState,
+    ToolRejection,
+    answer_open_calls,
+    is_cancellation,
+    last_text,
+    preview,
+)
+from ._usage import UsageLimits
 
 if TYPE_CHECKING:
     from ..chat._chat import Chat
 
-__all__ = ["Agent", "AgentResult", "Governance", "ToolRejection"]
-
-_PREVIEW_CHARS = 200
-
-
-class AgentResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """The outcome of one run.
-
-    ``response`` is the model's last text; ``turns`` the conversation after the run;
-    ``usage`` what this run used (including settled delegations for a lead);
-    ``stop_reason`` one of the typed stop reasons; ``error`` the message when the run
-    failed; ``hook_errors`` the ``"EVENT: message"`` lines of hooks that raised.
-    """
-
-    response: str
-    turns: tuple[Turn, ...]
-    usage: AgentUsage
-    stop_reason: str
-    agent_id: str
-    run_id: str
-    agent_name: str | None = None
-    delegation_id: str | None = None
-    parent_agent_id: str | None = None
-    parent_run_id: str | None = None
-    limits: UsageLimits = UsageLimits()
-    error: str | None = None
-    hook_errors: tuple[str, ...] = ()
-
-
-class ToolRejection(Exception):
-    """A tool call refused with a message the model sees exactly as written."""
-
-
-class Governance:
-    """What binds a subagent to its lead: ids, live lead permissions and hooks.
-
-    ``lead_permissions`` is read at every tool call, so narrowing the lead narrows its
-    running subagents. ``lead_hooks`` is the lead's live registry; ``forwarded`` the hook
-    events it runs for the subagent. ``hook_errors`` collects errors of forwarded hooks.
-    """
-
-    __slots__ = (
-        "delegation_id",
-        "forwarded",
-        "hook_errors",
-        "lead_hooks",
-        "lead_permissions",
-        "parent_agent_id",
-        "parent_run_id",
-    )
-
-    def __init__(
-        self,
-        *,
-        delegation_id: str,
-        parent_agent_id: str,
-        parent_run_id: str | None,
-        lead_permissions: Callable[[], Permissions],
-        lead_hooks: Hooks,
-        forwarded: frozenset[HookEvent],
-    ) -> None:
-        self.delegation_id = delegation_id
-        self.parent_agent_id = parent_agent_id
-        self.parent_run_id = parent_run_id
-        self.lead_permissions = lead_permissions
-        self.lead_hooks = lead_hooks
-        self.forwarded = forwarded
-        self.hook_errors: list[str] = []
-
-
-class _Run:
-    """Mutable state of one run, owned by the run's task."""
-
-    __slots__ = (
-        "emit",
-        "hook_errors",
-        "limits",
-        "meter",
-        "requests",
-        "run_id",
-        "stop_reason",
-        "turns",
-    )
-
-    def __init__(self, run_id: str, limits: UsageLimits, emit: EventSink | None) -> None:
-        self.run_id = run_id
-        self.limits = limits
-        self.meter = Meter(limits)
-        self.emit = emit
-        self.turns: list[Turn] = []
-        self.hook_errors: list[str] = []
-        self.requests = 0
-        # Set by a tool call (hook stop, tool-call limit, permission interrupt); the loop
-        # stops after the current turn's tool calls are answered.
-        self.stop_reason: str | None = None
+__all__ = ["Agent"]
 
 
 class Agent:
@@ -427,12 +344,12 @@ class Agent:
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, got {type(task).__name__}")
         self._active = True
-        run = _Run(run_id or new_id("run"), usage_limits or self.usage_limits, emit)
+        run = RunState(run_id or new_id("run"), usage_limits or self.usage_limits, emit)
         run.turns = list(self.chat.get_turns())
         error: BaseException | None = None
         try:
             await self._loop(run, task)
-        except _ProviderFailure as exc:
+        except ProviderFailure as exc:
             error = exc
         except BaseException as exc:
             error = exc
@@ -457,7 +374,7 @@ class Agent:
             gov is not None and event in gov.forwarded and gov.lead_hooks.has(event)
         )
 
-    async def _loop(self, run: _Run, task: str) -> None:
+    async def _loop(self, run: RunState, task: str) -> None:
         if not self._session_started:
             self._session_started = True
             if self._wants(HookEvent.SessionStart):
@@ -486,7 +403,7 @@ class Agent:
                 reply = await self._request(run)
             except ProviderError as exc:
                 run.stop_reason = "provider_error"
-                raise _ProviderFailure(str(exc)) from exc
+                raise ProviderFailure(str(exc)) from exc
             run.meter.add_response(reply.usage)
             run.turns.append(reply.turn())
             calls = reply.tool_requests
@@ -514,7 +431,7 @@ class Agent:
             if run.stop_reason is not None:
                 return
 
-    async def _request(self, run: _Run) -> AssistantTurn:
+    async def _request(self, run: RunState) -> AssistantTurn:
         run.requests += 1
         run.meter.start_request()
         provider = self.chat.provider
@@ -544,7 +461,7 @@ class Agent:
     # -- tool calls ------------------------------------------------------------------------
 
     async def _run_tool_calls(
-        self, run: _Run, calls: Sequence[ContentToolRequest]
+        self, run: RunState, calls: Sequence[ContentToolRequest]
     ) -> tuple[ContentToolResult, ...]:
         # Limit slots are taken synchronously in request order, before anything runs.
         slots = [run.meter.take_tool_call() for _ in calls]
@@ -561,7 +478,7 @@ class Agent:
         return tuple(r for r in results if r is not None)
 
     async def _tool_call(
-        self, run: _Run, call: ContentToolRequest, slot: bool
+        self, run: RunState, call: ContentToolRequest, slot: bool
     ) -> ContentToolResult:
         call_id = call.id or new_id("tool")
         if not slot:
@@ -599,7 +516,7 @@ class Agent:
 
     async def _check_permission(
         self,
-        run: _Run,
+        run: RunState,
         tool: Tool,
         call: ContentToolRequest,
         call_id: str,
@@ -662,7 +579,7 @@ class Agent:
         return f"Permission denied: {denial.reason}"
 
     async def _execute(
-        self, run: _Run, tool: Tool, call: ContentToolRequest, call_id: str
+        self, run: RunState, tool: Tool, call: ContentToolRequest, call_id: str
     ) -> ContentToolResult:
         emit = run.emit
         started = time.perf_counter()
@@ -704,7 +621,7 @@ class Agent:
                     tool_call_id=call_id,
                     tool_name=call.name,
                     error=error,
-                    result_preview=_preview(value) if error is None else None,
+                    result_preview=preview(value) if error is None else None,
                     duration=time.perf_counter() - started,
                     call_delegation_id=delegation_id,
                 )
@@ -713,7 +630,7 @@ class Agent:
 
     async def _invoke(
         self,
-        run: _Run,
+        run: RunState,
         tool: Tool,
         call: ContentToolRequest,
         call_id: str,
@@ -731,7 +648,7 @@ class Agent:
     def _hook_input(
         self,
         event: HookEvent,
-        run: _Run | None,
+        run: RunState | None,
         *,
         call: ContentToolRequest | None = None,
         call_id: str | None = None,
@@ -754,7 +671,7 @@ class Agent:
             **fields,
         )
 
-    async def _fire(self, run: _Run, hook_input: HookInput) -> HookDecision | None:
+    async def _fire(self, run: RunState, hook_input: HookInput) -> HookDecision | None:
         """Run a subagent's forwarded lead hooks first, then the agent's own hooks.
 
         The lead's hooks always see a subagent's forwarded events, and a deny or stop
@@ -772,14 +689,14 @@ class Agent:
                 return own
         return lead_decision
 
-    async def _drain_config(self, run: _Run) -> None:
+    async def _drain_config(self, run: RunState) -> None:
         pending, self._pending_config = self._pending_config, []
         for hook_input in pending:
             await self._fire(run, msgspec.structs.replace(hook_input, run_id=run.run_id))
 
     # -- finishing -------------------------------------------------------------------------
 
-    def _ids(self, run: _Run) -> dict[str, Any]:
+    def _ids(self, run: RunState) -> dict[str, Any]:
         gov = self.governance
         if gov is None:
             return {"agent_id": self.agent_id, "agent_name": self.name, "run_id": run.run_id}
@@ -792,16 +709,16 @@ class Agent:
             "parent_run_id": gov.parent_run_id,
         }
 
-    def _finish(self, run: _Run, error: BaseException | None) -> AgentResult:
+    def _finish(self, run: RunState, error: BaseException | None) -> AgentResult:
         """Close open tool calls, store turns, emit usage and stop; never awaits."""
-        _answer_open_calls(run.turns)
+        answer_open_calls(run.turns)
         self.chat.set_turns(run.turns)
         message: str | None = None
-        if isinstance(error, _ProviderFailure):
+        if isinstance(error, ProviderFailure):
             message = str(error)
         elif error is not None:
-            run.stop_reason = "interrupted" if _is_cancellation(error) else "error"
-            message = None if _is_cancellation(error) else f"{type(error).__name__}: {error}"
+            run.stop_reason = "interrupted" if is_cancellation(error) else "error"
+            message = None if is_cancellation(error) else f"{type(error).__name__}: {error}"
         reason = run.stop_reason or "error"
         usage = run.meter.snapshot()
         if run.emit is not None:
@@ -810,7 +727,7 @@ class Agent:
             run.emit(StopEvent(**ids, stop_reason=reason, usage=usage, error=message))
         gov = self.governance
         return AgentResult(
-            response=_last_text(run.turns),
+            response=last_text(run.turns),
             turns=tuple(run.turns),
             usage=usage,
             stop_reason=reason,
@@ -838,44 +755,3 @@ class Agent:
                 stop_reason=reason,
                 result=result,
             )
-
-
-class _ProviderFailure(Exception):
-    """Internal: the provider failed; the run ends with stop reason provider_error."""
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    return isinstance(exc, anyio.get_cancelled_exc_class()) or (
-        isinstance(exc, BaseExceptionGroup) and all(_is_cancellation(e) for e in exc.exceptions)
-    )
-
-
-def _answer_open_calls(turns: list[Turn]) -> None:
-    """Give every unanswered tool request an error result so the history stays valid."""
-    if not turns or turns[-1].role != "assistant":
-        return
-    open_calls = turns[-1].tool_requests
-    if open_calls:
-        turns.append(
-            Turn(
-                "user",
-                tuple(
-                    ContentToolResult(c.id, error="The run stopped before this tool call ran.")
-                    for c in open_calls
-                ),
-            )
-        )
-
-
-def _last_text(turns: list[Turn]) -> str:
-    for turn in reversed(turns):
-        if turn.role == "assistant":
-            text = turn.text
-            if text:
-                return text
-    return ""
-
-
-def _preview(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"

@@ -22,7 +22,7 @@ from ..chat._registry import is_provider_name, parse_model_spec
 from ..errors import DelegationBindingError, DeputyError
 from ..skills import Skill
 from ..tools._tool import Tool
-from ._agent import Agent, AgentResult, Governance, ToolRejection
+from ._agent import Agent
 from ._hooks import HookEvent, HookInput
 from ._permissions import ASK_USER_TOOL_NAME, normalize_tool_name
 from ._policy import (
@@ -32,6 +32,7 @@ from ._policy import (
     acquire_lease,
     release_lease,
 )
+from ._runstate import AgentResult, Governance, ToolRejection
 from ._usage import AgentUsage, Meter, Reservation, UsageLimits
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from ..errors import DefinitionError
 from ..tools._decorator import _struct_validator
 from ..tools._invoke import invoke_tool, tool_validator
 from ..tools._tool import Tool
-from ._agent import Agent, AgentResult, ToolRejection, _Run
+from ._agent import Agent
 from ._delegation import (
     Delegation,
     SubagentRecord,
@@ -31,6 +31,7 @@ from ._events import DelegationEnd, DelegationStart, EventSink
 from ._hooks import HookEvent, Hooks
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
+from ._runstate import AgentResult, RunState, ToolRejection
 from ._usage import UsageLimits
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class LeadAgent(Agent):
 
     async def _invoke(
         self,
-        run: _Run,
+        run: RunState,
         tool: Tool,
         call: Any,
         call_id: str,
@@ -225,7 +226,7 @@ class LeadAgent(Agent):
         return new_id("delegation") if tool_name == DELEGATE_TOOL_NAME else None
 
     async def _delegate(
-        self, run: _Run, arguments: dict[str, Any], call_id: str, delegation_id: str
+        self, run: RunState, arguments: dict[str, Any], call_id: str, delegation_id: str
     ) -> str:
         """One delegate_to_agent call: route, admit, build, run, settle, outcome."""
         brief = check_brief(arguments)

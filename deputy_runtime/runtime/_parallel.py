@@ -18,7 +18,6 @@ import msgspec
 
 from .._ids import new_id
 from ..errors import DefinitionError, DelegationBindingError, RunActiveError
-from ._agent import AgentResult
 from ._delegation import (
     Brief,
     Delegation,
@@ -29,6 +28,7 @@ from ._delegation import (
     settle,
 )
 from ._events import EventSink
+from ._runstate import AgentResult
 from ._usage import Meter, UsageLimits
 
 if TYPE_CHECKING:
