@@ -4,7 +4,7 @@
 
 A small keep-alive HTTP/1.1 server on 127.0.0.1 (a thread with a raw socket, answering
 every request with one pre-built recorded response) serves both contenders in the same
-run, over the same kind of ``httpx.AsyncClient``:
+run, over one shared ``httpx.AsyncClient``:
 
 - **bare**: ``client.post(url, content=<the exact bytes the provider sends>, headers=...)``
   and read the body. No serialisation, no parsing, no retry logic.

@@ -49,6 +49,8 @@ __all__ = [
 ]
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
+_DEFAULT_TIMEOUT = 600.0  # seconds per read/write/pool wait; long generations are slow
+_DEFAULT_CONNECT_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -182,18 +184,24 @@ class HttpSession:
         provider: str,
         base_url: str,
         headers: Mapping[str, str],
-        timeout: float | httpx.Timeout,
-        connect_timeout: float,
+        timeout: float | httpx.Timeout | None,
+        connect_timeout: float | None,
         retry: RetryPolicy,
         client: httpx.AsyncClient | None,
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self._headers = dict(headers)  # holds the API key: never logged, never in repr
+        # Explicit timeouts apply to every request, even on an injected client; without
+        # them an injected client keeps its own and an owned one gets the defaults.
+        self._explicit_timeout = timeout is not None or connect_timeout is not None
         if isinstance(timeout, httpx.Timeout):
             self.timeout = timeout
         else:
-            self.timeout = httpx.Timeout(timeout, connect=connect_timeout)
+            self.timeout = httpx.Timeout(
+                _DEFAULT_TIMEOUT if timeout is None else timeout,
+                connect=_DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
+            )
         self.retry = retry
         self._client = client
         self._owned = client is None
@@ -218,12 +226,18 @@ class HttpSession:
         """Close the client if this session created it."""
         if self._owned and self._client is not None:
             client, self._client = self._client, None
-            await client.aclose()
+            if self._token is anyio.lowlevel.current_token():
+                await client.aclose()
+            # else: its connections belong to an event loop that has ended and cannot be
+            # closed from this one; they went away with that loop.
 
-    def _request(self, path: str, body: bytes) -> httpx.Request:
-        return self.client().build_request(
-            "POST", self.base_url + path, content=body, headers=self._headers
-        )
+    def _request(self, client: httpx.AsyncClient, path: str, body: bytes) -> httpx.Request:
+        url = self.base_url + path
+        if self._explicit_timeout:
+            return client.build_request(
+                "POST", url, content=body, headers=self._headers, timeout=self.timeout
+            )
+        return client.build_request("POST", url, content=body, headers=self._headers)
 
     async def post(self, path: str, body: bytes) -> bytes:
         """POST ``body``; return the 2xx response body, retrying as the policy allows."""
@@ -264,7 +278,7 @@ class HttpSession:
 
     async def _attempt(self, path: str, body: bytes, *, stream: bool) -> Any:
         client = self.client()
-        request = self._request(path, body)
+        request = self._request(client, path, body)
         try:
             # Without stream=True httpx reads the whole body (and closes the response,
             # shielded by httpcore, even when cancelled) before returning.
@@ -352,8 +366,8 @@ class HTTPProvider:
         api_key: str | None = None,
         base_url: str | None = None,
         client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout = 600.0,
-        connect_timeout: float = 5.0,
+        timeout: float | httpx.Timeout | None = None,
+        connect_timeout: float | None = None,
         max_retries: int | None = None,
         retry_budget: float | None = None,
         retry: RetryPolicy | None = None,

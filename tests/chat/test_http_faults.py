@@ -446,3 +446,21 @@ def test_providers_satisfy_the_protocol() -> None:
 
     for cls in (OpenAIProvider, AnthropicProvider):
         assert isinstance(cls("m", api_key="k"), Provider)
+
+
+@pytest.mark.parametrize("explicit", [True, False], ids=["provider-timeout", "client-timeout"])
+async def test_injected_client_timeouts(explicit: bool) -> None:
+    """Explicit provider timeouts apply to an injected client; otherwise its own do."""
+    import httpx
+
+    client_timeout = 60.0 if explicit else 0.2
+    async with httpx.AsyncClient(timeout=client_timeout) as client:
+        with LoopbackServer([Reply.json(OK["openai"], delay=5)]) as server:
+            kw: dict[str, Any] = {"timeout": 0.2} if explicit else {}
+            provider = make("openai", server, client=client, max_retries=0, **kw)
+            with anyio.fail_after(10), pytest.raises(ProviderTimeoutError):
+                await provider.complete(REQUEST)
+        assert len(server.requests) == 1
+        assert not client.is_closed  # an injected client is never closed by the provider
+        await provider.aclose()
+        assert not client.is_closed
