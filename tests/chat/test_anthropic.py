@@ -101,11 +101,19 @@ async def test_stream_replays_recorded_response_in_any_chunking(
     response = exchange["response"]["json"]
     body = anthropic_sse(response)
     reply = Reply.sse(body, sizes=sizes, seed=exchange["index"])  # type: ignore[arg-type]
-    request = ModelRequest("sys", (Turn("user", (ContentText("hi"),)),))
+    recorded = exchange["request"]["json"]
+    replayable = anthropic_replayable(recorded)
+    if replayable:
+        request = anthropic_request(recorded)
+    else:  # images, documents, server tools: only the response side is checked
+        request = ModelRequest("sys", (Turn("user", (ContentText("hi"),)),))
     with LoopbackServer([reply]) as server:
         async with _provider(server, max_retries=0) as provider:
             items = [x async for x in provider.stream(request)]
-    assert server.requests[0].json["stream"] is True
+    sent = server.requests[0].json
+    assert sent.pop("stream") is True
+    if replayable:
+        assert sent == {k: v for k, v in recorded.items() if k != "stream"}
     *deltas, turn = items
     assert isinstance(turn, AssistantTurn)
     assert all(isinstance(d, StreamDelta) for d in deltas)

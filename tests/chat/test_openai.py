@@ -266,3 +266,33 @@ def test_params_are_renamed_and_passed_through() -> None:
     assert body["user"] == "u1"
     assert "top_k" not in body
     assert "temperature" not in body
+
+
+HEAD = [e for e in EXCHANGES if "commit" not in e]  # the current cassettes
+
+
+@pytest.mark.parametrize("cls", [OpenAICompatibleProvider, OllamaProvider])
+@pytest.mark.parametrize("exchange", HEAD, ids=_id)
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+async def test_compatible_providers_replay_recorded_exchanges(
+    cls: type[OpenAIProvider], exchange: dict[str, Any], stream: bool
+) -> None:
+    recorded = exchange["request"]["json"]
+    response = exchange["response"]["json"]
+    reply = Reply.sse(openai_sse(response)) if stream else Reply.json(response)
+    with LoopbackServer([reply]) as server:
+        provider = cls(model=recorded["model"], base_url=server.url + "/v1", max_retries=0)
+        try:
+            if stream:
+                turn = [x async for x in provider.stream(openai_request(recorded))][-1]
+            else:
+                turn = await provider.complete(openai_request(recorded))
+        finally:
+            await provider.aclose()
+    sent = server.requests[0].json
+    sent.pop("stream_options", None)
+    assert sent.pop("stream") is stream
+    expected = {k: v for k, v in recorded.items() if k != "stream"}
+    assert normalise_openai(sent) == normalise_openai(expected)
+    assert isinstance(turn, AssistantTurn)
+    assert turn_summary(turn) == _expected(exchange)
