@@ -207,6 +207,7 @@ def _struct_validator(
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     field_names: tuple[str, ...] = struct_type.__struct_fields__
     convert = msgspec.convert
+    asdict = msgspec.structs.asdict
     validation_error = msgspec.ValidationError
 
     def validate(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -219,7 +220,7 @@ def _struct_validator(
                 f"Invalid arguments for tool '{tool_name}': "
                 f"{_explain(str(exc), field_names, schema)}"
             ) from None
-        return {f: getattr(obj, f) for f in field_names}
+        return asdict(obj)
 
     return validate
 

@@ -26,6 +26,8 @@ _Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
 # kept alive in the entry, so an id is never reused while its entry exists.
 _CACHE: dict[int, tuple[dict[str, Any], _Validator]] = {}
 _CACHE_MAX = 1024
+# Common results that are never awaitable: skip the slower isawaitable ABC check.
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple, bytes})
 
 
 def tool_validator(tool: Tool) -> _Validator:
@@ -57,6 +59,9 @@ async def invoke_tool(tool: Tool, arguments: Mapping[str, Any]) -> Any:
         if not inspect.iscoroutinefunction(func):
             return await anyio.to_thread.run_sync(partial(func, **kwargs))
     result = tool.function(**kwargs)
-    if type(result) is CoroutineType or inspect.isawaitable(result):
+    kind = type(result)
+    if kind is CoroutineType:
         return await result
-    return result
+    if kind in _PLAIN or not inspect.isawaitable(result):
+        return result
+    return await result

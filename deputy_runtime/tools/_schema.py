@@ -9,6 +9,7 @@ numeric and length bounds). Unknown keywords are ignored, as JSON Schema says.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -72,30 +73,39 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_type(value: Any, expected: str) -> bool:
-    if expected == "string":
-        return isinstance(value, str)
-    if expected == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if expected == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if expected == "boolean":
-        return isinstance(value, bool)
-    if expected == "array":
-        return isinstance(value, list | tuple)
-    if expected == "object":
-        return isinstance(value, Mapping)
-    if expected == "null":
-        return value is None
-    return True  # an unknown type name constrains nothing
+def _is_integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_integer,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list | tuple),
+    "object": lambda v: isinstance(v, Mapping),
+    "null": lambda v: v is None,
+}
 
 
 class _Invalid(Exception):
-    def __init__(self, path: str, message: str) -> None:
-        self.path = path
+    """A validation failure; ``parts`` is the path, filled in while unwinding."""
+
+    def __init__(self, message: str) -> None:
         self.message = message
+        self.parts: list[str] = []
+
+    @property
+    def path(self) -> str:
+        out = ""
+        for part in reversed(self.parts):
+            out = f"{out}{part}" if part.startswith("[") or not out else f"{out}.{part}"
+        return out
+
+
+_Check = Callable[[Any], None]
 
 
 def _short(value: Any) -> str:
@@ -103,88 +113,185 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check(value: Any, schema: Mapping[str, Any], path: str) -> None:
+def _compile(schema: Mapping[str, Any]) -> _Check:
+    """Turn a schema into one checker function, so validation does no schema lookups."""
+    checks: list[_Check] = []
     expected = schema.get("type")
     if expected is not None:
-        types = expected if isinstance(expected, list) else [expected]
-        if not any(_is_type(value, t) for t in types):
-            raise _Invalid(
-                path, f"expected {' or '.join(types)}, got {_type_name(value)} {_short(value)}"
-            )
-    if "enum" in schema and value not in schema["enum"]:
-        choices = ", ".join(_short(c) for c in schema["enum"])
-        raise _Invalid(path, f"expected one of {choices}, got {_short(value)}")
-    if "const" in schema and value != schema["const"]:
-        raise _Invalid(path, f"expected {_short(schema['const'])}, got {_short(value)}")
+        checks.append(_type_check(expected if isinstance(expected, list) else [expected]))
+    if "enum" in schema:
+        checks.append(_enum_check(list(schema["enum"])))
+    if "const" in schema:
+        checks.append(_const_check(schema["const"]))
     for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if options:
-            errors = []
-            for option in options:
-                try:
-                    _check(value, option, path)
-                    break
-                except _Invalid as exc:
-                    errors.append(exc.message)
-            else:
-                raise _Invalid(path, "; or ".join(errors))
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        _check_number(value, schema, path)
-    elif isinstance(value, str):
-        _check_length(len(value), schema, path, "minLength", "maxLength", "characters")
-    elif isinstance(value, list | tuple):
-        _check_length(len(value), schema, path, "minItems", "maxItems", "items")
-        items = schema.get("items")
-        if isinstance(items, Mapping):
+        if schema.get(key):
+            checks.append(_any_of_check([_compile(option) for option in schema[key]]))
+    checks += _bound_checks(schema)
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        checks.append(_items_check(_compile(items)))
+    if any(k in schema for k in ("properties", "required", "additionalProperties")):
+        checks.append(_object_check(schema))
+    if not checks:
+        return _accept
+    if len(checks) == 1:
+        return checks[0]
+
+    def run_all(value: Any) -> None:
+        for check in checks:
+            check(value)
+
+    return run_all
+
+
+def _accept(value: Any) -> None:
+    return None
+
+
+def _type_check(types: list[str]) -> _Check:
+    known = [t for t in types if t in _TYPE_TESTS]
+    if len(known) < len(types):
+        return _accept  # an unknown type name constrains nothing
+    tests = [_TYPE_TESTS[t] for t in known]
+    label = " or ".join(types)
+
+    def check(value: Any) -> None:
+        for test in tests:
+            if test(value):
+                return
+        raise _Invalid(f"expected {label}, got {_type_name(value)} {_short(value)}")
+
+    return check
+
+
+def _enum_check(choices: list[Any]) -> _Check:
+    label = ", ".join(_short(c) for c in choices)
+
+    def check(value: Any) -> None:
+        if value not in choices:
+            raise _Invalid(f"expected one of {label}, got {_short(value)}")
+
+    return check
+
+
+def _const_check(const: Any) -> _Check:
+    def check(value: Any) -> None:
+        if value != const:
+            raise _Invalid(f"expected {_short(const)}, got {_short(value)}")
+
+    return check
+
+
+def _any_of_check(options: list[_Check]) -> _Check:
+    def check(value: Any) -> None:
+        errors = []
+        for option in options:
+            try:
+                option(value)
+                return
+            except _Invalid as exc:
+                errors.append(exc.message)
+        raise _Invalid("; or ".join(errors))
+
+    return check
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_NUMBER_BOUNDS = (
+    ("minimum", operator.ge, "a number >= {}"),
+    ("maximum", operator.le, "a number <= {}"),
+    ("exclusiveMinimum", operator.gt, "a number > {}"),
+    ("exclusiveMaximum", operator.lt, "a number < {}"),
+)
+_SIZE_BOUNDS: tuple[tuple[str, Callable[[Any, Any], bool], str, type | tuple[type, ...]], ...] = (
+    ("minLength", operator.ge, "at least {} characters", str),
+    ("maxLength", operator.le, "at most {} characters", str),
+    ("minItems", operator.ge, "at least {} items", (list, tuple)),
+    ("maxItems", operator.le, "at most {} items", (list, tuple)),
+)
+
+
+def _instance_of(kinds: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    def test(value: Any) -> bool:
+        return isinstance(value, kinds)
+
+    return test
+
+
+def _bound_checks(schema: Mapping[str, Any]) -> list[_Check]:
+    out: list[_Check] = []
+    for key, ok, text in _NUMBER_BOUNDS:
+        bound = schema.get(key)
+        if _is_number(bound):
+            out.append(_bound(ok, bound, text.format(bound), _is_number, None))
+    for key, ok, text, kinds in _SIZE_BOUNDS:
+        bound = schema.get(key)
+        if _is_number(bound):
+            out.append(_bound(ok, bound, text.format(bound), _instance_of(kinds), len))
+    return out
+
+
+def _bound(
+    ok: Callable[[Any, Any], bool],
+    bound: Any,
+    text: str,
+    applies: Callable[[Any], bool],
+    measure: Callable[[Any], Any] | None,
+) -> _Check:
+    def check(value: Any) -> None:
+        if applies(value):
+            got = measure(value) if measure is not None else value
+            if not ok(got, bound):
+                raise _Invalid(f"expected {text}, got {got}")
+
+    return check
+
+
+def _items_check(item_check: _Check) -> _Check:
+    def check(value: Any) -> None:
+        if isinstance(value, list | tuple):
             for i, item in enumerate(value):
-                _check(item, items, f"{path}[{i}]")
-    elif isinstance(value, Mapping):
-        _check_object(value, schema, path)
+                try:
+                    item_check(item)
+                except _Invalid as exc:
+                    exc.parts.append(f"[{i}]")
+                    raise
+
+    return check
 
 
-def _check_number(value: float, schema: Mapping[str, Any], path: str) -> None:
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    if lo is not None and value < lo:
-        raise _Invalid(path, f"expected a number >= {lo}, got {value}")
-    if hi is not None and value > hi:
-        raise _Invalid(path, f"expected a number <= {hi}, got {value}")
-    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-    if isinstance(xlo, int | float) and not isinstance(xlo, bool) and value <= xlo:
-        raise _Invalid(path, f"expected a number > {xlo}, got {value}")
-    if isinstance(xhi, int | float) and not isinstance(xhi, bool) and value >= xhi:
-        raise _Invalid(path, f"expected a number < {xhi}, got {value}")
-
-
-def _check_length(
-    size: int, schema: Mapping[str, Any], path: str, lo_key: str, hi_key: str, unit: str
-) -> None:
-    lo, hi = schema.get(lo_key), schema.get(hi_key)
-    if lo is not None and size < lo:
-        raise _Invalid(path, f"expected at least {lo} {unit}, got {size}")
-    if hi is not None and size > hi:
-        raise _Invalid(path, f"expected at most {hi} {unit}, got {size}")
-
-
-def _check_object(value: Mapping[str, Any], schema: Mapping[str, Any], path: str) -> None:
-    props: Mapping[str, Any] = schema.get("properties") or {}
-    for name in schema.get("required") or ():
-        if name not in value:
-            raise _Invalid(_join(path, name), "missing required argument")
+def _object_check(schema: Mapping[str, Any]) -> _Check:
+    props = {k: _compile(v) for k, v in (schema.get("properties") or {}).items()}
+    required = tuple(schema.get("required") or ())
     extra = schema.get("additionalProperties", True)
-    for key, item in value.items():
-        sub = props.get(key)
-        if sub is not None:
-            if isinstance(sub, Mapping):
-                _check(item, sub, _join(path, key))
-        elif extra is False:
-            known = ", ".join(props) or "none"
-            raise _Invalid(_join(path, key), f"unexpected argument (expected: {known})")
-        elif isinstance(extra, Mapping):
-            _check(item, extra, _join(path, key))
+    extra_check = _compile(extra) if isinstance(extra, Mapping) else None
+    known = ", ".join(props) or "none"
 
+    def check(value: Any) -> None:
+        if not isinstance(value, Mapping):
+            return
+        for name in required:
+            if name not in value:
+                exc = _Invalid("missing required argument")
+                exc.parts.append(name)
+                raise exc
+        for key, item in value.items():
+            sub = props.get(key)
+            try:
+                if sub is not None:
+                    sub(item)
+                elif extra is False:
+                    raise _Invalid(f"unexpected argument (expected: {known})")
+                elif extra_check is not None:
+                    extra_check(item)
+            except _Invalid as exc:
+                exc.parts.append(str(key))
+                raise
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else str(key)
+    return check
 
 
 def schema_validator(
@@ -196,6 +303,7 @@ def schema_validator(
     the bad argument and what was expected.
     """
     schema = inline_refs(parameters) if "$defs" in parameters else dict(parameters)
+    check = _object_check(schema)
 
     def validate(arguments: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(arguments, Mapping):
@@ -204,7 +312,7 @@ def schema_validator(
                 f"got {_type_name(arguments)}"
             )
         try:
-            _check_object(arguments, schema, "")
+            check(arguments)
         except _Invalid as exc:
             where = f"argument '{exc.path}'" if exc.path else "arguments"
             raise ToolArgumentError(
