@@ -11,12 +11,15 @@ A :class:`Permissions` value decides every tool call before it runs, in this ord
    * ``standard`` allows every tool that is not ``destructive`` (a destructive tool only
      when allowlisted); ``write_file`` / ``edit_file`` only for a ``path`` inside
      ``write_root`` (the agent's working directory unless set).
-   * ``plan`` is ``readonly`` plus ``ask_user``.
+   * ``plan`` is ``readonly`` plus a read-only ``ask_user``.
    * ``readonly`` allows read-only tools (``read_only`` and not ``destructive``) and
      allowlisted tools that are neither destructive nor a known write tool
      (``write_file``, ``edit_file``, ...); ``ask_user`` only when allowlisted.
-   * ``delegate_to_agent`` passes the mode rules in every mode: the subagent it starts is
-     bounded by the permission ceiling instead (see :meth:`Permissions.ceiling`).
+   * A LeadAgent's own ``delegate_to_agent`` tool (its function is
+     :func:`delegate_placeholder`) passes the mode rules in every mode: the subagent it
+     starts is bounded by the permission ceiling instead (see
+     :meth:`Permissions.ceiling`). A host tool that merely shares the name gets no
+     exemption.
 
 4. ``can_use_tool(tool_name, arguments, context)`` (sync or async), only in
    :meth:`Permissions.check`. It must return :class:`PermissionAllow` or
@@ -53,6 +56,7 @@ __all__ = [
     "PermissionMode",
     "PermissionResult",
     "Permissions",
+    "delegate_placeholder",
     "normalize_tool_name",
     "permissions_full",
     "permissions_plan",
