@@ -1,8 +1,5 @@
-"""Runtime behaviours found while building ``deputy-runtime run``, for the lead to fix.
-
-Marked ``xfail(strict=True)``: they pass (and so fail the suite, prompting removal of the
-mark) once the runtime is fixed.
-"""
+"""Runtime behaviours found while building ``deputy-runtime run`` (now fixed; kept as
+regression tests)."""
 
 from __future__ import annotations
 
@@ -20,13 +17,6 @@ async def _slow_answer(request: ModelRequest) -> str:
     return "done"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parallel_delegate dispatches a responder whose request share is 0 while the "
-    "other shares are still reserved; deputy sizes waves by the remaining request budget, "
-    "so such a task should stay not_started (issue 5: scheduling keeps slots busy but "
-    "must check live reservations, not only usage, before dispatching)",
-)
 async def test_parallel_delegate_never_dispatches_a_zero_request_share() -> None:
     worker = agent_definition("worker", "Answers.", "Answer.")
     lead = LeadAgent(chat("scripted", script={"worker": _slow_answer}), [worker])
