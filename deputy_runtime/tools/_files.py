@@ -25,7 +25,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import msgspec
 
@@ -150,36 +150,58 @@ def _open_read(real: str, shown: str) -> int:
     return fd
 
 
+def _lines(handle: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """Yield each line (at most ``cap`` bytes, flag set when cut) in bounded memory."""
+    while True:
+        line = handle.readline(cap + 1)
+        if not line:
+            return
+        if len(line) <= cap:
+            yield line, False
+            continue
+        if not line.endswith(b"\n"):  # skip the rest of an over-long line
+            while True:
+                more = handle.readline(cap)
+                if not more or more.endswith(b"\n"):
+                    break
+        yield line[:cap], True
+
+
 def _read_text(root: _Root, path: str, start_line: int, max_lines: int | None) -> str:
     if max_lines is not None and max_lines < 1:
         raise ToolArgumentError("argument 'max_lines': expected a number >= 1")
     real = root.resolve(path)
     shown = root.rel(real)
     fd = _open_read(real, shown)
+    chunks: list[bytes] = []
+    used = line_no = 0
+    truncated = False
+    cut_lines: list[int] = []
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if b"\x00" in handle.read(_BINARY_PROBE):
             return f"[{shown} is a binary file ({size} bytes); read_file shows text only]"
         handle.seek(0)
-        chunks: list[bytes] = []
-        used = 0
-        line_no = 0
-        truncated = False
-        for line in handle:
+        for line, cut in _lines(handle, READ_MAX_BYTES):
             line_no += 1
             if line_no < start_line:
                 continue
-            if (max_lines is not None and len(chunks) >= max_lines) or (
-                used + len(line) > READ_MAX_BYTES
-            ):
+            full = max_lines is not None and len(chunks) >= max_lines
+            # The first line shown always fits (it is cut to the cap), so every call
+            # makes progress and "read on" never repeats itself.
+            if chunks and (full or used + len(line) > READ_MAX_BYTES):
                 truncated = True
                 line_no -= 1
                 break
             chunks.append(line)
             used += len(line)
-    text = b"".join(chunks).decode("utf-8", errors="replace")
-    if start_line > 1 and not chunks and line_no < start_line:
+            if cut:
+                cut_lines.append(line_no)
+    if start_line > 1 and not chunks:
         return f"[{shown} has {line_no} lines; start_line {start_line} is past the end]"
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    if cut_lines:
+        text += f"\n[line {cut_lines[0]} is longer than {READ_MAX_BYTES} bytes; showed its start]"
     if truncated:
         text += (
             f"\n[truncated: showed lines {start_line}-{line_no} of {shown} ({size} bytes in "
@@ -195,6 +217,13 @@ def _walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
 
 
 def _list(root: _Root, path: str, recursive: bool) -> str:
+    try:
+        return _list_unchecked(root, path, recursive)
+    except OSError as exc:
+        raise ToolArgumentError(f"{path!r} cannot be listed: {exc.strerror or exc}") from None
+
+
+def _list_unchecked(root: _Root, path: str, recursive: bool) -> str:
     real = root.resolve(path)
     if not os.path.isdir(real):
         if os.path.exists(real):

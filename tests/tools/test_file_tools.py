@@ -328,3 +328,25 @@ async def test_tools_through_invoke_tool(root: Path) -> None:
         await invoke_tool(by["read_file"], {"path": "a.txt", "start_line": 0})
     with pytest.raises(ToolArgumentError, match=r"uses '\.\.'"):
         await invoke_tool(by["read_file"], {"path": "../outside/secret.txt"})
+
+
+def test_read_file_over_long_line_always_makes_progress(
+    tools: dict[str, Callable[..., Any]], root: Path
+) -> None:
+    # A minified file: one line far over the cap, then a short one. Each call must show
+    # something new, so a model following the notices can never loop on the same call.
+    (root / "min.js").write_bytes(b"y" * (READ_MAX_BYTES * 3) + b"\nend\n")
+    first = tools["read_file"](path="min.js")
+    assert first.startswith("y" * 1000)
+    assert "line 1 is longer than" in first
+    assert "start_line=2" in first
+    assert tools["read_file"](path="min.js", start_line=2) == "end\n"
+
+
+def test_read_file_max_lines_one_on_long_lines(
+    tools: dict[str, Callable[..., Any]], root: Path
+) -> None:
+    (root / "two.txt").write_text("a" * (READ_MAX_BYTES + 10) + "\nb\n")
+    out = tools["read_file"](path="two.txt", max_lines=1)
+    assert "start_line=2" in out
+    assert tools["read_file"](path="two.txt", start_line=2, max_lines=1) == "b\n"
