@@ -100,3 +100,22 @@ __all__ = [
     "trailing_repairs",
     "unregister_provider",
 ]
+
+# The HTTP providers import httpx; load them only when asked for, like the registry does.
+_LAZY = {
+    "OpenAIProvider": "._openai",
+    "OpenAICompatibleProvider": "._openai",
+    "OllamaProvider": "._openai",
+    "AnthropicProvider": "._anthropic",
+    "RetryPolicy": "._http",
+    "HTTPProvider": "._http",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)
