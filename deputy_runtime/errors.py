@@ -20,6 +20,7 @@ __all__ = [
     "DeputyError",
     "PermissionCeilingError",
     "PermissionModeWideningError",
+    "PermissionsError",
     "ProviderError",
     "ProviderTimeoutError",
     "RateLimitError",
@@ -95,6 +96,10 @@ class PermissionCeilingError(DeputyError):
 
 class PermissionModeWideningError(DeputyError, ValueError):
     """``set_permission_mode`` was asked to widen permissions; only narrowing is allowed."""
+
+
+class PermissionsError(DeputyError, ValueError):
+    """``Permissions`` got an invalid mode, tool list, callback or root; names the field."""
 
 
 class UsageLimitExceeded(DeputyError):

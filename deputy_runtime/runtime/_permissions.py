@@ -42,7 +42,7 @@ from typing import Any, Literal, TypeAlias, get_args
 
 import msgspec
 
-from ..errors import PermissionCeilingError, PermissionModeWideningError
+from ..errors import PermissionCeilingError, PermissionModeWideningError, PermissionsError
 from ..tools._tool import Tool
 
 __all__ = [
@@ -132,11 +132,11 @@ CanUseTool: TypeAlias = Callable[
 
 def _names(values: Iterable[str] | str, field: str) -> frozenset[str]:
     if isinstance(values, str):
-        raise ValueError(f"Permissions.{field} must be a list of tool names, not a string")
+        raise PermissionsError(f"Permissions.{field} must be a list of tool names, not a string")
     out = set()
     for value in values:
         if not isinstance(value, str) or not value:
-            raise ValueError(
+            raise PermissionsError(
                 f"Permissions.{field} entries must be non-empty strings, got {value!r}"
             )
         out.add(normalize_tool_name(value))
@@ -161,19 +161,19 @@ class Permissions(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_TRANSITIONS:
-            raise ValueError(
+            raise PermissionsError(
                 f"Permissions.mode {self.mode!r} is invalid: expected one of "
                 + ", ".join(repr(m) for m in PERMISSION_MODES)
             )
         msgspec.structs.force_setattr(self, "allow", _names(self.allow, "allow"))
         msgspec.structs.force_setattr(self, "deny", _names(self.deny, "deny"))
         if self.can_use_tool is not None and not callable(self.can_use_tool):
-            raise ValueError("Permissions.can_use_tool must be callable or None")
+            raise PermissionsError("Permissions.can_use_tool must be callable or None")
         for field in ("write_root", "working_dir"):
             value = getattr(self, field)
             if value is not None:
                 if not isinstance(value, str | os.PathLike):
-                    raise ValueError(f"Permissions.{field} must be a path or None")
+                    raise PermissionsError(f"Permissions.{field} must be a path or None")
                 msgspec.structs.force_setattr(self, field, Path(os.path.realpath(value)))
 
     # -- building --------------------------------------------------------------------

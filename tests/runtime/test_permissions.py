@@ -11,7 +11,11 @@ import anyio
 import msgspec
 import pytest
 
-from deputy_runtime.errors import PermissionCeilingError, PermissionModeWideningError
+from deputy_runtime.errors import (
+    PermissionCeilingError,
+    PermissionModeWideningError,
+    PermissionsError,
+)
 from deputy_runtime.runtime._permissions import (
     MODE_TRANSITIONS,
     PermissionAllow,
@@ -92,7 +96,7 @@ def test_names_are_normalised() -> None:
     ],
 )
 def test_invalid_construction_names_the_field(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(PermissionsError, match=message):
         Permissions(**kwargs)
 
 
