@@ -68,7 +68,8 @@ async def main(model: str = "test") -> int:
     assert result is not None
     print(f"  lead stopped: {result.stop_reason}; usage: {result.usage.requests} requests")
     for record in lead.list_subagents():
-        print(f"  {record.agent_name:<14} {record.status:<10} {record.stop_reason}")
+        why = f"  ({record.error.splitlines()[0][:70]}...)" if record.error else ""
+        print(f"  {record.agent_name:<14} {record.status:<10} {record.stop_reason}{why}")
     return 0 if result.stop_reason == "complete" else 1
 
 
