@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, overload
@@ -71,9 +72,12 @@ def tool(
     does not stall the event loop. The annotations feed the permission modes.
     """
 
-    def build(func: Callable[..., Any]) -> Tool:
+    def build(func: Callable[..., Any], caller: Mapping[str, Any] | None = None) -> Tool:
+        if caller is None:
+            caller = sys._getframe(1).f_locals
         return _build_tool(
             func,
+            caller=caller,
             name=name,
             description=description,
             read_only=read_only,
@@ -85,12 +89,13 @@ def tool(
 
     if fn is None:
         return build
-    return build(fn)
+    return build(fn, sys._getframe(1).f_locals)
 
 
 def _build_tool(
     func: Callable[..., Any],
     *,
+    caller: Mapping[str, Any],
     name: str | None,
     description: str | None,
     read_only: bool,
@@ -111,7 +116,7 @@ def _build_tool(
     if run_in_thread and is_async:
         raise ToolDefinitionError(f"{label}: run_in_thread is only for sync functions")
     summary, param_docs = parse_docstring(inspect.getdoc(func) or "")
-    struct_type = _arguments_struct(func, tool_name, label)
+    struct_type = _arguments_struct(func, tool_name, label, caller)
     parameters = _parameters_schema(struct_type, param_docs, label)
     return Tool(
         name=tool_name,
@@ -127,13 +132,15 @@ def _build_tool(
     )
 
 
-def _arguments_struct(func: Callable[..., Any], tool_name: str, label: str) -> type[Any]:
+def _arguments_struct(
+    func: Callable[..., Any], tool_name: str, label: str, caller: Mapping[str, Any]
+) -> type[Any]:
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(f"{label}: cannot read the signature ({exc})") from None
     try:
-        hints = _type_hints(func)
+        hints = _type_hints(func, caller)
     except Exception as exc:
         raise ToolDefinitionError(
             f"{label}: cannot resolve type hints ({type(exc).__name__}: {exc})"
@@ -166,8 +173,10 @@ def _arguments_struct(func: Callable[..., Any], tool_name: str, label: str) -> t
         raise ToolDefinitionError(f"{label}: invalid parameters ({exc})") from None
 
 
-def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
-    """``get_type_hints``, also seeing a closure's variables (for local type aliases)."""
+def _type_hints(func: Callable[..., Any], caller: Mapping[str, Any]) -> dict[str, Any]:
+    """``get_type_hints`` that also sees local names, for ``from __future__ import
+    annotations`` in functions defined inside functions: first the closure's variables,
+    then (only if that fails) the locals of the frame that applied ``@tool``."""
     target = inspect.unwrap(func)
     localns: dict[str, Any] = {}
     code = getattr(target, "__code__", None)
@@ -178,7 +187,13 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
                 localns[var] = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-    return typing.get_type_hints(target, localns=localns or None, include_extras=True)
+    try:
+        return typing.get_type_hints(target, localns=localns or None, include_extras=True)
+    except NameError:
+        if caller is getattr(target, "__globals__", None):
+            raise
+        merged = {**caller, **localns}
+        return typing.get_type_hints(target, localns=merged, include_extras=True)
 
 
 def _parameters_schema(

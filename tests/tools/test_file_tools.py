@@ -350,3 +350,32 @@ def test_read_file_max_lines_one_on_long_lines(
     out = tools["read_file"](path="two.txt", max_lines=1)
     assert "start_line=2" in out
     assert tools["read_file"](path="two.txt", start_line=2, max_lines=1) == "b\n"
+
+
+@pytest.mark.anyio
+async def test_concurrent_writes_are_atomic(root: Path) -> None:
+    """Many threaded writes to one file: the result is exactly one whole write, and
+    readers running at the same time never see a mix or an empty file."""
+    import anyio
+
+    by: dict[str, Tool] = {t.name: t for t in tools_file(root)}
+    (root / "shared.txt").write_text("start" * 1000)
+    bodies = [chr(ord("a") + i) * 50_000 for i in range(12)]
+    seen: list[str] = []
+
+    async def writer(body: str) -> None:
+        await invoke_tool(by["write_file"], {"path": "shared.txt", "content": body})
+
+    async def reader() -> None:
+        for _ in range(10):
+            seen.append(await invoke_tool(by["read_file"], {"path": "shared.txt"}))
+
+    async with anyio.create_task_group() as tg:
+        for body in bodies:
+            tg.start_soon(writer, body)
+        for _ in range(3):
+            tg.start_soon(reader)
+    assert (root / "shared.txt").read_text() in bodies
+    for text in seen:
+        assert text == "start" * 1000 or text in bodies
+    assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []

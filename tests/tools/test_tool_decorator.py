@@ -271,3 +271,20 @@ def test_tool_spec_round_trips_to_provider_type() -> None:
     assert spec.name == "ping"
     assert spec.description == "Ping a host."
     assert spec.parameters is ping.parameters
+
+
+def test_locally_imported_types_resolve_in_both_forms() -> None:
+    # Under `from __future__ import annotations` hints are strings naming locals of this
+    # function that the tool function does not close over.
+    from typing import Literal as Lit
+
+    @tool
+    def bare(m: Lit["x", "y"]) -> None:
+        pass
+
+    @tool(read_only=True)
+    def configured(m: Lit["x"]) -> None:
+        pass
+
+    assert sorted(bare.parameters["properties"]["m"]["enum"]) == ["x", "y"]
+    assert configured.parameters["properties"]["m"] == {"enum": ["x"]}

@@ -157,3 +157,77 @@ def test_random_objects_pass_or_fail_with_named_argument(arguments: dict[str, An
         message = str(exc)
     if message:
         assert "argument '" in message
+
+
+# -- the two validators agree ------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5) | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
+    max_leaves=6,
+)
+
+
+def _typed_tool() -> Any:
+    from typing import Literal
+
+    from deputy_runtime.tools import tool
+
+    @tool
+    def typed(
+        n: int,
+        s: str,
+        flag: bool = False,
+        x: float = 0.0,
+        xs: list[int] | None = None,
+        mode: Literal["a", "b"] = "a",
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        pass
+
+    return typed
+
+
+TYPED = _typed_tool()
+FROM_SCHEMA = schema_validator(TYPED.parameters, "typed")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["n", "s", "flag", "x", "xs", "mode", "tags", "other"]),
+        json_values,
+        max_size=5,
+    )
+)
+def test_schema_validator_agrees_with_msgspec_validator(arguments: dict[str, Any]) -> None:
+    """The generic validator, run on @tool's generated schema, accepts exactly what the
+    msgspec converter accepts (integral floats aside, which JSON cannot tell apart)."""
+    try:
+        TYPED.validator(arguments)
+        msgspec_ok = True
+    except ToolArgumentError:
+        msgspec_ok = False
+    try:
+        FROM_SCHEMA(arguments)
+        schema_ok = True
+    except ToolArgumentError:
+        schema_ok = False
+    integral_float = any(
+        isinstance(v, float) and v.is_integer()
+        for v in _leaves(arguments.get("n"), arguments.get("xs"))
+    )
+    if not integral_float:
+        assert msgspec_ok == schema_ok, arguments
+
+
+def _leaves(*values: Any) -> list[Any]:
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, list):
+            out += _leaves(*value)
+        else:
+            out.append(value)
+    return out
