@@ -552,6 +552,7 @@ async def test_child_events_are_forwarded_with_delegation_ids(tmp_path: Path) ->
         assert kinds[0] == "DelegationStart", kinds
         assert kinds[-1] == "DelegationEnd", kinds
         assert "ModelRequestEvent" in kinds
+        assert "TextDelta" in kinds  # the child's streamed text, live
         assert "StopEvent" in kinds
         for e in mine:
             assert e.parent_agent_id == lead.agent_id
