@@ -249,7 +249,7 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
         with run_scope:
             # The private entry point with an event sink: events are rendered as they
             # are emitted, including the final ones of a cancelled run.
-            await lead._run(task, usage_limits=None, emit=view.handle)
+            await lead.run(task, on_event=view.handle)
         tg.cancel_scope.cancel()
     return interrupted
 

@@ -48,6 +48,7 @@ from ..tools._tool import Tool
 from ._events import (
     Event,
     EventSink,
+    GuardedSink,
     ModelRequestEvent,
     ModelResponseEvent,
     PermissionEvent,
@@ -263,9 +264,27 @@ class Agent:
 
     # -- running -------------------------------------------------------------------------
 
-    async def run(self, task: str, *, usage_limits: UsageLimits | None = None) -> AgentResult:
-        """Run the agent on ``task`` until it answers, stops, or fails; return the result."""
-        return await self._run(task, usage_limits=usage_limits, emit=None)
+    async def run(
+        self,
+        task: str,
+        *,
+        usage_limits: UsageLimits | None = None,
+        on_event: EventSink | None = None,
+    ) -> AgentResult:
+        """Run the agent on ``task`` until it answers, stops, or fails; return the result.
+
+        ``on_event`` receives every event synchronously as it happens (a lead's include
+        its subagents'), also the final ones of a cancelled run. If it raises, it gets no
+        further events, the run finishes normally, and the error is raised afterwards
+        (the result is still in :attr:`last_result`).
+        """
+        if on_event is None:
+            return await self._run(task, usage_limits=usage_limits, emit=None)
+        sink = GuardedSink(on_event)
+        result = await self._run(task, usage_limits=usage_limits, emit=sink)
+        if sink.error is not None:
+            raise sink.error
+        return result
 
     def run_sync(self, task: str, *, usage_limits: UsageLimits | None = None) -> AgentResult:
         """Blocking :meth:`run` for scripts; refuses to run inside an event loop."""

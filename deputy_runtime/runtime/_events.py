@@ -21,6 +21,7 @@ __all__ = [
     "Event",
     "EventLogWriter",
     "EventSink",
+    "GuardedSink",
     "ModelRequestEvent",
     "ModelResponseEvent",
     "PermissionEvent",
@@ -177,6 +178,27 @@ def encode_event(event: Event) -> bytes:
 def decode_event(data: bytes | str) -> Event:
     """Parse JSON produced by :func:`encode_event` back into an event."""
     return _decoder.decode(data)
+
+
+class GuardedSink:
+    """Wraps a host's event sink: the first exception stops delivery and is kept.
+
+    A sink runs inside the agent's tool-call tasks; letting its error escape there would
+    abort a run half way. The agent raises ``error`` once the run has finished.
+    """
+
+    __slots__ = ("error", "sink")
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.error: Exception | None = None
+
+    def __call__(self, event: Event) -> None:
+        if self.error is None:
+            try:
+                self.sink(event)
+            except Exception as exc:
+                self.error = exc
 
 
 class EventLogWriter:

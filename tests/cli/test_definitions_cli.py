@@ -90,7 +90,7 @@ def test_list_examples(capsys: pytest.CaptureFixture[str]) -> None:
     rows = {line.split()[0]: line for line in lines[1:]}
     assert set(rows) >= {path.stem for path in EXAMPLES.glob("*.yaml")}
     assert "read_file, list_files, grep_files" in rows["code_reviewer"]
-    assert rows["code_reviewer"].split()[-2:] == ["readonly", "12"]
+    assert rows["code_reviewer"].split()[-2:] == ["readonly", "5"]
 
 
 def test_list_errors_and_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,3 +47,24 @@ async def test_every_event_round_trips_through_json(tmp_path: Path) -> None:
 def test_writer_needs_one_target() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         EventLogWriter()
+
+
+async def test_on_event_receives_every_event_and_a_failing_sink_is_raised_after() -> None:
+    provider = ScriptedProvider({"a": [tool_call("echo", {"text": "x"}), reply("done")]})
+    agent = Agent(Chat(provider), tools=[echo], name="a")
+    seen: list[Any] = []
+    result = await agent.run("go", on_event=seen.append)
+    assert [type(e).__name__ for e in seen][-1] == "StopEvent"
+    assert result.response == "done"
+
+    def broken(event: Any) -> None:
+        raise RuntimeError("display crashed")
+
+    provider2 = ScriptedProvider({"a": [tool_call("echo", {"text": "x"}), reply("done")]})
+    agent2 = Agent(Chat(provider2), tools=[echo], name="a")
+    with pytest.raises(RuntimeError, match="display crashed"):
+        await agent2.run("go", on_event=broken)
+    # The run itself finished: the tool ran and the model answered.
+    assert agent2.last_result is not None
+    assert agent2.last_result.response == "done"
+    provider2.assert_complete()
