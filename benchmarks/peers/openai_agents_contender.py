@@ -8,14 +8,19 @@ is disabled globally and per run. Both agents are built once and reused. Models 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio.lowlevel
 from agents import Agent, ModelSettings, RunConfig, Runner, set_tracing_disabled
 from agents.items import ModelResponse
 from agents.models.interface import Model
-from agents.testing import assistant_message, function_call
 from agents.usage import Usage
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from deputy_runtime._bench._shape import (
     CHILD_ANSWER,
@@ -32,6 +37,21 @@ from deputy_runtime._bench._shape import (
 
 set_tracing_disabled(True)
 _RUN_CONFIG = RunConfig(tracing_disabled=True)
+
+
+def assistant_message(text: str) -> ResponseOutputMessage:
+    """An assistant text output item, as the Responses API returns it."""
+    content = ResponseOutputText(text=text, type="output_text", annotations=[])
+    return ResponseOutputMessage(
+        id="msg", type="message", role="assistant", status="completed", content=[content]
+    )
+
+
+def function_call(name: str, arguments: str, call_id: str) -> ResponseFunctionToolCall:
+    """A function-tool call output item."""
+    return ResponseFunctionToolCall(
+        id=call_id, call_id=call_id, type="function_call", name=name, arguments=arguments
+    )
 
 
 def _usage() -> Usage:
@@ -88,7 +108,7 @@ class OpenAIAgentsContender:
         ]
         if not outputs:
             return [
-                function_call("delegate_to_agent", {"input": task_text(i)}, call_id=f"call_{i}")
+                function_call("delegate_to_agent", json.dumps({"input": task_text(i)}), f"call_{i}")
                 for i in range(self.n)
             ]
         return [assistant_message(done(outputs))]
