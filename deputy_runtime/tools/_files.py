@@ -408,7 +408,10 @@ def tools_file(working_dir: str | os.PathLike[str]) -> tuple[Tool, ...]:
     threads so file I/O never blocks the event loop.
     """
     root = _Root(working_dir)
+    return (*_read_tools(root), *_write_tools(root))
 
+
+def _read_tools(root: _Root) -> tuple[Tool, Tool, Tool]:
     @tool(read_only=True, idempotent=True, run_in_thread=True)
     def read_file(
         path: PathArg,
@@ -447,6 +450,10 @@ def tools_file(working_dir: str | os.PathLike[str]) -> tuple[Tool, ...]:
         """
         return _grep(root, pattern, path, glob, ignore_case)
 
+    return read_file, list_files, grep_files
+
+
+def _write_tools(root: _Root) -> tuple[Tool, Tool]:
     @tool(idempotent=True, run_in_thread=True)
     def write_file(
         path: ScratchArg,
@@ -480,4 +487,4 @@ def tools_file(working_dir: str | os.PathLike[str]) -> tuple[Tool, ...]:
         """
         return _edit(root, path, old_string, new_string, replace_all)
 
-    return (read_file, list_files, grep_files, write_file, edit_file)
+    return write_file, edit_file
