@@ -483,3 +483,48 @@ async def test_an_interrupted_batch_does_not_interrupt_the_next_run(tmp_path: Pa
     assert after.stop_reason == "complete"
     assert after.response == "fresh answer"
     assert p.requests == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: parallel_delegate passes on_event unguarded (run(on_event=) wraps it in "
+    "GuardedSink), so a host sink that raises on DelegationStart is recorded as the "
+    "responder's failure and the responder never runs",
+)
+async def test_a_raising_event_sink_does_not_fail_responders(tmp_path: Path) -> None:
+    def broken_sink(event: Any) -> None:
+        if isinstance(event, DelegationStart):
+            raise RuntimeError("sink broke")
+
+    lead, p = scripted_lead({"a": echo, "b": echo}, [definition("a"), definition("b")], tmp_path)
+    with pytest.raises(RuntimeError, match="sink broke"):
+        await lead.parallel_delegate({"a": "1", "b": "2"}, on_event=broken_sink)
+    assert p.requests == 2
+    assert [r.status for r in lead.list_subagents()] == ["completed", "completed"]
+    assert not lead._active
+
+
+async def test_a_raising_event_sink_in_run_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The lead's run(on_event=) guards the sink: the child completes, the error comes
+    after the run, and the exclusive lease is free."""
+    from helpers import delegate
+
+    from deputy_runtime.chat import reply
+    from deputy_runtime.runtime import _policy
+
+    def broken_sink(event: Any) -> None:
+        if isinstance(event, DelegationStart):
+            raise RuntimeError("sink broke")
+
+    lead, p = scripted_lead(
+        {"lead": [delegate("w"), reply("ok")], "w": echo},
+        [definition("w")],
+        tmp_path,
+        delegation_policy=DelegationPolicy("exclusive", resource_key="sink"),
+    )
+    with pytest.raises(RuntimeError, match="sink broke"):
+        await lead.run("go", on_event=broken_sink)
+    assert [r.status for r in lead.list_subagents()] == ["completed"]
+    assert p.requests == 3
+    assert _policy._leases == {}
+    assert not lead._active
