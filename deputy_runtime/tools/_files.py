@@ -4,8 +4,9 @@
 read-only), ``write_file`` and ``edit_file``. Every path argument is resolved with
 ``realpath`` against the working directory and refused unless the result lies inside it,
 so ``..`` traversal, absolute paths elsewhere and symlinks pointing out are all refused;
-NUL bytes and over-long names are refused before touching the file system. Writes are
-atomic (temporary file in the same directory, then rename). Refusals raise
+NUL bytes and over-long names are refused before touching the file system. Nothing is
+ever written inside ``.git``, ``.hg`` or ``.svn`` (a hook there would run on the host's
+next version-control command). Writes are atomic (temporary file in the same directory, then rename). Refusals raise
 :class:`ToolArgumentError` with a message the model can act on.
 
 This is a guard against a confused model, not an OS sandbox: a process that can change
@@ -53,6 +54,8 @@ _BINARY_PROBE = 8192
 #: Directories list_files (recursive) and grep_files skip: version control and caches.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
 SCRATCH_EXAMPLE = "deputy-scratch.txt"
+#: Directories write_file and edit_file never write into.
+_PROTECTED_DIRS = frozenset({".git", ".hg", ".svn"})
 
 PathArg = Annotated[
     str,
@@ -115,6 +118,21 @@ class _Root:
             f"argument '{arg}': {path!r} {why}; use a path relative to the working "
             "directory that stays inside it"
         )
+
+    def resolve_for_write(self, path: str) -> str:
+        """:meth:`resolve`, also refusing paths inside version-control metadata.
+
+        Writing ``.git/hooks/...`` or ``.git/config`` would let a model run code on the
+        host's next git command, so the file tools never write there.
+        """
+        real = self.resolve(path)
+        parts = self.rel(real).split("/")
+        if any(part in _PROTECTED_DIRS for part in parts[:-1]) or parts[-1] in _PROTECTED_DIRS:
+            raise ToolArgumentError(
+                f"argument 'path': {path!r} is inside version-control metadata "
+                f"({', '.join(sorted(_PROTECTED_DIRS))}); the file tools do not write there"
+            )
+        return real
 
     def rel(self, real: str) -> str:
         rel = os.path.relpath(real, self.root)
@@ -346,7 +364,7 @@ def _write(root: _Root, path: str, content: str) -> str:
         raise ToolArgumentError(
             f"argument 'content': {len(data)} bytes is over the {WRITE_MAX_BYTES}-byte limit"
         )
-    real = root.resolve(path)
+    real = root.resolve_for_write(path)
     if real == root.root or os.path.isdir(real):
         raise ToolArgumentError(f"argument 'path': {path!r} is a directory")
     if os.path.lexists(real) and not os.path.isfile(real):
@@ -362,7 +380,7 @@ def _edit(root: _Root, path: str, old: str, new: str, replace_all: bool) -> str:
         raise ToolArgumentError(
             "argument 'old_string': must not be empty; use write_file to create a file"
         )
-    real = root.resolve(path)
+    real = root.resolve_for_write(path)
     shown = root.rel(real)
     st = _regular_file(real, shown)
     if st.st_size > WRITE_MAX_BYTES:

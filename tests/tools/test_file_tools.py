@@ -379,3 +379,20 @@ async def test_concurrent_writes_are_atomic(root: Path) -> None:
     for text in seen:
         assert text == "start" * 1000 or text in bodies
     assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("path", [".git/hooks/pre-commit", ".git/config", ".git", "sub/.hg/x"])
+def test_writes_into_version_control_metadata_are_refused(
+    tools: dict[str, Callable[..., Any]], root: Path, path: str
+) -> None:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    with pytest.raises(ToolArgumentError, match="version-control metadata"):
+        tools["write_file"](path=path, content="#!/bin/sh\nrm -rf ~\n")
+    with pytest.raises(ToolArgumentError, match="version-control metadata"):
+        tools["edit_file"](path=path, old_string="[core]", new_string="x")
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+    assert (root / ".git" / "config").read_text() == "[core]\n"
+    # Reading is fine, and .gitignore is an ordinary file.
+    assert tools["read_file"](path=".git/config") == "[core]\n"
+    assert tools["write_file"](path=".gitignore", content="x\n").startswith("Created")
