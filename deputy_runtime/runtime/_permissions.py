@@ -228,6 +228,16 @@ class Permissions(msgspec.Struct, frozen=True):
             return self
         return msgspec.structs.replace(self, mode=mode, deny=self.deny | extra)
 
+    def describe(self) -> dict[str, Any]:
+        """Plain, JSON-encodable data for manifests and logs (the callback as a flag)."""
+        return {
+            "mode": self.mode,
+            "allow": sorted(self.allow),
+            "deny": sorted(self.deny),
+            "can_use_tool": self.can_use_tool is not None,
+            "write_root": None if self.write_root is None else str(self.write_root),
+        }
+
     # -- checking --------------------------------------------------------------------
 
     def check_static(self, tool: Tool, arguments: Mapping[str, Any]) -> PermissionDeny | None:

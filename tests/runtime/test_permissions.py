@@ -394,3 +394,16 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
     # A child built in another directory keeps the lead's roots.
     assert child.bind(tmp_path / "elsewhere") is child
     assert lead.ceiling(None, ["z"]).mode == "full"
+
+
+def test_describe_is_plain_json_data(tmp_path: Path) -> None:
+    perms = permissions_plan(deny=["B", "a"], can_use_tool=lambda n, a, c: None).bind(tmp_path)
+    data = perms.describe()
+    assert data == {
+        "mode": "plan",
+        "allow": [],
+        "deny": ["a", "b"],
+        "can_use_tool": True,
+        "write_root": str(Path(os.path.realpath(tmp_path))),
+    }
+    assert msgspec.json.decode(msgspec.json.encode(data)) == data

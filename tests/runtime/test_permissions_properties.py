@@ -243,3 +243,31 @@ def test_callback_raising_or_junk_denies(
     result = anyio.run(guarded.check, tool, {"path": "ok.txt"}, None, backend=backend)
     assert isinstance(result, PermissionDeny)
     assert not isinstance(result, PermissionAllow)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=100, deadline=None)
+@given(perms=permissions(), tool=tools(), args=arguments, verdict=st.booleans())
+def test_check_is_static_then_callback(
+    backend: str, perms: Permissions, tool: Tool, args: dict[str, Any], verdict: bool
+) -> None:
+    """check() allows exactly when check_static() does and the callback allows; the
+    callback is asked only about calls the static rules already allow."""
+    asked: list[str] = []
+
+    def callback(name: str, arguments: Any, ctx: Any) -> PermissionAllow | PermissionDeny:
+        asked.append(name)
+        return PermissionAllow() if verdict else PermissionDeny("callback says no")
+
+    guarded = Permissions(
+        mode=perms.mode,
+        allow=perms.allow,
+        deny=perms.deny,
+        can_use_tool=callback,
+        write_root=perms.write_root,
+        working_dir=perms.working_dir,
+    )
+    static_ok = guarded.check_static(tool, args) is None
+    result = anyio.run(guarded.check, tool, args, None, backend=backend)
+    assert isinstance(result, PermissionAllow) == (static_ok and verdict)
+    assert asked == ([tool.name] if static_ok else [])
