@@ -11,6 +11,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from helpers import (
     definition,
@@ -334,3 +335,32 @@ async def test_an_unannotated_tool_named_like_ask_user_is_not_allowed_in_plan(
     )
     await lead.run("go")
     assert calls == [], "an unannotated tool ran in a plan subagent"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: Agent._tool_call checks the lead's current permissions before the "
+    "PreToolUse hooks and not again before the tool runs; a lead narrowed while a "
+    "(forwarded, awaiting) PreToolUse hook is pending still lets the child's write run",
+)
+async def test_lead_narrowed_during_pre_tool_use_still_denies_the_write(tmp_path: Path) -> None:
+    files = file_tools(tmp_path)
+    lead, _ = scripted_lead(
+        {
+            "lead": [delegate("worker"), reply("ok")],
+            "worker": [tool_call("write_file", {"path": "x.txt", "content": "hi"}), "done"],
+        },
+        [definition("worker", tools=[files["write_file"]])],
+        tmp_path,
+        permissions=Permissions(mode="standard"),
+    )
+
+    async def slow_approval(h: Any) -> None:
+        if h.delegation_id is not None and h.tool_name == "write_file":
+            await anyio.sleep(0)  # e.g. waiting for a person or a policy service
+            lead.set_permission_mode("readonly")  # meanwhile the host narrows the lead
+
+    lead.hooks.add(HookEvent.PreToolUse, slow_approval)
+    await lead.run("go")
+    assert lead.permissions.mode == "readonly"
+    assert not (tmp_path / "x.txt").exists(), "the write ran under a readonly lead"
