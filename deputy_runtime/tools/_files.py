@@ -6,8 +6,9 @@ read-only), ``write_file`` and ``edit_file``. Every path argument is resolved wi
 so ``..`` traversal, absolute paths elsewhere and symlinks pointing out are all refused;
 NUL bytes and over-long names are refused before touching the file system. Nothing is
 ever written inside ``.git``, ``.hg`` or ``.svn`` (a hook there would run on the host's
-next version-control command). Writes are atomic (temporary file in the same directory, then rename). Refusals raise
-:class:`ToolArgumentError` with a message the model can act on.
+next version-control command). Writes are atomic (temporary file in the same directory,
+then rename). Refusals raise :class:`ToolArgumentError` with a message the model can act
+on.
 
 This is a guard against a confused model, not an OS sandbox: a process that can change
 the directory tree concurrently can still race the checks.
