@@ -31,8 +31,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest
-from deputy_runtime.runtime import _policy
-from deputy_runtime.runtime import AgentResult
+from deputy_runtime.runtime import AgentResult, _policy
 
 pytestmark = pytest.mark.anyio
 
