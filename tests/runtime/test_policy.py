@@ -1014,3 +1014,33 @@ async def test_skill_paths_are_loaded_when_the_subagent_is_built(tmp_path: Path)
     assert "Review things v1" in (first.system_prompt or "")
     assert "Review things v2" in (second.system_prompt or "")
     assert [t.name for t in first.tools] == ["load_skill"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (deputy case 96): DelegationResources validates its tools in its own "
+    "constructor, i.e. inside the host's factory, so a factory that opened a resource and "
+    "returns a bad tools list raises before the runtime ever sees its cleanup; the "
+    "resource leaks unless every factory wraps construction in try/except",
+)
+async def test_cleanup_runs_when_the_factory_returns_invalid_tools(tmp_path: Path) -> None:
+    opened: list[str] = []
+    closed: list[str] = []
+
+    def factory(agent: Any, definition: Any, context: Any) -> DelegationResources:
+        opened.append(context.delegation_id)  # e.g. a browser or an MCP session
+        return DelegationResources(
+            ("invalid",),  # type: ignore[arg-type]  # e.g. raw MCP tool dicts
+            lambda: closed.append(context.delegation_id),
+        )
+
+    lead, p = scripted_lead(
+        {"lead": [delegate("worker"), reply("ok")], "worker": ["never"]},
+        [definition("worker")],
+        tmp_path,
+        delegation_policy=owned(factory),
+    )
+    await lead.run("go")
+    assert lead.list_subagents()[0].status == "failed"
+    assert p.requests_for("worker") == []
+    assert closed == opened
