@@ -289,7 +289,7 @@ class Chat:
         Raises ``RuntimeError`` inside a running asyncio or trio loop, where blocking
         would deadlock it: await :meth:`chat_async` there.
         """
-        running = _running_async_library()
+        running = running_async_library()
         if running is not None:
             raise RuntimeError(
                 f"Chat.chat() cannot run inside a running {running} event loop; "
@@ -380,7 +380,8 @@ def _limit_results(requests: Sequence[ContentToolRequest], limit: int) -> Turn:
     return Turn("user", tuple(ContentToolResult(r.id, error=error) for r in requests))
 
 
-def _running_async_library() -> str | None:
+def running_async_library() -> str | None:
+    """``"asyncio"`` or ``"trio"`` when called inside that event loop, else ``None``."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
-import sniffio
 
 from .._ids import new_id
+from ..chat._chat import running_async_library
 from ..chat._context import reset_current_agent, set_current_agent
 from ..chat._stream import stream_request
 from ..chat._types import (
@@ -288,10 +288,7 @@ class Agent:
 
     def run_sync(self, task: str, *, usage_limits: UsageLimits | None = None) -> AgentResult:
         """Blocking :meth:`run` for scripts; refuses to run inside an event loop."""
-        try:
-            library = sniffio.current_async_library()
-        except sniffio.AsyncLibraryNotFoundError:
-            library = None
+        library = running_async_library()
         if library is not None:
             raise RuntimeError(
                 f"run_sync() cannot be called from a running {library} event loop; "
