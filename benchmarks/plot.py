@@ -26,7 +26,7 @@ def plot(results: dict[str, Any], out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    fig, ax = plt.subplots(figsize=(7.5, 5.6), dpi=120)
     fanout = results["summary"]["fanout"]
     for contender in results["contenders"]:
         key = contender["key"]
@@ -62,7 +62,7 @@ def plot(results: dict[str, Any], out: Path) -> Path:
         fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)

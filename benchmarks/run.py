@@ -74,6 +74,27 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
     return msgspec.structs.replace(base, **changes)  # type: ignore[arg-type]
 
 
+def source_revision() -> str:
+    """The measured checkout's commit (``DEPUTY_BENCH_SOURCE`` overrides, e.g. for an
+    exported snapshot without ``.git``)."""
+    import os
+    import subprocess
+
+    if os.environ.get("DEPUTY_BENCH_SOURCE"):
+        return os.environ["DEPUTY_BENCH_SOURCE"]
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip()
+
+
 def readme_block(results: dict[str, Any]) -> str:
     """The generated README section: run facts, versions, tables and target checks."""
     meta = results["meta"]
@@ -85,7 +106,8 @@ def readme_block(results: dict[str, Any]) -> str:
         f"Run {meta['started_utc']} ({meta['mode']} mode, {meta['seconds']:.0f} s): "
         f"{meta['implementation']} {meta['python']} on {meta['platform']}, "
         f"{meta['cpu_count']} CPUs; {config['reps']} repetitions (memory: "
-        f"{config['memory_reps']}), each in a fresh worker process.",
+        f"{config['memory_reps']}), each in a fresh worker process; source "
+        f"{meta.get('source', 'unknown')}.",
         "",
         f"Versions measured: {versions}.",
         "",
@@ -137,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = run_benchmarks(config, contenders, progress)
     results["meta"]["mode"] = "quick" if args.quick else "full"
+    results["meta"]["source"] = source_revision()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or RESULTS / f"{'quick' if args.quick else 'full'}-{stamp}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
