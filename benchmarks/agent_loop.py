@@ -228,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results = run_benchmarks(config, specs, lambda line: print(line, file=sys.stderr, flush=True))
     results["meta"]["benchmark"] = "agent_loop"
+    from run import source_revision, update_readme
+
+    results["meta"]["source"] = source_revision()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = (
         args.out
@@ -240,13 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {error['error']}")
     print(f"results: {out}", file=sys.stderr)
     if args.update_readme:
-        from run import update_readme
-
         meta = results["meta"]
         block = (
             f"Run {meta['started_utc']} ({meta['seconds']:.0f} s): {meta['implementation']} "
             f"{meta['python']}, {meta['cpu_count']} CPUs; {reps} repetitions, each in a fresh "
-            f"worker process.\n\n{table(results, markdown=True)}"
+            f"worker process; source {meta['source']}.\n\n{table(results, markdown=True)}"
         )
         update_readme(block, "<!-- agent-loop:start -->", "<!-- agent-loop:end -->")
     return 1 if results["errors"] else 0

@@ -152,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results = run_benchmarks(config, specs, lambda line: print(line, file=sys.stderr, flush=True))
     results["meta"]["benchmark"] = "discovery"
+    from run import source_revision, update_readme
+
+    results["meta"]["source"] = source_revision()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     mode = "quick" if args.quick else "full"
     out = args.out or HERE / "results" / f"discovery-{mode}-{stamp}.json"
@@ -161,13 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     for error in results["errors"]:
         print(f"ERROR: {error['error']}")
     if args.update_readme:
-        from run import update_readme
-
         meta = results["meta"]
         block = (
             f"Run {meta['started_utc']} ({meta['seconds']:.0f} s): {meta['implementation']} "
             f"{meta['python']}, {meta['cpu_count']} CPUs; {reps} repetitions, each in a fresh "
-            f"worker process.\n\n{table(results, markdown=True)}"
+            f"worker process; source {meta['source']}.\n\n{table(results, markdown=True)}"
         )
         update_readme(block, "<!-- discovery:start -->", "<!-- discovery:end -->")
     return 1 if results["errors"] else 0
