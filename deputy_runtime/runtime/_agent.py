@@ -259,8 +259,12 @@ class Agent:
         return f"{self._base_prompt}\n\n{section}" if self._base_prompt else section
 
     def interrupt(self, reason: str = "interrupted") -> None:
-        """Ask the active run to stop at its next boundary (before a request or tool call)."""
-        self._interrupt_reason = reason
+        """Ask the active run to stop at its next boundary (before a request or tool call).
+
+        Does nothing when no run is active: an interrupt never carries over to a later run.
+        """
+        if self._active:
+            self._interrupt_reason = reason
 
     # -- running -------------------------------------------------------------------------
 
@@ -528,6 +532,15 @@ class Agent:
                 return ContentToolResult(call.id, error=f"Run stopped by hook: {decision.reason}")
             if decision is not None and decision.decision == "deny":
                 return ContentToolResult(call.id, error=f"Denied by hook: {decision.reason}")
+            if self.governance is not None:
+                # Hooks may await (a person, a policy service); the lead may have been
+                # narrowed meanwhile, so its live permissions are checked once more.
+                late = self.governance.lead_permissions().check_static(tool, call.arguments)
+                if late is not None:
+                    return ContentToolResult(
+                        call.id,
+                        error=f"Permission denied: {late.reason} (lead's current permissions)",
+                    )
         return await self._execute(run, tool, call, call_id)
 
     async def _check_permission(

@@ -109,6 +109,7 @@ class Delegation:
     __slots__ = (
         "admitted_at",
         "agent_id",
+        "cancel_reason",
         "child",
         "cleanup",
         "cleanup_error",
@@ -163,6 +164,7 @@ class Delegation:
         self.child: Agent | None = None
         self.reservation: Reservation | None = None
         self.lease_key: str | None = None
+        self.cancel_reason: str | None = None
         self.cleanup: Callable[[], Any] | None = None
         self.settled = False
 
@@ -343,12 +345,13 @@ async def _owned_tools(
     made = policy.resources(child, definition, context)
     if inspect.isawaitable(made):
         made = await made
-    if isinstance(made, DelegationResources):
-        d.cleanup = made.cleanup  # from here on, cleanup runs exactly once
     if not isinstance(made, DelegationResources):
         raise DelegationBindingError(
             f"The resource factory must return DelegationResources, got {type(made).__name__}."
         )
+    # From here on the cleanup runs exactly once, even if what was returned is invalid.
+    d.cleanup = made.cleanup
+    made.validate()
     after = (child.get_tools(), child.permissions, _hook_snapshot(child))
     if after != before or child.last_result is not None:
         raise DelegationBindingError(
@@ -430,8 +433,12 @@ def settle(d: Delegation, meter: Meter | None, failed: BaseException | None) -> 
         meter.add_external(d.usage)
 
 
-async def release_binding(d: Delegation) -> None:
-    """Free the exclusive lease and run owned cleanup once, shielded from cancellation."""
+async def release_binding(d: Delegation, *, cancelled: bool = False) -> None:
+    """Free the exclusive lease and run owned cleanup once, shielded from cancellation.
+
+    While the delegation is being cancelled an async cleanup gets a deadline, so it
+    cannot hang the host's shutdown; otherwise it runs to completion.
+    """
     if d.lease_key is not None:
         release_lease(d.lease_key, d)
         d.lease_key = None
@@ -442,7 +449,7 @@ async def release_binding(d: Delegation) -> None:
         try:
             done = cleanup()
             if inspect.isawaitable(done):
-                with anyio.move_on_after(_SHIELDED_SECONDS) as scope:
+                with anyio.move_on_after(_SHIELDED_SECONDS if cancelled else None) as scope:
                     await done
                 if scope.cancelled_caught:
                     d.cleanup_error = f"cleanup did not finish within {_SHIELDED_SECONDS:g} s"

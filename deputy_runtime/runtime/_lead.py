@@ -99,7 +99,7 @@ class LeadAgent(Agent):
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
         self._definitions: dict[str, AgentDefinition] = {}
         self._records: list[Delegation] = []
-        self._active_children: dict[str, Agent] = {}
+        self._running: dict[str, Delegation] = {}  # admitted and not yet settled
         self._own_tools = tuple(tools)
         self._delegate_tool = _delegate_tool(())
         super().__init__(
@@ -193,17 +193,22 @@ class LeadAgent(Agent):
     # -- interrupts --------------------------------------------------------------------------
 
     def interrupt(self, reason: str = "interrupted") -> None:
-        """Stop the lead and every active subagent at their next boundary."""
+        """Stop the lead and every unsettled subagent at their next boundary."""
         super().interrupt(reason)
-        for child in tuple(self._active_children.values()):
-            child.interrupt(reason)
+        for delegation_id in tuple(self._running):
+            self.interrupt_subagent(delegation_id, reason)
 
     def interrupt_subagent(self, delegation_id: str, reason: str = "interrupted") -> bool:
-        """Stop one active subagent at its next boundary; ``False`` if it is not active."""
-        child = self._active_children.get(delegation_id)
-        if child is None:
+        """Stop one subagent at its next boundary (or before it starts, if it has not).
+
+        ``False`` when no unsettled delegation has that id.
+        """
+        d = self._running.get(delegation_id)
+        if d is None:
             return False
-        child.interrupt(reason)
+        d.cancel_reason = d.cancel_reason or reason
+        if d.child is not None:
+            d.child.interrupt(reason)
         return True
 
     # -- the delegate tool ----------------------------------------------------------------
@@ -247,15 +252,17 @@ class LeadAgent(Agent):
             delegation_id=delegation_id,
         )
         self._records.append(d)
+        self._running[d.delegation_id] = d
         failed: BaseException | None = None
         try:
             d.reservation = run.meter.reserve_child(definition.max_requests)
+            self._announce(run.emit, d)
             try:
                 child = await build_subagent(self, d, d.reservation.limits)
             except Exception:
                 d.stop_reason = "setup_error"
                 raise
-            if await self._start(run.emit, d):
+            if await self._start(d):
                 d.result = await child._run(
                     first_message(definition, brief),
                     usage_limits=d.reservation.limits,
@@ -267,19 +274,15 @@ class LeadAgent(Agent):
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self._active_children.pop(d.delegation_id, None)
+            self._running.pop(d.delegation_id, None)
             settle(d, run.meter, failed)
-            await self._finish_delegation(run.emit, d, cancelled=failed is not None)
+            await self._finish_delegation(run.emit, d, cancelled=_is_cancel(failed))
         if d.status == "failed":
             raise ToolRejection(f"Subagent '{definition.name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
 
-    async def _start(self, emit: EventSink | None, d: Delegation) -> bool:
-        """Mark running, announce, fire SubagentStart; ``False`` if it must not start."""
-        d.status = "running"
-        d.started_at = _now()
-        assert d.child is not None
-        self._active_children[d.delegation_id] = d.child
+    def _announce(self, emit: EventSink | None, d: Delegation) -> None:
+        """Emit DelegationStart (admitted, budget reserved): every DelegationEnd has one."""
         if emit is not None:
             emit(
                 DelegationStart(
@@ -289,12 +292,17 @@ class LeadAgent(Agent):
                     tool_call_id=d.tool_call_id,
                 )
             )
+
+    async def _start(self, d: Delegation) -> bool:
+        """Mark running and fire SubagentStart; ``False`` if it must not start after all."""
+        d.status = "running"
+        d.started_at = _now()
         if self.hooks.has(HookEvent.SubagentStart):
             await self.hooks.dispatch(
                 hook_input(self, d, HookEvent.SubagentStart, status="running"),
                 d.hook_errors,
             )
-        return self._interrupt_reason is None and d.child._interrupt_reason is None
+        return self._interrupt_reason is None and d.cancel_reason is None
 
     async def _finish_delegation(
         self, emit: EventSink | None, d: Delegation, *, cancelled: bool = False
@@ -324,7 +332,7 @@ class LeadAgent(Agent):
         # Shielded so cleanup and the stop hook run even when the delegation is being
         # cancelled; then (only then) the hook gets a deadline, so it cannot hang shutdown.
         with anyio.CancelScope(shield=True):
-            await release_binding(d)
+            await release_binding(d, cancelled=cancelled)
             if stop_hooks:
                 with anyio.move_on_after(_SHIELDED_SECONDS if cancelled else None) as scope:
                     await self.hooks.dispatch(
@@ -367,6 +375,10 @@ class LeadAgent(Agent):
         return await parallel_delegate(
             self, tasks, max_active=max_active, usage_limits=usage_limits, on_event=on_event
         )
+
+
+def _is_cancel(exc: BaseException | None) -> bool:
+    return exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
 
 
 def _now() -> float:

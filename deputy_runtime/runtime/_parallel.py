@@ -27,7 +27,7 @@ from ._delegation import (
     new_delegation,
     settle,
 )
-from ._events import EventSink
+from ._events import EventSink, GuardedSink
 from ._runstate import AgentResult
 from ._usage import Meter, UsageLimits
 
@@ -109,7 +109,7 @@ async def parallel_delegate(
     if lead._active:
         raise RunActiveError(f"Agent {lead.name or lead.agent_id} already has an active run")
     lead._active = True
-    lead._interrupt_reason = None
+    sink = GuardedSink(on_event) if on_event is not None else None
     run_id = new_id("run")
     meter = Meter(usage_limits or lead.usage_limits)
     batch = [
@@ -119,13 +119,16 @@ async def parallel_delegate(
     lead._records.extend(batch)
     try:
         await _prepare(lead, batch)
-        stop_reason = await _dispatch(lead, batch, meter, max_active, on_event)
+        stop_reason = await _dispatch(lead, batch, meter, max_active, sink)
     finally:
         lead._active = False
+        lead._interrupt_reason = None  # an interrupt ends with the batch it stopped
     result = _aggregate(lead, batch, meter, run_id, stop_reason)
     lead.last_result = result.run
     if stop_reason.endswith("_limit") and meter.limits.on_exceed == "error":
         lead._raise_limit(result.run)
+    if sink is not None and sink.error is not None:
+        raise sink.error
     return result
 
 
@@ -159,8 +162,10 @@ async def _dispatch(
 
     async def respond(d: Delegation) -> None:
         failed: BaseException | None = None
+        lead._running[d.delegation_id] = d
         try:
-            if await lead._start(on_event, d):
+            lead._announce(on_event, d)
+            if await lead._start(d):
                 assert d.child is not None
                 assert d.reservation is not None
                 d.result = await d.child._run(
@@ -176,9 +181,11 @@ async def _dispatch(
             if not isinstance(exc, Exception):
                 raise
         finally:
-            lead._active_children.pop(d.delegation_id, None)
+            lead._running.pop(d.delegation_id, None)
             settle(d, meter, failed)
-            await lead._finish_delegation(on_event, d)
+            await lead._finish_delegation(
+                on_event, d, cancelled=isinstance(failed, anyio.get_cancelled_exc_class())
+            )
             slots.release()
 
     try:
@@ -203,31 +210,50 @@ async def _dispatch(
     return stop[0] if stop else _batch_reason(batch)
 
 
+# Budget fields a responder needs something of before it can make its one request.
+_SHARED_FIELDS = (
+    ("max_requests", "request_limit"),
+    ("max_input_tokens", "input_token_limit"),
+    ("max_output_tokens", "output_token_limit"),
+    ("max_total_tokens", "total_token_limit"),
+    ("max_cost_usd", "cost_limit"),
+)
+
+
 def _dispatch_blocker(lead: LeadAgent, meter: Meter) -> str | None:
-    """Why the next responder must not start: an interrupt or an exhausted budget."""
+    """Why the next responder must not start: an interrupt or an exhausted budget.
+
+    What running responders have reserved counts too, so no responder is ever started
+    with a zero share of anything it needs.
+    """
     if lead._interrupt_reason is not None:
         return "interrupted"
     reached = meter.exceeded(reaching=True)
     if reached is not None:
         return reached
-    # Requests reserved by running responders count too: never start one with nothing.
-    remaining = meter._remaining("max_requests")
-    if remaining is not None and remaining < 1:
-        return "request_limit"
+    for field, reason in _SHARED_FIELDS:
+        remaining = meter._remaining(field)
+        if remaining is not None and remaining <= 0:
+            return reason
     return None
 
 
 def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Any:
-    """One request, and an equal share of what is left of tokens and cost."""
+    """One request, and a share of what is left of tokens and cost.
+
+    Shares round up, so the first responders take the remainder and a budget smaller
+    than the number of slots still lets some of them run; the meter caps each share at
+    what is left, so the batch never exceeds its limits.
+    """
     limits = meter.limits
     requests = min(1, d.definition.max_requests if d.definition.max_requests is not None else 1)
     shares: dict[str, Any] = {"max_requests": requests, "max_tool_calls": 0}
-    for field in ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd"):
+    for field, _ in _SHARED_FIELDS[1:]:
         remaining = meter._remaining(field)
         if remaining is None:
             continue
         share = remaining / parts
-        shares[field] = share if field == "max_cost_usd" else math.floor(share)
+        shares[field] = share if field == "max_cost_usd" else math.ceil(share)
     return meter.reserve_child(requests, UsageLimits(**shares, on_exceed=limits.on_exceed))
 
 

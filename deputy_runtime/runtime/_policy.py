@@ -66,13 +66,19 @@ class DelegationResources(msgspec.Struct, frozen=True):
     cleanup: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
-        tools = tuple(self.tools)
-        for t in tools:
+        # No validation here: this runs inside the host's factory, and raising there would
+        # lose the cleanup of whatever the factory opened. The runtime calls validate()
+        # after it has taken the cleanup.
+        if not isinstance(self.tools, tuple):
+            msgspec.structs.force_setattr(self, "tools", tuple(self.tools))
+
+    def validate(self) -> None:
+        """Raise DelegationBindingError unless tools are Tools and cleanup is callable."""
+        for t in self.tools:
             if not isinstance(t, Tool):
                 raise DelegationBindingError(
                     f"DelegationResources.tools must contain Tool objects, got {type(t).__name__}"
                 )
-        msgspec.structs.force_setattr(self, "tools", tools)
         if self.cleanup is not None and not callable(self.cleanup):
             raise DelegationBindingError("DelegationResources.cleanup must be callable or None")
 

@@ -158,8 +158,8 @@ def _random_hooks(rng: random.Random, lead: LeadAgent) -> None:
             await anyio.sleep(0)
         if rng.random() < 0.03:
             raise RuntimeError("start hook failed")
-        if rng.random() < 0.03 and lead._active_children:
-            lead.interrupt_subagent(rng.choice(list(lead._active_children)))
+        if rng.random() < 0.03 and lead._running:
+            lead.interrupt_subagent(rng.choice(list(lead._running)))
 
     async def on_stop(h: Any) -> None:
         await anyio.sleep(0)
@@ -235,7 +235,7 @@ async def test_thousand_random_delegations_leave_nothing_behind(
         factory.assert_exactly_once()
     for lead, stats in finished:
         _check_lead(lead, stats, seed)
-        assert lead._active_children == {}, seed
+        assert lead._running == {}, seed
         assert not lead._active, seed
     statuses = [r.status for lead, _ in finished for r in lead.list_subagents()]
     # the run really exercised every path

@@ -83,7 +83,7 @@ def test_parallel_batches_respect_slots_and_budgets(
         if status == "not_started":
             assert res is None
     assert not lead._active
-    assert lead._active_children == {}
+    assert lead._running == {}
     if (max_requests is None or max_requests >= len(tasks)) and max_tokens is None:
         assert result.statuses == ("completed",) * len(tasks)
         assert result.run.stop_reason == "complete"
