@@ -14,7 +14,7 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +93,29 @@ class Agent:
     each run uses. ``working_dir`` (default: the current directory) bounds the default
     permissions' write root.
     """
+
+    # Slots: a fan-out keeps one subagent per in-flight delegation alive.
+    __slots__ = (
+        "__weakref__",
+        "_active",
+        "_base_prompt",
+        "_hidden",
+        "_interrupt_reason",
+        "_pending_config",
+        "_permissions",
+        "_session_started",
+        "_skills",
+        "_specs",
+        "_tools",
+        "agent_id",
+        "chat",
+        "governance",
+        "hooks",
+        "last_result",
+        "name",
+        "usage_limits",
+        "working_dir",
+    )
 
     def __init__(
         self,
@@ -187,7 +210,8 @@ class Agent:
         self._session_started = False
         self._pending_config: list[HookInput] = []
         self.last_result: AgentResult | None = None
-        self.set_tools(tools)
+        if tools or skills:
+            self.set_tools(tools)
 
     # -- configuration -----------------------------------------------------------------
 
@@ -241,7 +265,8 @@ class Agent:
 
     def _set_delegated_tools(self, tools: Iterable[Tool], disallowed: Iterable[str] | None) -> None:
         """A subagent's tools, minus ``disallowed`` from every source (skills included)."""
-        self._hidden = frozenset(normalize_tool_name(n) for n in disallowed or ())
+        if disallowed:
+            self._hidden = frozenset(normalize_tool_name(n) for n in disallowed)
         self.set_tools(tools)
 
     def get_tools(self) -> tuple[Tool, ...]:
@@ -500,7 +525,19 @@ class Agent:
     async def _tool_call(
         self, run: RunState, call: ContentToolRequest, slot: bool
     ) -> ContentToolResult:
+        """One requested call: the gate (limits, permissions, hooks), then the tool."""
         call_id = call.id or new_id("tool")
+        gated = await self._gate(run, call, call_id, slot)
+        if isinstance(gated, ContentToolResult):
+            return gated
+        # The gate's frame is gone while the tool runs: a fan-out of long delegations
+        # keeps one frame less per call alive.
+        return await self._execute(run, gated, call, call_id)
+
+    async def _gate(
+        self, run: RunState, call: ContentToolRequest, call_id: str, slot: bool
+    ) -> Tool | ContentToolResult:
+        """The tool to run, or the error result that refuses the call."""
         if not slot:
             run.stop_reason = run.stop_reason or "tool_call_limit"
             return ContentToolResult(
@@ -541,7 +578,7 @@ class Agent:
                         call.id,
                         error=f"Permission denied: {late.reason} (lead's current permissions)",
                     )
-        return await self._execute(run, tool, call, call_id)
+        return tool
 
     async def _check_permission(
         self,
@@ -657,16 +694,16 @@ class Agent:
             )
         return ContentToolResult(call.id, value=value, error=error)
 
-    async def _invoke(
+    def _invoke(
         self,
         run: RunState,
         tool: Tool,
         call: ContentToolRequest,
         call_id: str,
         delegation_id: str | None,
-    ) -> Any:
-        """Run one tool; LeadAgent overrides this for its delegate tool."""
-        return await invoke_tool(tool, call.arguments)
+    ) -> Awaitable[Any]:
+        """The awaitable that runs one tool; LeadAgent overrides it for its delegate tool."""
+        return invoke_tool(tool, call.arguments)
 
     def _call_delegation_id(self, tool_name: str) -> str | None:
         """A fresh delegation id when ``tool_name`` starts a delegation (LeadAgent)."""
@@ -726,17 +763,17 @@ class Agent:
     # -- finishing -------------------------------------------------------------------------
 
     def _ids(self, run: RunState) -> dict[str, Any]:
-        gov = self.governance
-        if gov is None:
-            return {"agent_id": self.agent_id, "agent_name": self.name, "run_id": run.run_id}
-        return {
-            "agent_id": self.agent_id,
-            "agent_name": self.name,
-            "run_id": run.run_id,
-            "delegation_id": gov.delegation_id,
-            "parent_agent_id": gov.parent_agent_id,
-            "parent_run_id": gov.parent_run_id,
-        }
+        """The id fields every event of this run carries (built once per run)."""
+        ids = run.ids
+        if ids is None:
+            gov = self.governance
+            ids = {"agent_id": self.agent_id, "agent_name": self.name, "run_id": run.run_id}
+            if gov is not None:
+                ids["delegation_id"] = gov.delegation_id
+                ids["parent_agent_id"] = gov.parent_agent_id
+                ids["parent_run_id"] = gov.parent_run_id
+            run.ids = ids
+        return ids
 
     def _finish(self, run: RunState, error: BaseException | None) -> AgentResult:
         """Close open tool calls, store turns, emit usage and stop; never awaits."""

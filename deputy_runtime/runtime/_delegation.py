@@ -237,7 +237,7 @@ async def build_subagent(
     permissions = lead.permissions.ceiling(
         definition.permission_mode, definition.disallowed_tools or ()
     )
-    context = d.context(lead.delegation_scope, str(lead.working_dir))
+    context = _LazyContext(d, lead)
     chat = _subagent_chat(lead, definition, context)
     skills = _load_skills(definition.skills)
     child = Agent._for_delegation(
@@ -253,7 +253,7 @@ async def build_subagent(
             parent_run_id=d.parent_run_id,
             lead_permissions=lambda: lead.permissions,
             lead_hooks=lead.hooks,
-            forwarded=policy.forwarded_events,
+            forwarded=lead._forwarded,
         ),
         agent_id=d.agent_id,
     )
@@ -274,14 +274,29 @@ async def build_subagent(
     return child
 
 
-def _subagent_chat(
-    lead: LeadAgent, definition: AgentDefinition, context: DelegationContext
-) -> Chat:
+class _LazyContext:
+    """The DelegationContext, built only if a host callback asks for it (hot path)."""
+
+    __slots__ = ("_d", "_lead", "_value")
+
+    def __init__(self, d: Delegation, lead: LeadAgent) -> None:
+        self._d = d
+        self._lead = lead
+        self._value: DelegationContext | None = None
+
+    def get(self) -> DelegationContext:
+        if self._value is None:
+            lead = self._lead
+            self._value = self._d.context(lead.delegation_scope, str(lead.working_dir))
+        return self._value
+
+
+def _subagent_chat(lead: LeadAgent, definition: AgentDefinition, context: _LazyContext) -> Chat:
     """The subagent's chat per the policy factory or the definition's model rule."""
     system_prompt = _system_prompt(definition)
     factory = lead.delegation_policy.chat
     if factory is not None:
-        made = factory(definition, context)
+        made = factory(definition, context.get())
         if not isinstance(made, Chat):
             raise DelegationBindingError(
                 f"DelegationPolicy.chat must return a Chat, got {type(made).__name__}"
@@ -332,7 +347,7 @@ async def _owned_tools(
     child: Agent,
     definition: AgentDefinition,
     skill_tools: tuple[Tool, ...],
-    context: DelegationContext,
+    context: _LazyContext,
     d: Delegation,
 ) -> tuple[Tool, ...]:
     if definition.tools or skill_tools:
@@ -342,7 +357,7 @@ async def _owned_tools(
         )
     assert policy.resources is not None
     before = (child.get_tools(), child.permissions, _hook_snapshot(child))
-    made = policy.resources(child, definition, context)
+    made = policy.resources(child, definition, context.get())
     if inspect.isawaitable(made):
         made = await made
     if not isinstance(made, DelegationResources):
@@ -374,7 +389,7 @@ def _without_disallowed(
 
 
 def _bind_human_input(
-    policy: DelegationPolicy, tools: tuple[Tool, ...], context: DelegationContext, name: str
+    policy: DelegationPolicy, tools: tuple[Tool, ...], context: _LazyContext, name: str
 ) -> tuple[Tool, ...]:
     if not any(normalize_tool_name(t.name) == ASK_USER_TOOL_NAME for t in tools):
         return tools
@@ -385,7 +400,7 @@ def _bind_human_input(
         )
     from ..tools._ask_user import ask_user_tool
 
-    bound = ask_user_tool(policy.human_input, context)
+    bound = ask_user_tool(policy.human_input, context.get())
     return tuple(bound if normalize_tool_name(t.name) == ASK_USER_TOOL_NAME else t for t in tools)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -74,6 +74,17 @@ class LeadAgent(Agent):
     how they get tools.
     """
 
+    __slots__ = (
+        "_definitions",
+        "_delegate_tool",
+        "_forwarded",
+        "_own_tools",
+        "_records",
+        "_running",
+        "delegation_policy",
+        "delegation_scope",
+    )
+
     def __init__(
         self,
         chat: Chat,
@@ -96,6 +107,7 @@ class LeadAgent(Agent):
         if delegation_scope is not None and not isinstance(delegation_scope, Mapping):
             raise TypeError("delegation_scope must be a mapping or None")
         self.delegation_policy = delegation_policy
+        self._forwarded = delegation_policy.forwarded_events  # computed once, shared
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
         self._definitions: dict[str, AgentDefinition] = {}
         self._records: list[Delegation] = []
@@ -213,18 +225,19 @@ class LeadAgent(Agent):
 
     # -- the delegate tool ----------------------------------------------------------------
 
-    async def _invoke(
+    def _invoke(
         self,
         run: RunState,
         tool: Tool,
         call: Any,
         call_id: str,
         delegation_id: str | None,
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        # A plain function returning the coroutine: one frame less per in-flight call.
         if tool is not self._delegate_tool or delegation_id is None:
-            return await invoke_tool(tool, call.arguments)
+            return invoke_tool(tool, call.arguments)
         arguments = tool_validator(tool)(call.arguments)
-        return await self._delegate(run, arguments, call_id, delegation_id)
+        return self._delegate(run, arguments, call_id, delegation_id)
 
     def _call_delegation_id(self, tool_name: str) -> str | None:
         # Minted when the call is seen, so tool_start/tool_end and the record share it.

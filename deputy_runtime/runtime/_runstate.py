@@ -93,6 +93,7 @@ class RunState:
     __slots__ = (
         "emit",
         "hook_errors",
+        "ids",
         "limits",
         "meter",
         "requests",
@@ -109,6 +110,7 @@ class RunState:
         self.turns: list[Turn] = []
         self.hook_errors: list[str] = []
         self.requests = 0
+        self.ids: dict[str, Any] | None = None  # event id fields, built on first use
         # Set by a tool call (hook stop, tool-call limit, permission interrupt); the loop
         # stops after the current turn's tool calls are answered.
         self.stop_reason: str | None = None

@@ -38,6 +38,9 @@ StopReason: TypeAlias = Literal[
     "error",
 ]
 
+_NO_RESERVATIONS: dict[str, float] = {}  # shared, never written: see Meter._hold
+_NO_RESERVATION_SET: frozenset[Reservation] = frozenset()
+
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 
 _INT_MAX = 2**31 - 1
@@ -168,8 +171,11 @@ class Meter:
         self.cached_input_tokens = 0
         self.cost_usd = 0.0
         self.cost_reported = False
-        self.reservations: set[Reservation] = set()
-        self.reserved: dict[str, float] = dict.fromkeys((field for field, _ in _LIMIT_FIELDS), 0.0)
+        # Live reservations; a shared empty frozenset until the first one (most runs,
+        # every subagent's, never reserve).
+        self.reservations: set[Reservation] | frozenset[Reservation] = _NO_RESERVATION_SET
+        # Sums of live reservations per field; most runs (every subagent's) never reserve.
+        self.reserved: dict[str, float] = _NO_RESERVATIONS
 
     # -- accounting ---------------------------------------------------------------------
 
@@ -264,7 +270,7 @@ class Meter:
         limit: float | None = getattr(self.limits, field)
         if limit is None:
             return None
-        remaining: float = max(0, limit - self._used(field) - self.reserved[field])
+        remaining: float = max(0, limit - self._used(field) - self.reserved.get(field, 0.0))
         # Costs are floats: round away representation noise so 0.3 - 0.1 - 0.2 is 0.
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
@@ -300,6 +306,8 @@ class Meter:
         )
         reservation = Reservation(limits)
         self._hold(reservation, 1)
+        if not isinstance(self.reservations, set):
+            self.reservations = set()
         self.reservations.add(reservation)
         return reservation
 
@@ -307,11 +315,14 @@ class Meter:
         """Release a reservation; a second release does nothing."""
         if not reservation.released:
             reservation.released = True
-            self.reservations.discard(reservation)
+            if isinstance(self.reservations, set):
+                self.reservations.discard(reservation)
             self._hold(reservation, -1)
 
     def _hold(self, reservation: Reservation, sign: int) -> None:
         # Running sums keep a reservation O(1) however many delegations are in flight.
+        if self.reserved is _NO_RESERVATIONS:
+            self.reserved = dict.fromkeys((field for field, _ in _LIMIT_FIELDS), 0.0)
         reserved = self.reserved
         for field, _ in _LIMIT_FIELDS:
             value = getattr(reservation.limits, field)
