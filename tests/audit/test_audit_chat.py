@@ -19,7 +19,12 @@ from loopback import LoopbackServer, Reply
 from deputy_runtime.chat import Chat, ScriptedProvider, Usage, chat
 from deputy_runtime.chat._http import RetryPolicy
 from deputy_runtime.chat._scripted import reply
-from deputy_runtime.errors import AuthenticationError, RateLimitError
+from deputy_runtime.errors import (
+    AuthenticationError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -109,6 +114,56 @@ async def test_retry_budget_smaller_than_retry_after_gives_up_after_one_request(
         assert len(server.requests) == 1
     assert info.value.status == 429
     assert "slow down" in str(info.value)
+    assert conversation.get_turns() == []
+
+
+ANTHROPIC_OK = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude",
+    "content": [{"type": "text", "text": "Hi!"}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 5, "output_tokens": 2},
+}
+
+
+def _http_chat(kind: str, server: LoopbackServer, **kw: Any) -> Chat:
+    kw.setdefault("retry", FAST)
+    spec = "openai/m" if kind == "openai" else "anthropic/m"
+    return chat(spec, base_url=server.url + "/v1", api_key=KEY, **kw)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("status", [408, 409, 504])
+async def test_408_409_504_are_retried_then_succeed(kind: str, status: int) -> None:
+    # Issue 3 lists 408 and 409 among the retried statuses; no other test sends them.
+    ok = OPENAI_OK if kind == "openai" else ANTHROPIC_OK
+    failed = Reply.json({"error": {"message": f"try again ({status})", "type": "x"}}, status)
+    with LoopbackServer([failed, Reply.json(ok)]) as server:
+        conversation = _http_chat(kind, server)
+        assert await conversation.chat_async("hello") == "Hi!"
+        assert len(server.requests) == 2
+        assert server.requests[0].body == server.requests[1].body  # the same request again
+    assert [turn.role for turn in conversation.get_turns()] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(408, ProviderTimeoutError), (409, ProviderError), (504, ProviderTimeoutError)],
+)
+async def test_retried_statuses_exhausted_raise_the_typed_error(
+    status: int, error: type[ProviderError]
+) -> None:
+    failed = Reply.json({"error": {"message": "still busy", "type": "x"}}, status)
+    with LoopbackServer([failed] * 3) as server:
+        conversation = _http_chat("openai", server, max_retries=2)
+        with pytest.raises(error) as info:
+            await conversation.chat_async("hello")
+        assert len(server.requests) == 3
+    assert type(info.value) is error
+    assert info.value.status == status
+    assert "still busy" in str(info.value)
     assert conversation.get_turns() == []
 
 
