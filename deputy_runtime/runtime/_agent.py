@@ -10,7 +10,6 @@ The same class runs the lead and every subagent; a subagent additionally carries
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import time
@@ -337,11 +336,16 @@ class Agent:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         failure: list[BaseException] = []
 
+        send_nowait = send.send_nowait
+        gone = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
         def emit(event: Event) -> None:
             # After the consumer went away (cancelled, or broke out) events have nowhere
             # to go; the run still finishes and records its result.
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                send.send_nowait(event)
+            try:  # noqa: SIM105 - suppress() would cost a context manager per event
+                send_nowait(event)
+            except gone:
+                pass
 
         async def produce() -> None:
             with send:

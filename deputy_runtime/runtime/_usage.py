@@ -56,6 +56,9 @@ _LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
+_FIELD_NAMES: tuple[str, ...] = tuple(field for field, _ in _LIMIT_FIELDS)
+
+
 def _check_count(name: str, value: object) -> None:
     if value is None:
         return
@@ -283,8 +286,9 @@ class Meter:
         further capped by the definition's value. ``overrides`` (host-given limits) can
         only tighten the result.
         """
-        values: dict[str, float | int | None] = {}
-        for field, _ in _LIMIT_FIELDS:
+        values: dict[str, float | int | None] = dict.fromkeys(_FIELD_NAMES)
+        # Only fields the run limits (or the overrides) set can be set for the child.
+        for field in _FIELD_NAMES if overrides is not None else self._limited_fields():
             remaining = self._remaining(field)
             if remaining is not None and field != "max_cost_usd":
                 remaining = int(remaining)
@@ -310,6 +314,10 @@ class Meter:
             self.reservations = set()
         self.reservations.add(reservation)
         return reservation
+
+    def _limited_fields(self) -> tuple[str, ...]:
+        limits = self.limits
+        return tuple(f for f in _FIELD_NAMES if getattr(limits, f) is not None)
 
     def release(self, reservation: Reservation) -> None:
         """Release a reservation; a second release does nothing."""
