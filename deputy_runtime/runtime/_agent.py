@@ -10,7 +10,6 @@ The same class runs the lead and every subagent; a subagent additionally carries
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Iterable, Sequence
@@ -46,6 +45,7 @@ from ..tools._invoke import invoke_tool
 from ..tools._tool import Tool
 from ._events import (
     Event,
+    EventChannel,
     EventSink,
     GuardedSink,
     ModelRequestEvent,
@@ -333,50 +333,32 @@ class Agent:
         Breaking out early cancels the run; wrap the iterator in
         ``contextlib.aclosing`` so that happens promptly.
         """
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        channel = EventChannel()
         failure: list[BaseException] = []
 
-        send_nowait = send.send_nowait
-        gone = (anyio.BrokenResourceError, anyio.ClosedResourceError)
-
-        def emit(event: Event) -> None:
-            # After the consumer went away (cancelled, or broke out) events have nowhere
-            # to go; the run still finishes and records its result.
-            try:  # noqa: SIM105 - suppress() would cost a context manager per event
-                send_nowait(event)
-            except gone:
-                pass
-
         async def produce() -> None:
-            with send:
-                try:
-                    await self._run(task, usage_limits=usage_limits, emit=emit)
-                except Exception as exc:
-                    failure.append(exc)
+            try:
+                await self._run(task, usage_limits=usage_limits, emit=channel.put)
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                channel.close()
 
         closing = False
         async with anyio.create_task_group() as tg:
             tg.start_soon(produce)
-            with receive:
-                try:
-                    while True:
-                        # Drain what is queued without a checkpoint per event: a fan-out
-                        # emits thousands of events and each await would cost a loop turn.
-                        try:
-                            event = receive.receive_nowait()
-                        except anyio.WouldBlock:
-                            try:
-                                event = await receive.receive()
-                            except anyio.EndOfStream:
-                                break
-                        except anyio.EndOfStream:
-                            break
+            try:
+                while await channel.wait():
+                    # Everything queued is handed over without a checkpoint per event: a
+                    # fan-out emits thousands of events and each await would cost a turn.
+                    for event in channel.drain():
                         yield event
-                except GeneratorExit:
-                    # The consumer stopped early (aclose): cancel the run and end quietly
-                    # instead of raising GeneratorExit through the task group.
-                    closing = True
-                    tg.cancel_scope.cancel()
+            except GeneratorExit:
+                # The consumer stopped early (aclose): cancel the run and end quietly
+                # instead of raising GeneratorExit through the task group.
+                closing = True
+                channel.abandon()
+                tg.cancel_scope.cancel()
         if failure and not closing:
             raise failure[0]
 
