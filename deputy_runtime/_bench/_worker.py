@@ -27,6 +27,9 @@ __all__ = ["WorkerResult", "WorkerSpec", "load_factory", "main"]
 
 Kind = Literal["sequential", "fanout", "memory"]
 
+#: Seconds a full-size fan-out warm-up may take (estimated from the small warm-up).
+_FULL_WARMUP_MAX = 1.5
+
 
 class WorkerSpec(msgspec.Struct, frozen=True):
     """What one worker measures.
@@ -107,7 +110,12 @@ async def _time_sequential(contender: Contender, spec: WorkerSpec) -> tuple[floa
 
 async def _time_fanout(contender: Contender, spec: WorkerSpec) -> tuple[float, int]:
     warm = min(spec.n, 100)
+    start = time.perf_counter()
     check_answer(await contender.fanout(warm), warm)
+    # A full-size warm-up too (heap growth to N tasks is not the steady state), unless
+    # it would take long: slow peers at large N would double the run for little gain.
+    if spec.n > warm and (time.perf_counter() - start) * spec.n / warm <= _FULL_WARMUP_MAX:
+        check_answer(await contender.fanout(spec.n), spec.n)
     gc.collect()
     per_delegation: list[float] = []
     begin = time.perf_counter()
