@@ -313,10 +313,10 @@ async def test_permission_request_deny_replaces_the_reason_the_model_sees() -> N
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "BUG: runtime/_agent.py Agent._run raises RequestLimitExceeded/BudgetExceeded "
-        "(on_exceed='error') before it fires the Stop hooks and drains pending "
-        "ConfigChange hooks, so a run that ends at a limit in error mode never reaches "
-        "Stop hooks; with on_exceed='stop' the same run does."
+        "BUG: runtime/_agent.py Agent._run calls _raise_limit (on_exceed='error') before "
+        "it fires the Stop hooks, so a run that ends at a limit in error mode never "
+        "reaches its Stop hooks (pending ConfigChange hooks are deferred to the next "
+        "run); with on_exceed='stop' the same run fires Stop with its reason."
     ),
 )
 async def test_stop_hook_fires_when_a_limit_raises() -> None:
