@@ -9,7 +9,7 @@ step, so parallel delegations can never together be granted more than the lead h
 from __future__ import annotations
 
 import math
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 
@@ -138,11 +138,12 @@ def _add_cost(a: float | None, b: float | None) -> float | None:
 class Reservation:
     """Budget held by one running delegation; released exactly once."""
 
-    __slots__ = ("limits", "released")
+    __slots__ = ("held", "limits", "released")
 
     def __init__(self, limits: UsageLimits) -> None:
         self.limits = limits
         self.released = False
+        self.held: tuple[tuple[str, float], ...] = ()  # the (field, amount) pairs held
 
 
 class Meter:
@@ -157,6 +158,7 @@ class Meter:
         "cost_reported",
         "cost_usd",
         "input_tokens",
+        "limited",
         "limits",
         "output_tokens",
         "requests",
@@ -167,6 +169,7 @@ class Meter:
 
     def __init__(self, limits: UsageLimits) -> None:
         self.limits = limits
+        self.limited: tuple[str, ...] | None = None  # fields the limits set, on first use
         self.requests = 0
         self.tool_calls = 0
         self.input_tokens = 0
@@ -286,38 +289,38 @@ class Meter:
         further capped by the definition's value. ``overrides`` (host-given limits) can
         only tighten the result.
         """
-        values: dict[str, float | int | None] = dict.fromkeys(_FIELD_NAMES)
+        values: dict[str, Any] = {"max_requests": None}
         # Only fields the run limits (or the overrides) set can be set for the child.
-        for field in _FIELD_NAMES if overrides is not None else self._limited_fields():
+        fields = _FIELD_NAMES if overrides is not None else self._limited_fields()
+        for field in fields:
             remaining = self._remaining(field)
             if remaining is not None and field != "max_cost_usd":
                 remaining = int(remaining)
             if overrides is not None:
                 remaining = _tighter(remaining, getattr(overrides, field))
-            values[field] = remaining
+            if remaining is not None:
+                values[field] = remaining
         if max_requests is not None:
             values["max_requests"] = _tighter(values["max_requests"], max_requests)
-        limits = UsageLimits(
-            max_requests=_as_int(values["max_requests"]),
-            max_tool_calls=_as_int(values["max_tool_calls"]),
-            max_input_tokens=_as_int(values["max_input_tokens"]),
-            max_output_tokens=_as_int(values["max_output_tokens"]),
-            max_total_tokens=_as_int(values["max_total_tokens"]),
-            max_cost_usd=values["max_cost_usd"],
-            # A child that uses up its share stops (status "stopped"); only the lead's
-            # own limits raise, so the lead's model can still see what the child did.
-            on_exceed="stop",
-        )
-        reservation = Reservation(limits)
-        self._hold(reservation, 1)
+        # A child that uses up its share stops (status "stopped"); only the lead's own
+        # limits raise, so the lead's model can still see what the child did.
+        reservation = Reservation(UsageLimits(**values, on_exceed="stop"))
+        held = tuple((f, v) for f, v in values.items() if v is not None)
+        reservation.held = held
+        self._hold(held, 1)
         if not isinstance(self.reservations, set):
             self.reservations = set()
         self.reservations.add(reservation)
         return reservation
 
     def _limited_fields(self) -> tuple[str, ...]:
-        limits = self.limits
-        return tuple(f for f in _FIELD_NAMES if getattr(limits, f) is not None)
+        limited = self.limited
+        if limited is None:
+            limits = self.limits
+            limited = self.limited = tuple(
+                f for f in _FIELD_NAMES if getattr(limits, f) is not None
+            )
+        return limited
 
     def release(self, reservation: Reservation) -> None:
         """Release a reservation; a second release does nothing."""
@@ -325,17 +328,15 @@ class Meter:
             reservation.released = True
             if isinstance(self.reservations, set):
                 self.reservations.discard(reservation)
-            self._hold(reservation, -1)
+            self._hold(reservation.held, -1)
 
-    def _hold(self, reservation: Reservation, sign: int) -> None:
+    def _hold(self, held: tuple[tuple[str, float], ...], sign: int) -> None:
         # Running sums keep a reservation O(1) however many delegations are in flight.
         if self.reserved is _NO_RESERVATIONS:
-            self.reserved = dict.fromkeys((field for field, _ in _LIMIT_FIELDS), 0.0)
+            self.reserved = dict.fromkeys(_FIELD_NAMES, 0.0)
         reserved = self.reserved
-        for field, _ in _LIMIT_FIELDS:
-            value = getattr(reservation.limits, field)
-            if value is not None:
-                reserved[field] += sign * value
+        for field, value in held:
+            reserved[field] += sign * value
 
 
 def _tighter(a: float | int | None, b: float | int | None) -> float | int | None:
@@ -344,7 +345,3 @@ def _tighter(a: float | int | None, b: float | int | None) -> float | int | None
     if b is None:
         return a
     return min(a, b)
-
-
-def _as_int(value: float | int | None) -> int | None:
-    return None if value is None else int(value)
