@@ -580,6 +580,9 @@ class Agent:
         """
         result = await self._permissions.check(tool, call.arguments, context)
         denial = result if isinstance(result, PermissionDeny) else None
+        # An allow by the static rules is implied by the tool_start that follows; an
+        # allow by a callback or hook is a decision worth its own event.
+        decided = self._permissions.can_use_tool is not None
         if denial is None and self.governance is not None:
             # A subagent is also bounded by its lead's *current* permissions.
             denial = self.governance.lead_permissions().check_static(tool, call.arguments)
@@ -603,11 +606,12 @@ class Agent:
                 ),
             )
             if decision is not None:
+                decided = True
                 if decision.decision == "allow":
                     denial = None
                 elif decision.reason:
                     denial = PermissionDeny(decision.reason, denial.interrupt)
-        if run.emit is not None:
+        if run.emit is not None and (denial is not None or decided):
             run.emit(
                 PermissionEvent(
                     **self._ids(run),

@@ -103,7 +103,9 @@ class ToolEnd(_Base, frozen=True, gc=False, tag="tool_end"):
 
 
 class PermissionEvent(_Base, frozen=True, gc=False, tag="permission"):
-    """A permission decision on a tool call."""
+    """A permission decision on a tool call: every denial, and every allow that a
+    ``can_use_tool`` callback or PermissionRequest hook made. (An allow by the static
+    rules alone is implied by the ``tool_start`` that follows.)"""
 
     tool_call_id: str
     tool_name: str
