@@ -258,8 +258,11 @@ class Agent:
         if self._skills:
             from ..skills import skills_tool
 
-            for skill in self._skills:
-                yield from skill.tools
+            if self.governance is None:
+                # A subagent's skill tools come bound by its delegation (human_input,
+                # disallowed_tools), already inside ``tools``.
+                for skill in self._skills:
+                    yield from skill.tools
             yield skills_tool(self._skills)
 
     def _set_delegated_tools(self, tools: Iterable[Tool], disallowed: Iterable[str] | None) -> None:
@@ -391,11 +394,11 @@ class Agent:
             self._interrupt_reason = None
             result = self._finish(run, error)
             self.last_result = result
-        if run.limits.on_exceed == "error":
-            self._raise_limit(result)
         if self._wants(HookEvent.Stop) or self._pending_config:
             await self._drain_config(run)
             await self._fire(run, self._hook_input(HookEvent.Stop, run, reason=result.stop_reason))
+        if run.limits.on_exceed == "error":
+            self._raise_limit(result)  # after the Stop hooks: they see every run end
         return result
 
     def _wants(self, event: HookEvent) -> bool:

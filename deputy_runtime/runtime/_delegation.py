@@ -46,9 +46,7 @@ _TASK_MAX_BYTES = 1024 * 1024
 # How long settlement waits for SubagentStop hooks and cleanup while being cancelled.
 _SHIELDED_SECONDS = 10.0
 # Model parameters that would attach tools the runtime cannot govern.
-_PROVIDER_TOOL_PARAMS = frozenset(
-    {"tools", "tool_choice", "builtin_tools", "web_search_options", "server_tools"}
-)
+_PROVIDER_TOOL_PARAMS = frozenset({"tools", "builtin_tools", "web_search_options", "server_tools"})
 
 
 class Brief(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -69,9 +67,10 @@ class _FirstMessage(msgspec.Struct, frozen=True, gc=False):
 _encode = msgspec.json.Encoder().encode
 
 
-def first_message(definition: AgentDefinition, brief: Brief) -> str:
+def first_message(definition: AgentDefinition | None, brief: Brief) -> str:
     """The subagent's first (and only) user message: deputy_delegation_v1 JSON."""
-    message = _FirstMessage("deputy_delegation_v1", definition.initial_prompt, brief)
+    initial = definition.initial_prompt if definition is not None else None
+    message = _FirstMessage("deputy_delegation_v1", initial, brief)
     return _encode(message).decode()
 
 
@@ -109,6 +108,7 @@ class Delegation:
     __slots__ = (
         "admitted_at",
         "agent_id",
+        "agent_name",
         "cancel_reason",
         "child",
         "cleanup",
@@ -135,15 +135,18 @@ class Delegation:
 
     def __init__(
         self,
-        definition: AgentDefinition,
+        definition: AgentDefinition | None,
         *,
+        agent_name: str | None = None,
         delegation_id: str,
         parent_agent_id: str,
         parent_run_id: str | None,
         tool_call_id: str | None,
         task: str,
     ) -> None:
+        # None only for a delegation to an unknown agent, recorded as a setup failure.
         self.definition = definition
+        self.agent_name = definition.name if definition is not None else (agent_name or "")
         self.delegation_id = delegation_id
         self.agent_id = new_id("agent")
         self.run_id = new_id("run")
@@ -173,7 +176,7 @@ class Delegation:
         return DelegationContext(
             delegation_id=self.delegation_id,
             agent_id=self.agent_id,
-            agent_name=self.definition.name,
+            agent_name=self.agent_name,
             run_id=self.run_id,
             parent_agent_id=self.parent_agent_id,
             parent_run_id=self.parent_run_id,
@@ -186,7 +189,7 @@ class Delegation:
         """An immutable snapshot of this delegation."""
         return SubagentRecord(
             delegation_id=self.delegation_id,
-            agent_name=self.definition.name,
+            agent_name=self.agent_name,
             agent_id=self.agent_id,
             run_id=self.run_id,
             parent_agent_id=self.parent_agent_id,
@@ -222,6 +225,7 @@ async def build_subagent(
     fails at once. Raises on any setup problem; the caller releases what was bound.
     """
     definition = d.definition
+    assert definition is not None  # unknown agents fail before a subagent is built
     policy = lead.delegation_policy
     mode = "none" if stateless else policy.resource_mode
     if definition.mcp_servers and mode != "owned":
@@ -262,7 +266,7 @@ async def build_subagent(
     if mode == "owned":
         tools = await _owned_tools(policy, child, definition, skill_tools, context, d)
     else:
-        tools = definition.tools
+        tools = definition.tools + skill_tools
     tools = _without_disallowed(tools, definition.disallowed_tools)
     if stateless and (tools or skills):
         raise DelegationBindingError(
@@ -317,13 +321,15 @@ def _subagent_chat(lead: LeadAgent, definition: AgentDefinition, context: _LazyC
                 lead.chat.provider.with_model(model), system_prompt, params=lead.chat.params
             )
     if definition.params:
-        bad = sorted(_PROVIDER_TOOL_PARAMS.intersection(definition.params))
-        if bad:
-            raise DelegationBindingError(
-                f"Subagent '{definition.name}' params {bad} would attach provider-native "
-                "tools, whose calls the runtime cannot check; remove them."
-            )
         chat.set_params({**chat.params, **definition.params})
+    # Checked on the final parameters, whatever their source (definition, the policy's
+    # chat factory, or the lead's chat the subagent inherits).
+    bad = sorted(_PROVIDER_TOOL_PARAMS.intersection(chat.params))
+    if bad:
+        raise DelegationBindingError(
+            f"Subagent '{definition.name}' model parameters {bad} would attach "
+            "provider-native tools, whose calls the runtime cannot check; remove them."
+        )
     return chat
 
 
@@ -488,7 +494,7 @@ def build_outcome(d: Delegation) -> dict[str, Any]:
     return {
         "delegation_id": d.delegation_id,
         "agent_id": d.agent_id,
-        "agent_name": d.definition.name,
+        "agent_name": d.agent_name,
         "run_id": d.run_id,
         "parent_agent_id": d.parent_agent_id,
         "parent_run_id": d.parent_run_id,
@@ -519,7 +525,7 @@ def hook_input(lead: LeadAgent, d: Delegation, event: HookEvent, **fields: Any) 
         task=d.task,
         delegation_id=d.delegation_id,
         child_agent_id=d.agent_id,
-        child_agent_name=d.definition.name,
+        child_agent_name=d.agent_name,
         child_run_id=d.run_id,
         permission_mode=lead.permissions.mode,
         **fields,
@@ -528,16 +534,18 @@ def hook_input(lead: LeadAgent, d: Delegation, event: HookEvent, **fields: Any) 
 
 def new_delegation(
     lead: LeadAgent,
-    definition: AgentDefinition,
+    definition: AgentDefinition | None,
     brief: Brief,
     *,
     parent_run_id: str | None,
     tool_call_id: str | None,
     delegation_id: str | None = None,
+    agent_name: str | None = None,
 ) -> Delegation:
     """Admit a delegation: a queued record with fresh ids."""
     d = Delegation(
         definition,
+        agent_name=agent_name,
         delegation_id=delegation_id or new_id("delegation"),
         parent_agent_id=lead.agent_id,
         parent_run_id=parent_run_id,

@@ -198,7 +198,7 @@ class LeadAgent(Agent):
         return [
             d.result
             for d in self._records
-            if (key is None or d.definition.name == key)
+            if (key is None or d.agent_name == key)
             and (delegation_id is None or d.delegation_id == delegation_id)
         ]
 
@@ -248,14 +248,12 @@ class LeadAgent(Agent):
     ) -> str:
         """One delegate_to_agent call: route, admit, build, run, settle, outcome."""
         brief = check_brief(arguments)
-        requested = arguments["agent_name"]
-        definition = self._definitions.get(requested.strip().lower())
-        if definition is None:
-            names = ", ".join(self._definitions) or "none"
-            raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
         over = run.meter.exceeded(reaching=True)
         if over is not None:
             raise ToolRejection(f"Run limit reached for {over}: no new delegation can start.")
+        requested = arguments["agent_name"]
+        key = requested.strip().lower()
+        definition = self._definitions.get(key)
         d = new_delegation(
             self,
             definition,
@@ -263,21 +261,27 @@ class LeadAgent(Agent):
             parent_run_id=run.run_id,
             tool_call_id=call_id,
             delegation_id=delegation_id,
+            agent_name=key[:128],
         )
         self._records.append(d)
         self._running[d.delegation_id] = d
         failed: BaseException | None = None
         try:
-            d.reservation = run.meter.reserve_child(definition.max_requests)
+            d.reservation = run.meter.reserve_child(
+                definition.max_requests if definition is not None else 0
+            )
             self._announce(run.emit, d)
             try:
+                if definition is None:
+                    names = ", ".join(self._definitions) or "none"
+                    raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
                 child = await build_subagent(self, d, d.reservation.limits)
             except Exception:
                 d.stop_reason = "setup_error"
                 raise
             if await self._start(d):
                 d.result = await child._run(
-                    first_message(definition, brief),
+                    first_message(d.definition, brief),
                     usage_limits=d.reservation.limits,
                     emit=run.emit,
                     run_id=d.run_id,
@@ -291,7 +295,7 @@ class LeadAgent(Agent):
             settle(d, run.meter, failed)
             await self._finish_delegation(run.emit, d, cancelled=_is_cancel(failed))
         if d.status == "failed":
-            raise ToolRejection(f"Subagent '{definition.name[:512]}' failed.\n{outcome_json(d)}")
+            raise ToolRejection(f"Subagent '{d.agent_name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
 
     def _announce(self, emit: EventSink | None, d: Delegation) -> None:
@@ -403,7 +407,7 @@ def _now() -> float:
 def _delegation_ids(d: Delegation) -> dict[str, Any]:
     return {
         "agent_id": d.agent_id,
-        "agent_name": d.definition.name,
+        "agent_name": d.agent_name,
         "run_id": d.run_id,
         "delegation_id": d.delegation_id,
         "parent_agent_id": d.parent_agent_id,

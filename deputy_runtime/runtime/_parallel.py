@@ -118,7 +118,12 @@ async def parallel_delegate(
     ]
     lead._records.extend(batch)
     try:
-        await _prepare(lead, batch)
+        try:
+            await _prepare(lead, batch)
+        except BaseException:
+            # Nothing was dispatched; the lead's last run says the batch failed.
+            lead.last_result = _aggregate(lead, batch, meter, run_id, "error").run
+            raise
         stop_reason = await _dispatch(lead, batch, meter, max_active, sink)
     finally:
         lead._active = False
@@ -246,7 +251,9 @@ def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Any:
     what is left, so the batch never exceeds its limits.
     """
     limits = meter.limits
-    requests = min(1, d.definition.max_requests if d.definition.max_requests is not None else 1)
+    definition = d.definition
+    assert definition is not None  # parallel_delegate checked every name up front
+    requests = min(1, definition.max_requests if definition.max_requests is not None else 1)
     shares: dict[str, Any] = {"max_requests": requests, "max_tool_calls": 0}
     for field, _ in _SHARED_FIELDS[1:]:
         remaining = meter._remaining(field)
@@ -281,7 +288,7 @@ def _aggregate(
         hook_errors=tuple(e for d in batch for e in d.hook_errors),
     )
     return ParallelResult(
-        names=tuple(d.definition.name for d in batch),
+        names=tuple(d.agent_name for d in batch),
         results=tuple(d.result for d in batch),
         errors=tuple(d.error for d in batch),
         statuses=tuple(d.status for d in batch),

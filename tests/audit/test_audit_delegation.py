@@ -226,15 +226,6 @@ async def test_lead_can_use_tool_gets_the_childs_context(tmp_path: Path) -> None
 # -- bugs --------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: runtime/_delegation.py build_subagent applies _bind_human_input only to the "
-        "definition's (or owned factory's) tools; a Skill's tools are added later by "
-        "Agent._all_tools, so a skill that brings ask_user starts a child without "
-        "DelegationPolicy(human_input=...) instead of failing setup (deputy-behaviour 4.4)"
-    ),
-)
 async def test_skill_ask_user_without_human_input_fails_before_any_request(
     tmp_path: Path,
 ) -> None:
@@ -253,14 +244,6 @@ async def test_skill_ask_user_without_human_input_fails_before_any_request(
     assert provider.requests_for("worker") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: runtime/_delegation.py build_subagent never binds a Skill's ask_user to "
-        "DelegationPolicy.human_input: the child's call fails with 'ask_user has no "
-        "answer handler bound' although the host configured human_input"
-    ),
-)
 async def test_skill_ask_user_is_answered_by_human_input(tmp_path: Path) -> None:
     asked: list[Any] = []
 
@@ -285,16 +268,6 @@ async def test_skill_ask_user_is_answered_by_human_input(tmp_path: Path) -> None
     assert msgspec.json.decode(answer.value) == {"Which colour?": "blue"}  # type: ignore[union-attr]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: runtime/_delegation.py _subagent_chat refuses provider-native tool params "
-        "(tools, tool_choice, builtin_tools, web_search_options, ...) only when they come "
-        "from definition.params; params on the chat a DelegationPolicy.chat factory "
-        "returns, or inherited from the lead's chat (model: inherit / bare model id), "
-        "reach the child's requests unchecked (seed 003, deputy-behaviour 4.3)"
-    ),
-)
 @pytest.mark.parametrize("source", ["chat_factory", "inherited_from_lead"])
 async def test_provider_native_tool_params_are_refused_from_every_source(
     tmp_path: Path, source: str

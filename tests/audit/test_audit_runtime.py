@@ -310,15 +310,6 @@ async def test_permission_request_deny_replaces_the_reason_the_model_sees() -> N
     assert error == "Permission denied: ask the owner first"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: runtime/_agent.py Agent._run calls _raise_limit (on_exceed='error') before "
-        "it fires the Stop hooks, so a run that ends at a limit in error mode never "
-        "reaches its Stop hooks (pending ConfigChange hooks are deferred to the next "
-        "run); with on_exceed='stop' the same run fires Stop with its reason."
-    ),
-)
 async def test_stop_hook_fires_when_a_limit_raises() -> None:
     agent, _ = _agent(
         [tool_call("missing", {}), reply("unreachable")],

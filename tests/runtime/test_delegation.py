@@ -222,7 +222,9 @@ async def test_first_message_without_brief_extras(tmp_path: Path) -> None:
     }
 
 
-async def test_unknown_agent_is_a_tool_error_and_leaves_no_record(tmp_path: Path) -> None:
+async def test_unknown_agent_is_a_failed_setup_and_a_tool_error(tmp_path: Path) -> None:
+    # DESIGN 6: an unknown agent is a setup failure: recorded failed/setup_error, no
+    # provider request, and a tool error naming the agents that exist.
     lead, p = scripted_lead(
         {"lead": [delegate("ghost"), reply("sorry")]},
         [definition("alpha"), definition("beta")],
@@ -231,8 +233,17 @@ async def test_unknown_agent_is_a_tool_error_and_leaves_no_record(tmp_path: Path
     result = await lead.run("go")
     assert result.stop_reason == "complete"
     [res] = delegate_results(p)
-    assert res.error == "Unknown agent: ghost. Available agents: alpha, beta"
-    assert lead.list_subagents() == []
+    assert res.error is not None
+    assert res.error.startswith("Subagent 'ghost' failed.\n")
+    outcome = json.loads(res.error.split("\n", 1)[1])
+    assert outcome["error"] == "Unknown agent: ghost. Available agents: alpha, beta"
+    [record] = lead.list_subagents()
+    assert (record.agent_name, record.status, record.stop_reason) == (
+        "ghost",
+        "failed",
+        "setup_error",
+    )
+    assert record.usage.requests == 0
     assert [name for name, _ in p.request_log] == ["lead", "lead"]
 
 
