@@ -57,6 +57,7 @@ from ._events import (
     ToolEnd,
     ToolStart,
     UsageEvent,
+    WarningEvent,
 )
 from ._hooks import HookDecision, HookEvent, HookInput, Hooks
 from ._permissions import (
@@ -284,6 +285,20 @@ class Agent:
 
         section = skills_prompt_section(self._skills)
         return f"{self._base_prompt}\n\n{section}" if self._base_prompt else section
+
+    async def end_session(self, reason: str = "closed") -> None:
+        """Fire the SessionEnd hooks once, if a run started the session.
+
+        Call it when the host is done with the agent (for example at shutdown); the
+        conversation is kept, and a later run starts a new session (SessionStart again).
+        """
+        if not self._session_started or self._active:
+            return
+        self._session_started = False
+        if self._wants(HookEvent.SessionEnd):
+            errors: list[str] = []
+            hook_input = self._hook_input(HookEvent.SessionEnd, None, reason=reason)
+            await self.hooks.dispatch(hook_input, errors)
 
     def interrupt(self, reason: str = "interrupted") -> None:
         """Ask the active run to stop at its next boundary (before a request or tool call).
@@ -739,14 +754,24 @@ class Agent:
         lead_decision: HookDecision | None = None
         gov = self.governance
         if gov is not None and hook_input.event in gov.forwarded:
+            seen = len(gov.hook_errors)
             lead_decision = await gov.lead_hooks.dispatch(hook_input, gov.hook_errors)
+            self._warn(run, gov.hook_errors[seen:])
             if lead_decision is not None and lead_decision.decision != "allow":
                 return lead_decision
         if self.hooks.has(hook_input.event):
+            seen = len(run.hook_errors)
             own = await self.hooks.dispatch(hook_input, run.hook_errors)
+            self._warn(run, run.hook_errors[seen:])
             if own is not None:
                 return own
         return lead_decision
+
+    def _warn(self, run: RunState, messages: list[str]) -> None:
+        """Announce hook failures that did not stop the run (they are also in the result)."""
+        if messages and run.emit is not None:
+            for message in messages:
+                run.emit(WarningEvent(**self._ids(run), message=f"hook failed: {message}"))
 
     async def _drain_config(self, run: RunState) -> None:
         pending, self._pending_config = self._pending_config, []

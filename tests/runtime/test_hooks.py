@@ -104,3 +104,31 @@ def test_observers_validation() -> None:
             DelegationPolicy(observers=(never,))
     with pytest.raises(DelegationBindingError, match="not a HookEvent"):
         DelegationPolicy(observers=("Nope",))
+
+
+async def test_session_hooks_and_warning_events() -> None:
+    from deputy_runtime import Agent, Chat
+    from deputy_runtime.chat import ScriptedProvider, reply
+    from deputy_runtime.runtime import WarningEvent
+
+    hooks = Hooks()
+    seen: list[str] = []
+    hooks.add(HookEvent.SessionStart, lambda i: seen.append("start") or None)
+    hooks.add(HookEvent.SessionEnd, lambda i: seen.append(f"end:{i.reason}") or None)
+
+    def broken_stop(i: HookInput) -> None:
+        raise RuntimeError("audit log full")
+
+    hooks.add(HookEvent.UserPromptSubmit, broken_stop)
+    agent = Agent(
+        Chat(ScriptedProvider({"a": [reply("one"), reply("two")]})), name="a", hooks=hooks
+    )
+    events = [e async for e in agent.run_stream("first")]
+    warnings = [e for e in events if isinstance(e, WarningEvent)]
+    assert [w.message for w in warnings] == ["hook failed: UserPromptSubmit: audit log full"]
+    assert agent.last_result is not None
+    assert agent.last_result.hook_errors == ("UserPromptSubmit: audit log full",)
+    await agent.run("second")  # same session: no second SessionStart
+    await agent.end_session("shutdown")
+    await agent.end_session("again")  # once per session
+    assert seen == ["start", "end:shutdown"]
