@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from ..errors import DefinitionFileError
+from ._yaml import SCALAR_ERRORS, reader_problem, scalar_problem
 
 __all__ = [
     "LINE_BREAKS",
@@ -37,10 +38,44 @@ MAX_BODY_LINES = 1000
 #: Every character :meth:`str.splitlines` treats as a line boundary.
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# Errors the safe loader can raise on hostile input besides YAMLError: bad dates
-# (ValueError), deep nesting in the pure-Python loader (RecursionError).
-_LOAD_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """PyYAML's safe loader, except that a core scalar its constructor cannot read (such
+    as ``!!int 1x`` or ``!!bool maybe``) is a ConstructorError marked at the value, like
+    every other YAML error, instead of a bare exception without a position."""
+
+
+def _located(construct: Any) -> Any:
+    def build(loader: Any, node: yaml.ScalarNode) -> Any:
+        try:
+            return construct(loader, node)
+        except SCALAR_ERRORS as exc:
+            problem = _lower_first(scalar_problem(node.tag, node.value, exc))
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
+
+    return build
+
+
+def _lower_first(text: str) -> str:
+    # The shared messages are sentences; here they follow "invalid YAML in frontmatter: ".
+    return text[:1].lower() + text[1:]
+
+
+def _wrap_scalar_constructors() -> None:
+    for kind in ("bool", "int", "float", "timestamp"):
+        tag = "tag:yaml.org,2002:" + kind
+        # add_constructor copies the table first, so PyYAML's own loaders are unchanged.
+        _Loader.add_constructor(tag, _located(_BaseLoader.yaml_constructors[tag]))
+
+
+_wrap_scalar_constructors()
+
+# Errors the safe loader can raise on hostile input besides YAMLError: a scalar
+# constructor's own errors (should one escape the wrapper above), deep nesting in the
+# pure-Python loader (RecursionError).
+_LOAD_ERRORS = (yaml.YAMLError, *SCALAR_ERRORS, TypeError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -130,6 +165,16 @@ def _reject_aliases(root: yaml.Node, path: Path, offset: int) -> None:
 def _yaml_error(exc: BaseException, yaml_text: str, path: Path, offset: int) -> DefinitionFileError:
     if isinstance(exc, RecursionError):
         return DefinitionFileError("frontmatter is nested too deeply", path=path)
+    if isinstance(exc, yaml.reader.ReaderError):
+        reason, mark = reader_problem(exc, yaml_text)
+        # The frontmatter's line 1 is the file's line 2 (after the opening fence).
+        line, column = (mark[0] + offset - 1, mark[1]) if mark else (None, None)
+        return DefinitionFileError(
+            f"invalid YAML in frontmatter: {_lower_first(reason)}",
+            path=path,
+            line=line,
+            column=column,
+        )
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     line = column = None

@@ -10,6 +10,7 @@ costs nothing over a bare ``yaml.load``. Typing follows YAML 1.1 as PyYAML resol
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,16 @@ try:
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
-__all__ = ["Mark", "Marks", "YAMLProblem", "dump_yaml", "load_yaml"]
+__all__ = [
+    "SCALAR_ERRORS",
+    "Mark",
+    "Marks",
+    "YAMLProblem",
+    "dump_yaml",
+    "load_yaml",
+    "reader_problem",
+    "scalar_problem",
+]
 
 #: A 1-based (line, column) position in the file.
 Mark = tuple[int, int]
@@ -73,11 +83,9 @@ class StrictLoader(_BaseLoader):
                 raise _tag_problem(node)
             try:
                 return construct(self, node)
-            except (ValueError, OverflowError) as exc:  # e.g. the date 2020-13-45
+            except SCALAR_ERRORS as exc:  # e.g. the date 2020-13-45 or '!!bool maybe'
                 raise YAMLProblem(
-                    f"The value {node.value!r} could not be read as {tag[len(_CORE) :]}: "
-                    f"{exc}; quote it to make it a string",
-                    _mark(node.start_mark),
+                    scalar_problem(tag, node.value, exc), _mark(node.start_mark)
                 ) from None
         if depth >= _MAX_DEPTH:
             raise YAMLProblem(
@@ -187,6 +195,82 @@ _SCALAR_CONSTRUCTORS: dict[str, Callable[[Any, ScalarNode], Any]] = {
 }
 
 
+#: What PyYAML's core scalar constructors raise for a value they cannot read: ValueError
+#: (``!!int 1x``, the date 2001-02-30), OverflowError, KeyError (``!!bool maybe``),
+#: IndexError (an empty ``!!int`` or ``!!float``) and AttributeError (a ``!!timestamp``
+#: that does not match the timestamp pattern).
+SCALAR_ERRORS = (ValueError, OverflowError, LookupError, AttributeError)
+
+_EXPECTED = {
+    "bool": "true or false (YAML 1.1 also reads yes/no and on/off)",
+    "int": "a whole number such as 42, -7 or 0x2A",
+    "float": "a number such as 1.5, -2e3 or .inf",
+    "timestamp": "a date such as 2001-12-14 or a date and time such as 2001-12-14 21:59:43",
+}
+
+
+def scalar_problem(tag: str, value: str, exc: BaseException) -> str:
+    """One line saying that ``value`` is not a valid ``tag`` value and what would be."""
+    kind = tag[len(_CORE) :] if tag.startswith(_CORE) else tag
+    # Only ValueError/OverflowError say something useful ("day is out of range for
+    # month"); KeyError('maybe') or "string index out of range" would only confuse.
+    detail = f" ({exc})" if isinstance(exc, ValueError | OverflowError) else ""
+    expected = _EXPECTED.get(kind, f"a valid !!{kind} value")
+    return (
+        f"The value {value!r} could not be read as !!{kind}{detail}; expected {expected}; "
+        f"to keep it as text, quote it and drop any !!{kind} tag"
+    )
+
+
+# Line breaks as YAML readers count them for their marks (YAML 1.1 includes NEL, LS, PS).
+_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+_C0_NAMES = (
+    "NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "TAB", "LF", "VT", "FF",
+    "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM",
+    "SUB", "ESC", "FS", "GS", "RS", "US",
+)  # fmt: skip
+_CONTROL_NAMES = {**dict(enumerate(_C0_NAMES)), 0x7F: "DEL"}
+
+
+def reader_problem(exc: yaml.reader.ReaderError, text: str) -> tuple[str, Mark | None]:
+    """A one-line reason and the 1-based position for a character YAML does not allow.
+
+    PyYAML's own text spans two lines and names only an offset ("position N", counted in
+    characters by the pure-Python reader and in UTF-8 bytes by libyaml).
+    """
+    if not isinstance(exc.character, int):  # pragma: no cover - only for bytes input
+        return f"The file is not valid YAML: {exc.reason}", None
+    code = exc.character
+    if code < 0xA0:
+        name = _CONTROL_NAMES.get(code)
+        what = f"control character U+{code:04X}" + (f" ({name})" if name else "")
+        why = "control characters are not allowed, only tab and line breaks"
+    else:  # U+FFFE, U+FFFF or a lone surrogate
+        what, why = f"character U+{code:04X}", "it is not a printable character"
+    reason = (
+        f"The {what} is not allowed in YAML ({why}); remove it, or write the escape "
+        f'"\\u{code:04X}" inside a double-quoted string'
+    )
+    index = _reader_index(exc.position, chr(code), text)
+    if index is None:  # pragma: no cover - the reader found the character in this text
+        return reason, None
+    breaks = list(_YAML_BREAK.finditer(text, 0, index))
+    line_start = breaks[-1].end() if breaks else 0
+    return reason, (len(breaks) + 1, index - line_start + 1)
+
+
+def _reader_index(position: int, char: str, text: str) -> int | None:
+    # Either reader stops at the first occurrence of the character, so the offset is
+    # checked against the text (as characters, then as UTF-8 bytes) with a search as the
+    # fallback.
+    as_bytes = len(text.encode("utf-8", "surrogatepass")[:position].decode("utf-8", "ignore"))
+    for index in (position, as_bytes):
+        if 0 <= index < len(text) and text[index] == char:
+            return index
+    found = text.find(char)
+    return found if found >= 0 else None
+
+
 def _reject_anchors(text: str) -> None:
     # An anchor needs a '&', so most files skip this second, event-level pass entirely.
     parser = _BaseLoader(text)
@@ -223,6 +307,8 @@ def load_yaml(text: str) -> tuple[Any, Marks]:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
+    except yaml.reader.ReaderError as exc:
+        raise YAMLProblem(*reader_problem(exc, text)) from None
     except yaml.YAMLError as exc:
         raise YAMLProblem(f"The file is not valid YAML: {exc}", None) from None
 

@@ -43,28 +43,34 @@ def _in_thread(function: object, seconds: float = 5.0) -> BaseException | object
     return result[0]
 
 
-@pytest.mark.parametrize("char", ["\x00", "\x07", "\x1b"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: definitions/_yaml.py load_yaml() turns PyYAML's ReaderError (control "
-    "character) into a DefinitionFileError without line/column and with PyYAML's raw "
-    "multi-line text ('in \"<unicode string>\", position N')",
+# Regression: a control character used to give PyYAML's two-line text ('in "<unicode
+# string>", position N') without line/column.
+@pytest.mark.parametrize(
+    ("char", "code"), [("\x00", "U+0000"), ("\x07", "U+0007"), ("\x1b", "U+001B")]
 )
 def test_control_character_error_has_line_column_and_one_line_reason(
-    tmp_path: Path, char: str
+    tmp_path: Path, char: str, code: str
 ) -> None:
     error = _read_error(tmp_path / "a.yaml", (MIN + f"memory: [a{char}b]\n").encode())
     assert (error.line, error.column) == (5, 11)
     assert "\n" not in error.reason
     assert "<unicode string>" not in error.reason
+    assert f"control character {code}" in error.reason
+    assert "remove it" in error.reason
 
 
 def test_control_character_is_still_a_definition_file_error(tmp_path: Path) -> None:
-    # The part that works today: the type and the path (the xfail above covers the rest).
     error = _read_error(tmp_path / "a.yaml", (MIN + "memory: [a\x00b]\n").encode())
     assert error.path == tmp_path / "a.yaml"
     assert "control characters are not allowed" in error.reason
+
+
+def test_control_character_position_counts_characters_not_bytes(tmp_path: Path) -> None:
+    # libyaml reports a byte offset; multi-byte text before the character must not shift
+    # the column, and every YAML line break (CRLF, CR, NEL, LS) counts as one line.
+    text = MIN + "memory: [café 😀\r\nx,\ry\x85z\u2028w \x07]\n"
+    error = _read_error(tmp_path / "a.yaml", text.encode())
+    assert (error.line, error.column) == (9, 3)
 
 
 # Problems that validate must print as exactly one line "path:line: reason".
@@ -101,12 +107,6 @@ def test_validate_prints_one_located_line_per_problem(
     assert all(re.match(r"^\S+:\d+: \S", out) for out in lines)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: control characters give validate output without ':line' that spans two "
-    "lines (definitions/_yaml.py load_yaml, ReaderError branch)",
-)
 def test_validate_control_character_is_one_located_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,18 +174,12 @@ def test_discovery_names_the_offending_file_with_line(tmp_path: Path) -> None:
 
 
 # Explicit core tags whose value the tag's constructor cannot read. PyYAML's constructors
-# raise KeyError / IndexError / AttributeError for these, not ValueError.
+# raise KeyError / IndexError / AttributeError for these, not ValueError; they used to
+# escape agent_definition_read/agent_definitions (regression tests).
 BAD_TAGGED_VALUES = ["!!bool maybe", "!!bool ''", "!!int ''", "!!float ''", "!!timestamp ''"]
-_TAG_BUG = (
-    "BUG: definitions/_yaml.py StrictLoader._build() only turns ValueError/OverflowError "
-    "from PyYAML's scalar constructors into a DefinitionFileError; !!bool with a non-boolean "
-    "value raises KeyError, empty !!int/!!float raise IndexError, empty !!timestamp raises "
-    "AttributeError, and they escape agent_definition_read/agent_definitions"
-)
 
 
 @pytest.mark.parametrize("tagged", BAD_TAGGED_VALUES)
-@pytest.mark.xfail(strict=True, raises=(KeyError, IndexError, AttributeError), reason=_TAG_BUG)
 def test_uninterpretable_core_tag_value_is_a_definition_file_error(
     tmp_path: Path, tagged: str
 ) -> None:
@@ -193,13 +187,22 @@ def test_uninterpretable_core_tag_value_is_a_definition_file_error(
     path.write_text(MIN + f"memory: [{tagged}]\n")
     with pytest.raises(DefinitionFileError) as info:
         agent_definition_read(path)
-    assert (info.value.path, info.value.line) == (path, 5)
-    assert tagged.split()[1] in info.value.reason or "could not be read" in info.value.reason
+    assert (info.value.path, info.value.line, info.value.column) == (path, 5, 10)
+    tag = tagged.split()[0]
+    assert f"could not be read as {tag}; expected " in info.value.reason
+    assert f"drop any {tag} tag" in info.value.reason
+
+
+def test_uninterpretable_core_tag_value_in_discovery(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(MIN.replace("prompt: Read carefully", "prompt: !!bool maybe"))
+    with pytest.raises(DefinitionFileError) as info:
+        agent_definitions(tmp_path)
+    assert (info.value.path, info.value.line) == (tmp_path / "a.yaml", 4)
+    assert "expected true or false" in info.value.reason
 
 
 @pytest.mark.parametrize("tagged", ["!!int 1x", "!!float x", "!!timestamp 2001-02-30"])
 def test_core_tag_value_errors_that_are_handled(tmp_path: Path, tagged: str) -> None:
-    # The ValueError branch works; the xfail above is the same check for other exceptions.
     path = tmp_path / "a.yaml"
     path.write_text(MIN + f"memory: [{tagged}]\n")
     with pytest.raises(DefinitionFileError) as info:
@@ -208,9 +211,6 @@ def test_core_tag_value_errors_that_are_handled(tmp_path: Path, tagged: str) -> 
     assert "could not be read as" in info.value.reason
 
 
-@pytest.mark.xfail(
-    strict=True, raises=KeyError, reason=_TAG_BUG + " (validate crashes with a traceback)"
-)
 def test_validate_reports_an_uninterpretable_tag_value_as_a_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -70,17 +70,24 @@ def test_each_documented_difference_behaves_as_documented(tmp_path: Path) -> Non
         assert "tools" in error.reason
 
 
+# Regression: a control character in the frontmatter (PyYAML ReaderError, no
+# problem_mark) used to get no line/column and PyYAML's two-line text.
 @pytest.mark.parametrize("char", ["\x00", "\x07"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: definitions/_frontmatter.py _yaml_error() gives a control character in "
-    "the frontmatter (PyYAML ReaderError: no problem_mark) no line/column",
-)
 def test_control_character_in_frontmatter_names_the_line(tmp_path: Path, char: str) -> None:
     error = _read(tmp_path / "a.md", AGENT.replace(b"Helps", f"He{char}lps".encode()))
     assert isinstance(error, DefinitionFileError)
     assert (error.line, error.column) == (3, 16)
+    assert "\n" not in error.reason
+    assert f"control character U+{ord(char):04X}" in error.reason
+
+
+def test_control_character_line_is_relative_to_the_whole_file(tmp_path: Path) -> None:
+    # Lines of the frontmatter are file lines: any splitlines() break (here CRLF and a
+    # form feed) ends one, and the opening fence is line 1.
+    data = b"---\r\nname: helper\x0cdescription: Helps\r\ntools: [Read, \xc3\xa9\x1b]\n---\nB\n"
+    error = _read(tmp_path / "a.md", data)
+    assert isinstance(error, DefinitionFileError)
+    assert (error.line, error.column) == (4, 16)
 
 
 def test_claude_agents_convenience_defaults_to_the_working_directory(
@@ -162,38 +169,43 @@ def test_convert_markdown_to_yaml_and_back_keeps_every_field(
     assert original.params == {"temperature": 0.5}
 
 
+# Regression: PyYAML's constructors raise KeyError/IndexError/AttributeError for these,
+# which used to escape agent_definition_from_markdown.
 @pytest.mark.parametrize("tagged", ["!!bool maybe", "!!int ''", "!!float ''", "!!timestamp ''"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=(KeyError, IndexError, AttributeError),
-    reason="BUG: definitions/_frontmatter.py _LOAD_ERRORS (YAMLError, ValueError, TypeError, "
-    "OverflowError, RecursionError) misses the KeyError/IndexError/AttributeError PyYAML's "
-    "constructors raise for '!!bool maybe', empty '!!int'/'!!float'/'!!timestamp'; they "
-    "escape agent_definition_from_markdown",
-)
 def test_uninterpretable_core_tag_in_frontmatter_is_a_definition_file_error(
     tmp_path: Path, tagged: str
 ) -> None:
     error = _read(tmp_path / "a.md", AGENT.replace(b"Helps", tagged.encode()))
     assert isinstance(error, DefinitionFileError)
-    assert error.line == 3
+    assert (error.line, error.column) == (3, 14)
+    assert f"could not be read as {tagged.split()[0]}; expected " in error.reason
+
+
+def test_uninterpretable_core_tag_in_claude_agents_discovery(tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "a.md").write_bytes(AGENT.replace(b"tools: Read, Grep", b"tools: !!float ''"))
+    with pytest.raises(DefinitionFileError) as info:
+        claude_agent_definitions(tmp_path, TOOLS)
+    assert (info.value.path, info.value.line) == (agents / "a.md", 4)
 
 
 @pytest.mark.parametrize(
     ("tagged", "problem"),
     [("!!int 1x", "invalid literal"), ("!!timestamp 2001-02-30", "day is out of range")],
 )
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: definitions/_frontmatter.py _yaml_error() locates only errors with a YAML "
-    "mark; a tagged value the constructor rejects (ValueError) gets line=None although the "
-    "node's line is known (the YAML reader locates the same value)",
-)
 def test_rejected_tagged_value_in_frontmatter_names_the_line(
     tmp_path: Path, tagged: str, problem: str
 ) -> None:
+    # Regression: these used to get line=None although the YAML reader locates them.
     error = _read(tmp_path / "a.md", AGENT.replace(b"Helps", tagged.encode()))
     assert isinstance(error, DefinitionFileError)
     assert problem in error.reason
-    assert error.line == 3
+    assert (error.line, error.column) == (3, 14)
+
+
+def test_implicit_bad_date_in_frontmatter_names_the_line(tmp_path: Path) -> None:
+    error = _read(tmp_path / "a.md", AGENT.replace(b"tools: Read, Grep", b"model: 2001-02-30"))
+    assert isinstance(error, DefinitionFileError)
+    assert (error.line, error.column) == (4, 8)
+    assert "day is out of range" in error.reason

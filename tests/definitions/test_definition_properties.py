@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from _definition_helpers import MIN, make_tool
+from _tag_strategies import core_tagged_scalars
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -241,3 +242,26 @@ def test_duplicate_keys_at_any_depth_are_rejected(path: list[str], key: str) -> 
     assert isinstance(outcome, DefinitionFileError)
     assert outcome.reason.startswith(f"Duplicate key {key!r}")
     assert outcome.line == 5
+
+
+# Where a tagged value goes, and the file line it starts on.
+TAGGED_PLACES = {
+    "memory": (MIN + "memory: [{}]\n", 5),
+    "prompt": (MIN.replace("prompt: Read carefully", "prompt: {}"), 4),
+    "description": (MIN.replace("description: Reviews text", "description: {}"), 3),
+    "params": (MIN + "params:\n  key: {}\n", 6),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(tagged=core_tagged_scalars(), place=st.sampled_from(sorted(TAGGED_PLACES)))
+def test_explicit_core_tags_with_any_value_give_a_located_one_line_error(
+    tagged: str, place: str
+) -> None:
+    template, line = TAGGED_PLACES[place]
+    outcome = read_bytes_outcome(template.format(tagged).encode("utf-8", "surrogatepass"))
+    if isinstance(outcome, DefinitionFileError):
+        assert outcome.line is not None, outcome
+        assert "\n" not in outcome.reason, outcome.reason
+        if "could not be read as" in outcome.reason:
+            assert outcome.line == line, outcome

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _markdown_helpers import skill_registry, tool_registry
+from _tag_strategies import core_tagged_scalars
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,13 +29,14 @@ def _outcome(read: Callable[[], AgentDefinition]) -> AgentDefinition | Definitio
         return exc
 
 
-def _read_text(text: str) -> None:
+def _read_text(text: str) -> AgentDefinition | DefinitionFileError:
     result = _outcome(lambda: build_definition(parse_markdown(text, PATH), TOOLS, SKILLS))
     if isinstance(result, DefinitionFileError):
         assert result.path == PATH
         assert result.line is None or result.line >= 1
     else:
         assert isinstance(result, AgentDefinition)
+    return result
 
 
 # Pieces that make the generated text look like agent files often enough to get past the
@@ -110,6 +112,27 @@ def _agentish(draw: st.DrawFn) -> str:
     seps = draw(st.lists(_separator, min_size=len(pieces), max_size=len(pieces)))
     prefix = draw(st.sampled_from(["---\n", "---\r\n", "", "\ufeff---\n"]))
     return prefix + "".join(p + s for p, s in zip(pieces, seps, strict=True))
+
+
+# Where a tagged value goes in an agent file, and the file line it starts on.
+_TAGGED_PLACES = {
+    "description": ("---\nname: a\ndescription: {}\ntools: []\n---\nbody\n", 3),
+    "tools": ("---\nname: a\ndescription: d\ntools: [Read, {}]\n---\nbody\n", 4),
+    "model_args": ("---\r\nname: a\r\ndescription: d\r\nmodel_args:\r\n  k: {}\r\n---\r\nb", 5),
+    "maxTurns": ("---\nname: a\ndescription: d\n\nmaxTurns: {}\n---\nbody\n", 5),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(tagged=core_tagged_scalars(), place=st.sampled_from(sorted(_TAGGED_PLACES)))
+def test_explicit_core_tags_with_any_value(tagged: str, place: str) -> None:
+    template, line = _TAGGED_PLACES[place]
+    result = _read_text(template.format(tagged))
+    if isinstance(result, DefinitionFileError) and "invalid YAML" in result.reason:
+        assert result.line is not None, result
+        assert "\n" not in result.reason, result.reason
+        if "could not be read as" in result.reason:
+            assert result.line == line, result
 
 
 @settings(max_examples=400, deadline=None)
