@@ -16,7 +16,9 @@ written:
   1024 characters.
 
 Frontmatter keys deputy does not read (``color``, ``hooks``, ...) are not carried; the
-command names them on stderr.
+command names them on stderr. So it does for a markdown body over 1000 lines or a
+description over 1024 characters: the markdown reading rules cut them, and the
+converted definition has what a reader gets, so a warning says so (the exit status stays 0).
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..definitions._files import read_definition_text
 from ..errors import DeputyError
 from ..tools._tool import Tool
+
+if TYPE_CHECKING:
+    from ..definitions._markdown_read import ParsedMarkdown
 
 __all__ = ["convert", "placeholder_registries"]
 
@@ -49,11 +55,16 @@ def convert(args: argparse.Namespace) -> int:
             )
             return 2
         formats.append(kind)
+    warnings: list[str] = []
     try:
-        ignored = _convert(source, formats[0], destination, formats[1], bool(args.overwrite))
+        ignored = _convert(
+            source, formats[0], destination, formats[1], bool(args.overwrite), warnings
+        )
     except DeputyError as exc:
+        _print_warnings(warnings)  # they may explain the error (e.g. a cut prompt)
         print(f"deputy-runtime convert: {exc}", file=sys.stderr)
         return 1
+    _print_warnings(warnings)
     if ignored:
         print(
             f"deputy-runtime convert: note: {source}: frontmatter keys deputy does not read "
@@ -64,8 +75,18 @@ def convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"deputy-runtime convert: warning: {warning}", file=sys.stderr)
+
+
 def _convert(
-    source: Path, source_kind: str, destination: Path, kind: str, overwrite: bool
+    source: Path,
+    source_kind: str,
+    destination: Path,
+    kind: str,
+    overwrite: bool,
+    warnings: list[str],
 ) -> tuple[str, ...]:
     from ..definitions import (
         _markdown,
@@ -78,6 +99,7 @@ def _convert(
     ignored: tuple[str, ...] = ()
     if source_kind == "markdown":
         parsed = _markdown_read.parse_markdown(read_definition_text(source), source)
+        warnings.extend(_truncation_warnings(parsed))
         if parsed.tool_names is None:
             raise DefinitionFileError(
                 "tools cannot be carried over: this markdown file has no 'tools' key, which "
@@ -92,11 +114,42 @@ def _convert(
     else:
         tools, skills = placeholder_registries(*_yaml_names(source))
         definition = agent_definition_read(source, tools, skills)
-    if kind == "markdown":
-        _markdown.agent_definition_to_markdown(definition, destination, tools, skills, overwrite)
-    else:
-        agent_definition_write(definition, destination, tools, skills, overwrite)
+    try:
+        if kind == "markdown":
+            _markdown.agent_definition_to_markdown(
+                definition, destination, tools, skills, overwrite
+            )
+        else:
+            agent_definition_write(definition, destination, tools, skills, overwrite)
+    except DefinitionFileError as exc:
+        # The writers speak to Python callers ("pass overwrite=True"); here it is a flag.
+        if exc.path == destination and "overwrite=True" in exc.reason:
+            reason = exc.reason.replace("pass overwrite=True", "pass --overwrite")
+            raise DefinitionFileError(reason, path=destination) from None
+        raise
     return ignored
+
+
+def _truncation_warnings(parsed: ParsedMarkdown) -> list[str]:
+    """Say what the markdown reading rules cut (AgentLane's limits), and where."""
+    from ..definitions._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH
+
+    source, fm, warnings = parsed.path, parsed.frontmatter, []
+    if "description" in parsed.truncated:
+        warnings.append(
+            f"{source}:{fm.line('description')}: the description has "
+            f"{parsed.truncated['description']} characters; the markdown reading rules keep "
+            f"only the first {MAX_DESCRIPTION_LENGTH}, so the converted description is cut "
+            f"there; shorten it to at most {MAX_DESCRIPTION_LENGTH} characters to keep all of it"
+        )
+    if "prompt" in parsed.truncated:
+        warnings.append(
+            f"{source}:{fm.body_line}: the body has {parsed.truncated['prompt']} lines; the "
+            f"markdown reading rules read at most {MAX_BODY_LINES}, so the converted prompt "
+            f"was cut at {MAX_BODY_LINES} lines and ends with a note pointing at this file; "
+            f"shorten the body to at most {MAX_BODY_LINES} lines to keep all of it"
+        )
+    return warnings
 
 
 def placeholder_registries(

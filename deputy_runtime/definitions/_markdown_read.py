@@ -75,6 +75,8 @@ class ParsedMarkdown:
     """An agent file's fields before tool and skill names are resolved (used by convert).
 
     ``tool_names`` is ``None`` when the file has no ``tools`` key (every registry tool).
+    ``truncated`` maps ``"prompt"`` to the body's line count and ``"description"`` to its
+    length when the reading rules cut them (at 1000 lines and 1024 characters).
     """
 
     path: Path
@@ -83,6 +85,7 @@ class ParsedMarkdown:
     tool_names: tuple[str, ...] | None
     skill_names: tuple[str, ...]
     ignored_keys: tuple[str, ...] = field(default=())
+    truncated: dict[str, int] = field(default_factory=dict)
 
 
 def parse_markdown(text: str, path: Path) -> ParsedMarkdown:
@@ -118,7 +121,19 @@ def _coerce(fm: Frontmatter, path: Path) -> ParsedMarkdown:
     skill_value = data.get("skills")
     skill_names = () if skill_value is None else _names(fm, path, "skills", skill_value)
     ignored = tuple(str(key) for key in data if key not in READ_KEYS)
-    return ParsedMarkdown(path, fm, values, tool_names, skill_names, ignored)
+    return ParsedMarkdown(path, fm, values, tool_names, skill_names, ignored, _truncated(fm))
+
+
+def _truncated(fm: Frontmatter) -> dict[str, int]:
+    """What :func:`_description` and :func:`_prompt` cut, with the original size."""
+    truncated = {}
+    description = _text(fm.data.get("description")) or ""
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        truncated["description"] = len(description)
+    lines = len(fm.body.strip().splitlines())
+    if lines > MAX_BODY_LINES:
+        truncated["prompt"] = lines
+    return truncated
 
 
 def build_definition(

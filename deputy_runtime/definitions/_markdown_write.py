@@ -58,9 +58,9 @@ def agent_definition_to_markdown(
     match exactly one entry). The prompt becomes the body and, like the description, loses
     surrounding whitespace (markdown readers strip it). A definition the format cannot
     carry exactly (``memory`` set, a prompt over 1000 lines or with line separators other
-    than ``\\n``, a description over 1024 characters) raises DefinitionFileError naming the
-    field; nothing is written then. Without ``overwrite`` an existing file is never
-    replaced, even one created concurrently.
+    than ``\\n``, a description over 1024 characters) raises one DefinitionFileError
+    naming every such field; nothing is written then. Without ``overwrite`` an existing
+    file is never replaced, even one created concurrently.
     """
     dest = check_path_argument(path)
     tool_registry = check_tool_registry(tools, dest)
@@ -81,8 +81,31 @@ def markdown_text(
     tool_registry: ToolRegistry,
     skill_registry: SkillRegistry,
 ) -> str:
-    """The markdown file for ``definition``, checked to read back to the same definition."""
-    _check_carried(definition, path)
+    """The markdown file for ``definition``, checked to read back to the same definition.
+
+    Every field the format cannot carry is named in one DefinitionFileError.
+    """
+    problems = _uncarried(definition)
+    try:
+        text = _render(definition, path, tool_registry, skill_registry)
+        back = _read_back(text, definition, path, tool_registry, skill_registry)
+    except DefinitionFileError:
+        if not problems:
+            raise
+        back = {}  # the fields already found are reason enough; report those
+    # A field that cannot be carried also reads back differently; name it once.
+    problems |= {field: reason for field, reason in back.items() if field not in problems}
+    if problems:
+        raise _uncarried_error(problems, path)
+    return text
+
+
+def _render(
+    definition: AgentDefinition,
+    path: Path,
+    tool_registry: ToolRegistry,
+    skill_registry: SkillRegistry,
+) -> str:
     record: dict[str, Any] = {
         "name": definition.name,
         "description": definition.description.strip(),
@@ -112,42 +135,55 @@ def markdown_text(
         width=2**31 - 1,
         line_break="\n",
     )
-    text = f"---\n{frontmatter}---\n{definition.prompt.strip()}\n"
-    _check_round_trip(text, definition, path, tool_registry, skill_registry)
-    return text
+    return f"---\n{frontmatter}---\n{definition.prompt.strip()}\n"
 
 
-def _check_carried(definition: AgentDefinition, path: Path) -> None:
+def _uncarried(definition: AgentDefinition) -> dict[str, str]:
+    """Field -> reason for every field a markdown file cannot carry at all."""
+    problems: dict[str, str] = {}
     if definition.memory is not None:
-        raise DefinitionFileError(
+        problems["memory"] = (
             "memory cannot be written to a markdown agent file: Claude Code's 'memory' key "
             "names a memory scope (user, project or local), not memory entries; move the "
-            "entries into the prompt, set memory=None, or keep this definition in YAML",
-            path=path,
+            "entries into the prompt, set memory=None, or keep this definition in YAML"
         )
     prompt = definition.prompt.strip()
     breaks = sorted({f"U+{ord(c):04X}" for c in prompt if c in _EXOTIC_BREAKS})
-    if breaks:
-        raise DefinitionFileError(
-            f"prompt cannot be written to markdown exactly: it contains line separators "
-            f"({', '.join(breaks)}) that markdown readers turn into plain newlines",
-            path=path,
-        )
     lines = len(prompt.splitlines())
+    prompt_problems = []
+    if breaks:
+        prompt_problems.append(
+            f"prompt cannot be written to markdown exactly: it contains line separators "
+            f"({', '.join(breaks)}) that markdown readers turn into plain newlines; use "
+            "plain newlines or keep this definition in YAML"
+        )
     if lines > MAX_BODY_LINES:
-        raise DefinitionFileError(
+        prompt_problems.append(
             f"prompt cannot be written to markdown: it has {lines} lines and markdown agent "
             f"files carry at most {MAX_BODY_LINES} (readers truncate the rest); shorten it "
-            "or keep this definition in YAML",
-            path=path,
+            "or keep this definition in YAML"
         )
+    if prompt_problems:
+        problems["prompt"] = "; ".join(prompt_problems)
     size = len(definition.description.strip())
     if size > MAX_DESCRIPTION_LENGTH:
-        raise DefinitionFileError(
+        problems["description"] = (
             f"description cannot be written to markdown: it has {size} characters and "
-            f"markdown readers keep only the first {MAX_DESCRIPTION_LENGTH}",
-            path=path,
+            f"markdown readers keep only the first {MAX_DESCRIPTION_LENGTH}; shorten it or "
+            "keep this definition in YAML"
         )
+    return problems
+
+
+def _uncarried_error(problems: dict[str, str], path: Path) -> DefinitionFileError:
+    fields = sorted(problems, key=FIELD_NAMES.index)
+    if len(fields) == 1:
+        return DefinitionFileError(problems[fields[0]], path=path)
+    return DefinitionFileError(
+        f"{len(fields)} fields cannot be written to a markdown agent file "
+        f"({', '.join(fields)}): " + "; ".join(problems[field] for field in fields),
+        path=path,
+    )
 
 
 def _keys(
@@ -156,13 +192,14 @@ def _keys(
     return [registry_key(kind, obj, registry, path) for obj in objects]
 
 
-def _check_round_trip(
+def _read_back(
     text: str,
     definition: AgentDefinition,
     path: Path,
     tool_registry: ToolRegistry,
     skill_registry: SkillRegistry,
-) -> None:
+) -> dict[str, str]:
+    """Field -> reason for every field ``text`` would not read back as ``definition`` has it."""
     try:
         back = build_definition(parse_markdown(text, path), tool_registry, skill_registry)
     except DefinitionFileError as exc:
@@ -173,13 +210,15 @@ def _check_round_trip(
     expected = definition.replace(
         description=definition.description.strip(), prompt=definition.prompt.strip()
     )
-    for field in FIELD_NAMES:
-        if getattr(back, field) != getattr(expected, field):
-            raise DefinitionFileError(
-                f"{field} cannot be written to markdown exactly: it would read back as "
-                f"{getattr(back, field)!r} instead of {getattr(expected, field)!r}",
-                path=path,
-            )
+    return {
+        field: (
+            f"{field} cannot be written to markdown exactly: it would read back as "
+            f"{getattr(back, field)!r} instead of {getattr(expected, field)!r}; change the "
+            "value or keep this definition in YAML"
+        )
+        for field in FIELD_NAMES
+        if getattr(back, field) != getattr(expected, field)
+    }
 
 
 class _Flow(list[Any]):

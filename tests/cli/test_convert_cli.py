@@ -179,3 +179,98 @@ def test_real_command_line(tmp_path: Path) -> None:
     assert agent_definition_read(tmp_path / "test-runner.yaml", TOOLS) == (
         agent_definition_from_markdown(CORPUS / "test-runner.md", TOOLS)
     )
+
+
+def test_existing_out_names_the_command_line_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for out in (tmp_path / "out.yaml", tmp_path / "out.md"):
+        out.write_bytes(b"keep me")
+        status, stdout, err = _convert(capsys, CORPUS / "code-reviewer.md", out)
+        assert (status, stdout) == (1, "")
+        assert f"{out}: File already exists; pass --overwrite to replace it" in err
+        assert "overwrite=True" not in err
+        assert out.read_bytes() == b"keep me"
+
+
+def test_every_field_markdown_cannot_carry_is_named_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definition = agent_definition(
+        "a", "d" * 1030, "\n".join(["line"] * 1200), memory=["Prefers short answers."]
+    )
+    source = agent_definition_write(definition, tmp_path / "a.yaml")
+    status, stdout, err = _convert(capsys, source, tmp_path / "a.md")
+    assert (status, stdout) == (1, "")
+    lines = err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"deputy-runtime convert: {tmp_path / 'a.md'}: 3 fields cannot be written to a "
+        "markdown agent file (description, prompt, memory): "
+    )
+    for part in ("1030 characters", "1200 lines", "memory cannot be written"):
+        assert part in lines[0], part
+    assert sorted(os.listdir(tmp_path)) == ["a.yaml"]
+
+
+def _long_agent(path: Path, body_lines: int, description: str = "Helps") -> Path:
+    body = "\n".join(f"Step {i}." for i in range(1, body_lines + 1))
+    path.write_text(f"---\nname: long\ndescription: {description}\ntools: [Read]\n---\n{body}\n")
+    return path
+
+
+def test_long_body_is_converted_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _long_agent(tmp_path / "long.md", 1500)
+    out = tmp_path / "out.yaml"
+    status, stdout, err = _convert(capsys, source, out)
+    assert (status, stdout) == (0, f"wrote {out}\n")
+    lines = err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"deputy-runtime convert: warning: {source}:6: the body has 1500 lines; the markdown "
+        "reading rules read at most 1000, so the converted prompt was cut at 1000 lines"
+    )
+    assert "shorten the body to at most 1000 lines" in lines[0]
+    prompt = agent_definition_read(out, TOOLS).prompt
+    assert prompt == agent_definition_from_markdown(source, TOOLS).prompt
+    assert "Step 1000." in prompt
+    assert "Step 1001." not in prompt
+    assert "[Instructions truncated after 1000 lines." in prompt
+
+
+def test_body_of_exactly_1000_lines_converts_silently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _long_agent(tmp_path / "long.md", 1000)
+    status, _, err = _convert(capsys, source, tmp_path / "out.yaml")
+    assert (status, err) == (0, "")
+    assert agent_definition_read(tmp_path / "out.yaml", TOOLS).prompt.endswith("Step 1000.")
+
+
+def test_long_description_is_converted_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _long_agent(tmp_path / "wide.md", 3, description="d" * 1100)
+    status, _, err = _convert(capsys, source, tmp_path / "out.yaml")
+    assert status == 0
+    assert err.startswith(
+        f"deputy-runtime convert: warning: {source}:3: the description has 1100 characters; "
+        "the markdown reading rules keep only the first 1024"
+    )
+    assert agent_definition_read(tmp_path / "out.yaml", TOOLS).description == "d" * 1024
+
+
+def test_long_body_to_markdown_warns_before_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The cut prompt (1000 lines plus the reader's note) no longer fits a markdown body;
+    # the warning explains where the extra lines came from.
+    source = _long_agent(tmp_path / "long.md", 1200)
+    status, _, err = _convert(capsys, source, tmp_path / "out.md")
+    assert status == 1
+    warning, error = err.splitlines()
+    assert warning.startswith(f"deputy-runtime convert: warning: {source}:6: the body has 1200")
+    assert "prompt cannot be written to markdown: it has 1002 lines" in error
+    assert sorted(os.listdir(tmp_path)) == ["long.md"]

@@ -175,6 +175,43 @@ def test_fields_markdown_cannot_carry_are_refused(
     assert os.listdir(tmp_path) == []
 
 
+def test_every_field_markdown_cannot_carry_is_named_in_one_error(tmp_path: Path) -> None:
+    definition = _definition(
+        memory=["User prefers tabs."],
+        prompt="a\u2028b\n" + "\n".join(["l"] * 1001),
+        description="d" * 1025,
+        model="Inherit ",
+    )
+    path = tmp_path / "a.md"
+    with pytest.raises(DefinitionFileError) as info:
+        agent_definition_to_markdown(definition, path, TOOLS)
+    reason = info.value.reason
+    assert reason.startswith(
+        "4 fields cannot be written to a markdown agent file (description, prompt, model, memory): "
+    ), reason
+    for part in (
+        "description cannot be written to markdown: it has 1025 characters",
+        "line separators (U+2028)",
+        "it has 1003 lines",
+        "model cannot be written to markdown exactly: it would read back as 'inherit' "
+        "instead of 'Inherit '",
+        "memory cannot be written to a markdown agent file",
+    ):
+        assert part in reason, part
+    assert reason.count("prompt cannot be written") == 2  # both prompt problems, once each
+    assert "\n" not in reason
+    assert os.listdir(tmp_path) == []
+
+
+def test_uncarried_fields_are_reported_before_a_registry_problem(tmp_path: Path) -> None:
+    stranger = make_tool("Stranger")
+    definition = _definition(tools=[stranger], memory=["x"], description="d" * 1025)
+    with pytest.raises(DefinitionFileError) as info:
+        agent_definition_to_markdown(definition, tmp_path / "a.md", TOOLS)
+    assert info.value.reason.startswith("2 fields cannot be written to a markdown agent file")
+    assert os.listdir(tmp_path) == []
+
+
 def test_limits_that_fit_are_written(tmp_path: Path) -> None:
     definition = _definition(prompt="\n".join(["l"] * 1000), description="d" * 1024)
     path = agent_definition_to_markdown(definition, tmp_path / "a.md", TOOLS)
