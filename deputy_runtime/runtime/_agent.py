@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -503,9 +503,9 @@ class Agent:
         finally:
             reset_current_agent(token)
 
-    def _params(self) -> dict[str, Any]:
-        params = getattr(self.chat, "params", None)
-        return dict(params) if params else {}
+    def _params(self) -> Mapping[str, Any]:
+        # Chat replaces its params mapping on change, never mutates it: safe to share.
+        return self.chat.params
 
     # -- tool calls ------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ _LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
 
 
 _FIELD_NAMES: tuple[str, ...] = tuple(field for field, _ in _LIMIT_FIELDS)
+_REASONS: dict[str, str] = dict(_LIMIT_FIELDS)
 
 
 def _check_count(name: str, value: object) -> None:
@@ -249,13 +250,11 @@ class Meter:
         tool-call limit, which only stops the next call.
         """
         limits = self.limits
-        for field, reason in _LIMIT_FIELDS:
+        for field in self._limited_fields():
             limit = getattr(limits, field)
-            if limit is None:
-                continue
             used = self._used(field)
             if used > limit or (reaching and used >= limit and field != "max_tool_calls"):
-                return reason
+                return _REASONS[field]
         return None
 
     def before_request(self) -> str | None:
