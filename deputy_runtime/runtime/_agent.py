@@ -394,7 +394,7 @@ class Agent:
             raise TypeError(f"task must be a string, got {type(task).__name__}")
         self._active = True
         run = RunState(run_id or new_id("run"), usage_limits or self.usage_limits, emit)
-        run.turns = list(self.chat.get_turns())
+        run.turns = self.chat.get_turns()  # a fresh list
         error: BaseException | None = None
         try:
             await self._loop(run, task)

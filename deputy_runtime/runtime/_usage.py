@@ -57,7 +57,6 @@ _LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
 
 
 _FIELD_NAMES: tuple[str, ...] = tuple(field for field, _ in _LIMIT_FIELDS)
-_REASONS: dict[str, str] = dict(_LIMIT_FIELDS)
 
 
 def _check_count(name: str, value: object) -> None:
@@ -249,12 +248,26 @@ class Meter:
         usage is added) a limit that is exactly reached counts as well, except the
         tool-call limit, which only stops the next call.
         """
-        limits = self.limits
-        for field in self._limited_fields():
-            limit = getattr(limits, field)
-            used = self._used(field)
-            if used > limit or (reaching and used >= limit and field != "max_tool_calls"):
-                return _REASONS[field]
+        # Spelled out field by field: this runs before every request and delegation.
+        lim = self.limits
+        if lim.max_requests is not None and _over(self.requests, lim.max_requests, reaching):
+            return "request_limit"
+        if lim.max_tool_calls is not None and self.tool_calls > lim.max_tool_calls:
+            return "tool_call_limit"
+        if lim.max_input_tokens is not None and _over(
+            self.input_tokens, lim.max_input_tokens, reaching
+        ):
+            return "input_token_limit"
+        if lim.max_output_tokens is not None and _over(
+            self.output_tokens, lim.max_output_tokens, reaching
+        ):
+            return "output_token_limit"
+        if lim.max_total_tokens is not None and _over(
+            self.input_tokens + self.output_tokens, lim.max_total_tokens, reaching
+        ):
+            return "total_token_limit"
+        if lim.max_cost_usd is not None and _over(self.cost_usd, lim.max_cost_usd, reaching):
+            return "cost_limit"
         return None
 
     def before_request(self) -> str | None:
@@ -336,6 +349,10 @@ class Meter:
         reserved = self.reserved
         for field, value in held:
             reserved[field] += sign * value
+
+
+def _over(used: float, limit: float, reaching: bool) -> bool:
+    return used > limit or (reaching and used >= limit)
 
 
 def _tighter(a: float | int | None, b: float | int | None) -> float | int | None:
