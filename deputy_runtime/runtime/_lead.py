@@ -71,7 +71,9 @@ class LeadAgent(Agent):
     deliverable?, stop_conditions?)``. Subagents are bounded by this agent's permissions
     (ceiling at start, live re-check per call), its remaining budget (reserved per
     delegation) and its hooks (tool events always forwarded). See DelegationPolicy for
-    how they get tools.
+    how they get tools. ``max_active_delegations`` caps how many of the model's
+    delegations run at once (``1`` serialises them); the others wait ``queued``, holding
+    no budget until they start. ``None`` (default): all of a turn's delegations at once.
     """
 
     __slots__ = (
@@ -81,8 +83,10 @@ class LeadAgent(Agent):
         "_own_tools",
         "_records",
         "_running",
+        "_slots",
         "delegation_policy",
         "delegation_scope",
+        "max_active_delegations",
     )
 
     def __init__(
@@ -99,6 +103,7 @@ class LeadAgent(Agent):
         delegation_policy: DelegationPolicy | None = None,
         delegation_scope: Mapping[str, Any] | None = None,
         name: str | None = "lead",
+        max_active_delegations: int | None = None,
     ) -> None:
         if delegation_policy is None:
             delegation_policy = DelegationPolicy()
@@ -106,6 +111,17 @@ class LeadAgent(Agent):
             raise TypeError("delegation_policy must be a DelegationPolicy")
         if delegation_scope is not None and not isinstance(delegation_scope, Mapping):
             raise TypeError("delegation_scope must be a mapping or None")
+        if max_active_delegations is not None and (
+            isinstance(max_active_delegations, bool)
+            or not isinstance(max_active_delegations, int)
+            or max_active_delegations < 1
+        ):
+            raise ValueError(
+                "max_active_delegations must be a positive int or None, "
+                f"got {max_active_delegations!r}"
+            )
+        self.max_active_delegations = max_active_delegations
+        self._slots: tuple[str, anyio.Semaphore] | None = None
         self.delegation_policy = delegation_policy
         self._forwarded = delegation_policy.forwarded_events  # computed once, shared
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
@@ -266,7 +282,13 @@ class LeadAgent(Agent):
         self._records.append(d)
         self._running[d.delegation_id] = d
         failed: BaseException | None = None
+        slots = self._slots_for(run)
+        holding = False
         try:
+            if slots is not None:
+                # Queued until a slot is free; the budget is reserved only once it runs.
+                await slots.acquire()
+                holding = True
             d.reservation = run.meter.reserve_child(
                 definition.max_requests if definition is not None else 0
             )
@@ -291,12 +313,23 @@ class LeadAgent(Agent):
             if not isinstance(exc, Exception):
                 raise
         finally:
+            if holding:
+                assert slots is not None
+                slots.release()
             self._running.pop(d.delegation_id, None)
             settle(d, run.meter, failed)
             await self._finish_delegation(run.emit, d, cancelled=_is_cancel(failed))
         if d.status == "failed":
             raise ToolRejection(f"Subagent '{d.agent_name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
+
+    def _slots_for(self, run: RunState) -> anyio.Semaphore | None:
+        """This run's delegation slots (``max_active_delegations``), or ``None``."""
+        if self.max_active_delegations is None:
+            return None
+        if self._slots is None or self._slots[0] != run.run_id:
+            self._slots = (run.run_id, anyio.Semaphore(self.max_active_delegations))
+        return self._slots[1]
 
     def _announce(self, emit: EventSink | None, d: Delegation) -> None:
         """Emit DelegationStart (admitted, budget reserved): every DelegationEnd has one."""
