@@ -43,8 +43,8 @@ __all__ = ["Brief", "Delegation", "SubagentRecord", "build_outcome", "first_mess
 
 ANSWER_MAX_BYTES = 8 * 1024
 _TASK_MAX_BYTES = 1024 * 1024
-# How long settlement waits for SubagentStop hooks and cleanup while being cancelled.
-_SHIELDED_SECONDS = 10.0
+#: How long settlement waits for SubagentStop hooks and cleanup while being cancelled.
+SHIELDED_SECONDS = 10.0
 # Model parameters that would attach tools the runtime cannot govern.
 _PROVIDER_TOOL_PARAMS = frozenset({"tools", "builtin_tools", "web_search_options", "server_tools"})
 
@@ -470,10 +470,10 @@ async def release_binding(d: Delegation, *, cancelled: bool = False) -> None:
         try:
             done = cleanup()
             if inspect.isawaitable(done):
-                with anyio.move_on_after(_SHIELDED_SECONDS if cancelled else None) as scope:
+                with anyio.move_on_after(SHIELDED_SECONDS if cancelled else None) as scope:
                     await done
                 if scope.cancelled_caught:
-                    d.cleanup_error = f"cleanup did not finish within {_SHIELDED_SECONDS:g} s"
+                    d.cleanup_error = f"cleanup did not finish within {SHIELDED_SECONDS:g} s"
         except Exception as exc:
             d.cleanup_error = _error_text(exc)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from ..errors import DefinitionError
 from ..tools._decorator import _struct_validator
 from ..tools._invoke import invoke_tool, tool_validator
 from ..tools._tool import Tool
+from . import _delegation
 from ._agent import Agent
 from ._delegation import (
     Delegation,
@@ -47,8 +49,6 @@ _DELEGATE_DESCRIPTION = (
     "Delegate a task to a specialized sub-agent. The sub-agent will complete the task and "
     "return results. Several calls in one turn run in parallel."
 )
-# How long settlement waits for SubagentStop hooks while being cancelled.
-_SHIELDED_SECONDS = 10.0
 
 
 class _DelegateArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -346,7 +346,7 @@ class LeadAgent(Agent):
     async def _start(self, d: Delegation) -> bool:
         """Mark running and fire SubagentStart; ``False`` if it must not start after all."""
         d.status = "running"
-        d.started_at = _now()
+        d.started_at = time.time()
         if self.hooks.has(HookEvent.SubagentStart):
             await self.hooks.dispatch(
                 hook_input(self, d, HookEvent.SubagentStart, status="running"),
@@ -384,7 +384,9 @@ class LeadAgent(Agent):
         with anyio.CancelScope(shield=True):
             await release_binding(d, cancelled=cancelled)
             if stop_hooks:
-                with anyio.move_on_after(_SHIELDED_SECONDS if cancelled else None) as scope:
+                with anyio.move_on_after(
+                    _delegation.SHIELDED_SECONDS if cancelled else None
+                ) as scope:
                     await self.hooks.dispatch(
                         hook_input(
                             self,
@@ -399,7 +401,7 @@ class LeadAgent(Agent):
                     )
                 if scope.cancelled_caught:
                     d.hook_errors.append(
-                        f"SubagentStop: did not finish within {_SHIELDED_SECONDS:g} s "
+                        f"SubagentStop: did not finish within {_delegation.SHIELDED_SECONDS:g} s "
                         "during cancellation"
                     )
 
@@ -429,12 +431,6 @@ class LeadAgent(Agent):
 
 def _is_cancel(exc: BaseException | None) -> bool:
     return exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
 
 
 def _delegation_ids(d: Delegation) -> dict[str, Any]:

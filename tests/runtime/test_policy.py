@@ -939,7 +939,7 @@ async def test_slow_cleanup_is_not_cut_short_without_cancellation(
 ) -> None:
     from deputy_runtime.runtime import _delegation
 
-    monkeypatch.setattr(_delegation, "_SHIELDED_SECONDS", 0)  # "slow" = any checkpoint
+    monkeypatch.setattr(_delegation, "SHIELDED_SECONDS", 0)  # "slow" = any checkpoint
     finished: list[str] = []
 
     async def factory(agent: Any, definition: Any, context: Any) -> DelegationResources:
@@ -963,9 +963,9 @@ async def test_slow_cleanup_is_not_cut_short_without_cancellation(
 async def test_slow_subagent_stop_hook_is_not_dropped_silently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deputy_runtime.runtime import _lead
+    from deputy_runtime.runtime import _delegation
 
-    monkeypatch.setattr(_lead, "_SHIELDED_SECONDS", 0)
+    monkeypatch.setattr(_delegation, "SHIELDED_SECONDS", 0)
     finished: list[str] = []
 
     async def audit(h: Any) -> None:
