@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import yaml
 from _definition_helpers import MIN, make_tool
 from _tag_strategies import core_tagged_scalars
 from hypothesis import HealthCheck, given, settings
@@ -240,7 +241,9 @@ def test_duplicate_keys_at_any_depth_are_rejected(path: list[str], key: str) -> 
         nested = f"{{{step}: {nested}}}"
     outcome = read_bytes_outcome(f"{MIN}params: {nested}\n".encode())
     assert isinstance(outcome, DefinitionFileError)
-    assert outcome.reason.startswith(f"Duplicate key {key!r}")
+    # YAML 1.1 types plain keys too: `no` is the key False, `on` is True.
+    parsed_key = yaml.load(key, Loader=yaml.SafeLoader)
+    assert outcome.reason.startswith(f"Duplicate key {parsed_key!r}")
     assert outcome.line == 5
 
 
