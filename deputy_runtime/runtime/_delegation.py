@@ -543,7 +543,7 @@ def new_delegation(
     agent_name: str | None = None,
 ) -> Delegation:
     """Admit a delegation: a queued record with fresh ids."""
-    d = Delegation(
+    return Delegation(
         definition,
         agent_name=agent_name,
         delegation_id=delegation_id or new_id("delegation"),
@@ -552,7 +552,6 @@ def new_delegation(
         tool_call_id=tool_call_id,
         task=brief.task,
     )
-    return d
 
 
 def check_brief(arguments: Mapping[str, Any]) -> Brief:
