@@ -247,8 +247,8 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
         if isinstance(view, LiveView):
             tg.start_soon(tick)
         with run_scope:
-            # The private entry point with an event sink: events are rendered as they
-            # are emitted, including the final ones of a cancelled run.
+            # An event sink rather than run_stream: events are rendered as they are
+            # emitted, including the final ones of a cancelled run.
             await lead.run(task, on_event=view.handle)
         tg.cancel_scope.cancel()
     return interrupted
