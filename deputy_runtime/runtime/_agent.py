@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,7 @@ class Agent:
         "_interrupt_reason",
         "_pending_config",
         "_permissions",
+        "_prompt",
         "_session_started",
         "_skills",
         "_specs",
@@ -212,6 +213,7 @@ class Agent:
         self.last_result: AgentResult | None = None
         if tools or skills:
             self.set_tools(tools)
+        self._prompt = self._compose_prompt()
 
     # -- configuration -----------------------------------------------------------------
 
@@ -279,6 +281,10 @@ class Agent:
     @property
     def system_prompt(self) -> str | None:
         """The system prompt sent with every request (base prompt plus skills section)."""
+        return self._prompt
+
+    def _compose_prompt(self) -> str | None:
+        # Built once (and again when a LeadAgent's sub-agents change), not per request.
         if not self._skills:
             return self._base_prompt
         from ..skills import skills_prompt_section
@@ -286,19 +292,22 @@ class Agent:
         section = skills_prompt_section(self._skills)
         return f"{self._base_prompt}\n\n{section}" if self._base_prompt else section
 
-    async def end_session(self, reason: str = "closed") -> None:
+    async def end_session(self, reason: str = "closed") -> list[str]:
         """Fire the SessionEnd hooks once, if a run started the session.
 
         Call it when the host is done with the agent (for example at shutdown); the
         conversation is kept, and a later run starts a new session (SessionStart again).
+        Returns the ``"EVENT: message"`` errors of hooks that raised (there is no run
+        result to keep them in).
         """
+        errors: list[str] = []
         if not self._session_started or self._active:
-            return
+            return errors
         self._session_started = False
         if self._wants(HookEvent.SessionEnd):
-            errors: list[str] = []
             hook_input = self._hook_input(HookEvent.SessionEnd, None, reason=reason)
             await self.hooks.dispatch(hook_input, errors)
+        return errors
 
     def interrupt(self, reason: str = "interrupted") -> None:
         """Ask the active run to stop at its next boundary (before a request or tool call).
@@ -420,7 +429,7 @@ class Agent:
         """Whether any hook (own or a lead's forwarded one) listens to ``event``."""
         gov = self.governance
         return self.hooks.has(event) or (
-            gov is not None and event in gov.forwarded and gov.lead_hooks.has(event)
+            gov is not None and event in gov.forwarded and gov.lead.hooks.has(event)
         )
 
     async def _loop(self, run: RunState, task: str) -> None:
@@ -484,7 +493,8 @@ class Agent:
         run.requests += 1
         run.meter.start_request()
         provider = self.chat.provider
-        request = ModelRequest(self.system_prompt, tuple(run.turns), self._specs, self._params())
+        # Chat replaces its params mapping on change, never mutates it: safe to share.
+        request = ModelRequest(self._prompt, tuple(run.turns), self._specs, self.chat.params)
         if run.emit is not None:
             run.emit(ModelRequestEvent(**self._ids(run), index=run.requests, model=provider.model))
         token = set_current_agent(self.name)
@@ -502,10 +512,6 @@ class Agent:
             return final
         finally:
             reset_current_agent(token)
-
-    def _params(self) -> Mapping[str, Any]:
-        # Chat replaces its params mapping on change, never mutates it: safe to share.
-        return self.chat.params
 
     # -- tool calls ------------------------------------------------------------------------
 
@@ -573,16 +579,24 @@ class Agent:
                 return ContentToolResult(call.id, error=f"Run stopped by hook: {decision.reason}")
             if decision is not None and decision.decision == "deny":
                 return ContentToolResult(call.id, error=f"Denied by hook: {decision.reason}")
-            if self.governance is not None:
-                # Hooks may await (a person, a policy service); the lead may have been
-                # narrowed meanwhile, so its live permissions are checked once more.
-                late = self.governance.lead_permissions().check_static(tool, call.arguments)
-                if late is not None:
-                    return ContentToolResult(
-                        call.id,
-                        error=f"Permission denied: {late.reason} (lead's current permissions)",
-                    )
+            # Hooks may await (a person, a policy service); the lead may have been
+            # narrowed meanwhile, so its live permissions are checked once more.
+            late = self._lead_denial(tool, call)
+            if late is not None:
+                return ContentToolResult(
+                    call.id, error=await self._refuse(run, call, call_id, late)
+                )
         return tool
+
+    def _lead_denial(self, tool: Tool, call: ContentToolRequest) -> PermissionDeny | None:
+        """A subagent's call checked against its lead's *current* permissions."""
+        gov = self.governance
+        if gov is None:
+            return None
+        denial = gov.lead.permissions.check_static(tool, call.arguments)
+        if denial is None:
+            return None
+        return PermissionDeny(f"{denial.reason} (lead's current permissions)", denial.interrupt)
 
     async def _check_permission(
         self,
@@ -601,16 +615,9 @@ class Agent:
         # An allow by the static rules is implied by the tool_start that follows; an
         # allow by a callback or hook is a decision worth its own event.
         decided = self._permissions.can_use_tool is not None
-        if denial is None and self.governance is not None:
-            # A subagent is also bounded by its lead's *current* permissions.
-            denial = self.governance.lead_permissions().check_static(tool, call.arguments)
-            if denial is not None:
-                denial = PermissionDeny(f"{denial.reason} (lead's current permissions)")
-        elif (
-            denial is not None
-            and self.governance is None
-            and self.hooks.has(HookEvent.PermissionRequest)
-        ):
+        if denial is None:
+            denial = self._lead_denial(tool, call)
+        elif self.governance is None and self.hooks.has(HookEvent.PermissionRequest):
             # Only an agent's own calls can be approved by PermissionRequest hooks; a
             # subagent's never reach its lead (the ceiling must hold).
             decision = await self._fire(
@@ -629,18 +636,33 @@ class Agent:
                     denial = None
                 elif decision.reason:
                     denial = PermissionDeny(decision.reason, denial.interrupt)
-        if run.emit is not None and (denial is not None or decided):
+        if denial is None:
+            if decided and run.emit is not None:
+                run.emit(
+                    PermissionEvent(
+                        **self._ids(run),
+                        tool_call_id=call_id,
+                        tool_name=call.name,
+                        decision="allow",
+                    )
+                )
+            return None
+        return await self._refuse(run, call, call_id, denial)
+
+    async def _refuse(
+        self, run: RunState, call: ContentToolRequest, call_id: str, denial: PermissionDeny
+    ) -> str:
+        """Announce a denial (event, Notification hooks) and return the model's message."""
+        if run.emit is not None:
             run.emit(
                 PermissionEvent(
                     **self._ids(run),
                     tool_call_id=call_id,
                     tool_name=call.name,
-                    decision="deny" if denial else "allow",
-                    reason=denial.reason if denial else None,
+                    decision="deny",
+                    reason=denial.reason,
                 )
             )
-        if denial is None:
-            return None
         if denial.interrupt:
             run.stop_reason = run.stop_reason or "interrupted"
         if self._wants(HookEvent.Notification):
@@ -755,7 +777,7 @@ class Agent:
         gov = self.governance
         if gov is not None and hook_input.event in gov.forwarded:
             seen = len(gov.hook_errors)
-            lead_decision = await gov.lead_hooks.dispatch(hook_input, gov.hook_errors)
+            lead_decision = await gov.lead.hooks.dispatch(hook_input, gov.hook_errors)
             self._warn(run, gov.hook_errors[seen:])
             if lead_decision is not None and lead_decision.decision != "allow":
                 return lead_decision

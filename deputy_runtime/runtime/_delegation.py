@@ -253,10 +253,8 @@ async def build_subagent(
         skills=skills,
         governance=Governance(
             delegation_id=d.delegation_id,
-            parent_agent_id=d.parent_agent_id,
             parent_run_id=d.parent_run_id,
-            lead_permissions=lambda: lead.permissions,
-            lead_hooks=lead.hooks,
+            lead=lead,
             forwarded=lead._forwarded,
         ),
         agent_id=d.agent_id,

@@ -177,11 +177,11 @@ class LeadAgent(Agent):
     def _refresh(self) -> None:
         self._delegate_tool = _delegate_tool(tuple(self._definitions))
         self.set_tools((self._delegate_tool, *self._own_tools))
+        self._prompt = self._compose_prompt()
 
-    @property
-    def system_prompt(self) -> str | None:
+    def _compose_prompt(self) -> str | None:
         """The base prompt followed by the generated routing section."""
-        base = super().system_prompt
+        base = super()._compose_prompt()
         section = self._routing_section()
         return f"{base}\n\n{section}" if base else section
 

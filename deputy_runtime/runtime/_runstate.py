@@ -5,17 +5,18 @@ Kept apart from the loop in ``_agent`` so the loop reads top to bottom.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
 from ..chat._types import ContentToolResult, Turn
 from ._events import EventSink
-from ._hooks import HookEvent, Hooks
-from ._permissions import Permissions
+from ._hooks import HookEvent
 from ._usage import AgentUsage, Meter, UsageLimits
+
+if TYPE_CHECKING:
+    from ._agent import Agent
 
 __all__ = ["AgentResult", "Governance", "RunState", "ToolRejection"]
 
@@ -51,19 +52,19 @@ class ToolRejection(Exception):
 
 
 class Governance:
-    """What binds a subagent to its lead: ids, live lead permissions and hooks.
+    """What binds a subagent to its lead: ids, and the lead itself.
 
-    ``lead_permissions`` is read at every tool call, so narrowing the lead narrows its
-    running subagents. ``lead_hooks`` is the lead's live registry; ``forwarded`` the hook
-    events it runs for the subagent. ``hook_errors`` collects errors of forwarded hooks.
+    The lead's ``permissions`` and ``hooks`` are read from it at every tool call, so
+    narrowing the lead narrows its running subagents and hooks added later apply.
+    ``forwarded`` are the hook events the lead's hooks run for; ``hook_errors`` collects
+    errors of those forwarded hooks.
     """
 
     __slots__ = (
         "delegation_id",
         "forwarded",
         "hook_errors",
-        "lead_hooks",
-        "lead_permissions",
+        "lead",
         "parent_agent_id",
         "parent_run_id",
     )
@@ -72,17 +73,14 @@ class Governance:
         self,
         *,
         delegation_id: str,
-        parent_agent_id: str,
         parent_run_id: str | None,
-        lead_permissions: Callable[[], Permissions],
-        lead_hooks: Hooks,
+        lead: Agent,
         forwarded: frozenset[HookEvent],
     ) -> None:
         self.delegation_id = delegation_id
-        self.parent_agent_id = parent_agent_id
+        self.parent_agent_id = lead.agent_id
         self.parent_run_id = parent_run_id
-        self.lead_permissions = lead_permissions
-        self.lead_hooks = lead_hooks
+        self.lead = lead
         self.forwarded = forwarded
         self.hook_errors: list[str] = []
 
