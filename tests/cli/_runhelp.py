@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -56,13 +58,29 @@ memory: null
 mcp_servers: null
 initial_prompt: null
 max_requests: 4
-permission_mode: readonly
+permission_mode: {mode}
 """
 
 
-def tool_free_agents(directory: Path, *names: str) -> Path:
+def tool_free_agents(directory: Path, *names: str, mode: str = "readonly") -> Path:
     """Write tool-free YAML definitions (usable in owned mode) and return the directory."""
     directory.mkdir(parents=True, exist_ok=True)
     for name in names:
-        (directory / f"{name}.yaml").write_text(_DEFINITION.format(name=name), encoding="utf-8")
+        text = _DEFINITION.format(name=name, mode=mode)
+        (directory / f"{name}.yaml").write_text(text, encoding="utf-8")
     return directory
+
+
+def read_until(process: subprocess.Popen[str], pattern: str, timeout: float) -> str:
+    """Read stdout lines until one matches ``pattern``; return everything read."""
+    assert process.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if re.search(pattern, line):
+            return "".join(seen)
+    raise AssertionError(f"no line matching {pattern!r} in:\n{''.join(seen)}")

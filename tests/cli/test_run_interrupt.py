@@ -14,22 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import SLOW_PLUGIN, cli, offline_env, tool_free_agents
-
-
-def _read_until(process: subprocess.Popen[str], pattern: str, timeout: float) -> str:
-    """Read stdout lines until one matches ``pattern``; return everything read."""
-    assert process.stdout is not None
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if re.search(pattern, line):
-            return "".join(seen)
-    raise AssertionError(f"no line matching {pattern!r} in:\n{''.join(seen)}")
+from _runhelp import SLOW_PLUGIN, cli, offline_env, read_until, tool_free_agents
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -48,9 +33,9 @@ def test_interrupt_mid_run_stops_cleanly(tmp_path: Path, backend: str, signum: i
         argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        head = _read_until(process, r"quick: delegation completed", timeout=30)
+        head = read_until(process, r"quick: delegation completed", timeout=30)
         while head.count("delegation started") < 3:
-            head += _read_until(process, r"delegation started", timeout=30)
+            head += read_until(process, r"delegation started", timeout=30)
         started = time.monotonic()
         process.send_signal(signum)
         rest, stderr = process.communicate(timeout=30)
