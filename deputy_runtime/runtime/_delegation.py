@@ -109,6 +109,7 @@ class Delegation:
         "admitted_at",
         "agent_id",
         "agent_name",
+        "brief",
         "cancel_reason",
         "child",
         "cleanup",
@@ -142,7 +143,7 @@ class Delegation:
         parent_agent_id: str,
         parent_run_id: str | None,
         tool_call_id: str | None,
-        task: str,
+        brief: Brief,
     ) -> None:
         # None only for a delegation to an unknown agent, recorded as a setup failure.
         self.definition = definition
@@ -153,7 +154,8 @@ class Delegation:
         self.parent_agent_id = parent_agent_id
         self.parent_run_id = parent_run_id
         self.tool_call_id = tool_call_id
-        self.task = task
+        self.brief = brief
+        self.task = brief.task
         self.status = "queued"
         self.stop_reason: str | None = None
         self.admitted_at = time.time()
@@ -548,7 +550,7 @@ def new_delegation(
         parent_agent_id=lead.agent_id,
         parent_run_id=parent_run_id,
         tool_call_id=tool_call_id,
-        task=brief.task,
+        brief=brief,
     )
 
 

@@ -34,7 +34,7 @@ from ._hooks import HookEvent, Hooks
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
 from ._runstate import AgentResult, RunState, ToolRejection
-from ._usage import UsageLimits
+from ._usage import Meter, UsageLimits
 
 if TYPE_CHECKING:
     from ..chat._chat import Chat
@@ -297,17 +297,11 @@ class LeadAgent(Agent):
                 if definition is None:
                     names = ", ".join(self._definitions) or "none"
                     raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
-                child = await build_subagent(self, d, d.reservation.limits)
+                await build_subagent(self, d, d.reservation.limits)
             except Exception:
                 d.stop_reason = "setup_error"
                 raise
-            if await self._start(d):
-                d.result = await child._run(
-                    first_message(d.definition, brief),
-                    usage_limits=d.reservation.limits,
-                    emit=run.emit,
-                    run_id=d.run_id,
-                )
+            await self._start_and_run(d, run.emit)
         except BaseException as exc:
             failed = exc
             if not isinstance(exc, Exception):
@@ -316,9 +310,7 @@ class LeadAgent(Agent):
             if holding:
                 assert slots is not None
                 slots.release()
-            self._running.pop(d.delegation_id, None)
-            settle(d, run.meter, failed)
-            await self._finish_delegation(run.emit, d, cancelled=_is_cancel(failed))
+            await self._conclude(d, run.meter, run.emit, failed)
         if d.status == "failed":
             raise ToolRejection(f"Subagent '{d.agent_name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
@@ -342,6 +334,36 @@ class LeadAgent(Agent):
                     tool_call_id=d.tool_call_id,
                 )
             )
+
+    async def _start_and_run(self, d: Delegation, emit: EventSink | None) -> bool:
+        """Fire SubagentStart, then run the built subagent on its brief.
+
+        ``False`` when the delegation was stopped before its run (it stays not_started).
+        Shared by the delegate tool and ``parallel_delegate``.
+        """
+        if not await self._start(d):
+            return False
+        assert d.child is not None
+        assert d.reservation is not None
+        d.result = await d.child._run(
+            first_message(d.definition, d.brief),
+            usage_limits=d.reservation.limits,
+            emit=emit,
+            run_id=d.run_id,
+        )
+        return True
+
+    async def _conclude(
+        self,
+        d: Delegation,
+        meter: Meter,
+        emit: EventSink | None,
+        failed: BaseException | None,
+    ) -> None:
+        """Settle exactly once, release the binding, fire SubagentStop, announce the end."""
+        self._running.pop(d.delegation_id, None)
+        settle(d, meter, failed)
+        await self._finish_delegation(emit, d, cancelled=_is_cancel(failed))
 
     async def _start(self, d: Delegation) -> bool:
         """Mark running and fire SubagentStart; ``False`` if it must not start after all."""

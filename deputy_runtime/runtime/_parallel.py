@@ -23,7 +23,6 @@ from ._delegation import (
     Delegation,
     build_outcome,
     build_subagent,
-    first_message,
     new_delegation,
     settle,
 )
@@ -146,11 +145,7 @@ async def _prepare(lead: LeadAgent, batch: list[Delegation]) -> None:
         except BaseException as exc:
             d.stop_reason = "setup_error"
             settle(d, None, exc)
-            for other in batch:
-                if not other.settled:
-                    other.settled = True
-                    other.status = "not_started"
-                    other.stop_reason = "not_started"
+            _not_started(batch)
             raise
 
 
@@ -170,27 +165,14 @@ async def _dispatch(
         lead._running[d.delegation_id] = d
         try:
             lead._announce(on_event, d)
-            if await lead._start(d):
-                assert d.child is not None
-                assert d.reservation is not None
-                d.result = await d.child._run(
-                    first_message(d.definition, Brief(task=d.task)),
-                    usage_limits=d.reservation.limits,
-                    emit=on_event,
-                    run_id=d.run_id,
-                )
-            elif not stop:
+            if not await lead._start_and_run(d, on_event) and not stop:
                 stop.append(lead._interrupt_reason or "interrupted")
         except BaseException as exc:
             failed = exc
             if not isinstance(exc, Exception):
                 raise
         finally:
-            lead._running.pop(d.delegation_id, None)
-            settle(d, meter, failed)
-            await lead._finish_delegation(
-                on_event, d, cancelled=isinstance(failed, anyio.get_cancelled_exc_class())
-            )
+            await lead._conclude(d, meter, on_event, failed)
             slots.release()
 
     try:
@@ -206,13 +188,17 @@ async def _dispatch(
                 d.reservation = _reserve_share(meter, d, parts=min(max_active, len(batch) - i))
                 tg.start_soon(respond, d)
     finally:
-        # Also when the host cancels the batch: nothing is left "queued".
-        for d in batch:
-            if not d.settled:
-                d.settled = True
-                d.status = "not_started"
-                d.stop_reason = "not_started"
+        _not_started(batch)  # also when the host cancels the batch: nothing stays queued
     return stop[0] if stop else _batch_reason(batch)
+
+
+def _not_started(batch: list[Delegation]) -> None:
+    """Settle every responder that never ran as not_started."""
+    for d in batch:
+        if not d.settled:
+            d.settled = True
+            d.status = "not_started"
+            d.stop_reason = "not_started"
 
 
 # Budget fields a responder needs something of before it can make its one request.
