@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from .definitions._yaml import may_nest_deeper, nesting_problem
 from .errors import SkillError, ToolArgumentError
 from .tools._schema import schema_validator
 from .tools._tool import Tool
@@ -42,6 +43,7 @@ SKILL_FILE = "SKILL.md"
 SKILL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SKILL_DESCRIPTION_MAX = 1024
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MAX_NESTING = 64
 
 
 def skill_load(path: str | os.PathLike[str]) -> Skill:
@@ -119,8 +121,17 @@ def _split_frontmatter(text: str, file: Path) -> tuple[dict[str, Any], str]:
             break
     else:
         raise SkillError(f"{file}: the frontmatter has no closing '---' line")
+    frontmatter = "".join(lines[1:i])
+    # Checked before loading: libyaml's composer recurses in C, one frame per level.
+    if may_nest_deeper(frontmatter, _MAX_NESTING):
+        deep = nesting_problem(frontmatter, _MAX_NESTING)
+        if deep is not None:
+            raise SkillError(
+                f"{file}: the frontmatter is nested more than {_MAX_NESTING} levels deep "
+                f"(line {deep[0] + 1}); flatten it"
+            )
     try:
-        meta = yaml.load("".join(lines[1:i]), Loader=_Loader)
+        meta = yaml.load(frontmatter, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""

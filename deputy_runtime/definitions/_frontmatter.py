@@ -21,12 +21,13 @@ from typing import Any
 import yaml
 
 from ..errors import DefinitionFileError
-from ._yaml import SCALAR_ERRORS, reader_problem, scalar_problem
+from ._yaml import SCALAR_ERRORS, may_nest_deeper, nesting_problem, reader_problem, scalar_problem
 
 __all__ = [
     "LINE_BREAKS",
     "MAX_BODY_LINES",
     "MAX_DESCRIPTION_LENGTH",
+    "MAX_NESTING",
     "Frontmatter",
     "parse_frontmatter",
 ]
@@ -35,6 +36,8 @@ __all__ = [
 MAX_DESCRIPTION_LENGTH = 1024
 #: AgentLane's AGENT_MAX_INSTRUCTIONS_LINES.
 MAX_BODY_LINES = 1000
+#: Deepest nesting of lists and mappings accepted in frontmatter (the YAML format's limit).
+MAX_NESTING = 64
 #: Every character :meth:`str.splitlines` treats as a line boundary.
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -203,10 +206,25 @@ def _locate(root: yaml.MappingNode, offset: int) -> tuple[dict[str, int], dict[s
     return lines, item_lines
 
 
+def _check_nesting(yaml_text: str, path: Path, offset: int) -> None:
+    # Before composing: libyaml's composer recurses in C, one frame per level.
+    if not may_nest_deeper(yaml_text, MAX_NESTING):
+        return
+    mark = nesting_problem(yaml_text, MAX_NESTING)
+    if mark is not None:
+        raise DefinitionFileError(
+            f"frontmatter values are nested more than {MAX_NESTING} levels deep; flatten them",
+            path=path,
+            line=mark[0] + offset - 1,
+            column=mark[1],
+        )
+
+
 def parse_frontmatter(text: str, path: Path) -> Frontmatter:
     """Split ``text`` (already decoded, BOM removed) and load its frontmatter mapping."""
     yaml_text, body, fence_line = _split(text, path)
     offset = 2  # frontmatter line 0 is file line 2 (line 1 is the opening fence)
+    _check_nesting(yaml_text, path, offset)
     loader = _Loader(yaml_text)
     try:
         try:

@@ -29,6 +29,8 @@ __all__ = [
     "YAMLProblem",
     "dump_yaml",
     "load_yaml",
+    "may_nest_deeper",
+    "nesting_problem",
     "reader_problem",
     "scalar_problem",
 ]
@@ -88,10 +90,7 @@ class StrictLoader(_BaseLoader):
                     scalar_problem(tag, node.value, exc), _mark(node.start_mark)
                 ) from None
         if depth >= _MAX_DEPTH:
-            raise YAMLProblem(
-                f"Values are nested more than {_MAX_DEPTH} levels deep; flatten them",
-                _mark(node.start_mark),
-            )
+            raise _depth_problem(_mark(node.start_mark))
         if isinstance(node, SequenceNode):
             if node.tag != _CORE + "seq":
                 raise _tag_problem(node)
@@ -271,9 +270,61 @@ def _reader_index(position: int, char: str, text: str) -> int | None:
     return found if found >= 0 else None
 
 
-def _reject_anchors(text: str) -> None:
-    # An anchor needs a '&', so most files skip this second, event-level pass entirely.
+#: Characters that open a collection: a flow '[' or '{', a block '-' entry, or the ':' or
+#: '?' of a mapping key. Every collection needs at least one of its own.
+_OPENERS = "[{-:?"
+
+
+def may_nest_deeper(text: str, limit: int) -> bool:
+    """Whether ``text`` could hold collections nested more than ``limit`` levels deep.
+
+    A cheap, conservative bound (see :data:`_OPENERS`) so that most files skip the
+    event-level pass of :func:`nesting_problem`.
+    """
+    return sum(map(text.count, _OPENERS)) > limit
+
+
+def nesting_problem(text: str, limit: int) -> Mark | None:
+    """Where ``text`` first nests collections more than ``limit`` levels deep, or ``None``.
+
+    libyaml's composer recurses in C once per level (a few hundred bytes of C stack each,
+    invisible to Python's recursion limit), so composing a deeply nested document can
+    overflow a small thread stack and kill the process. Its parser is iterative, so the
+    depth is checked on the event stream before anything is composed. Syntax errors are
+    left for the real load to report.
+    """
     parser = _BaseLoader(text)
+    depth = 0
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > limit:
+                    return _mark(event.start_mark)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        return _mark(exc.problem_mark) if _is_libyaml_depth_limit(exc) else None
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    return None
+
+
+def _is_libyaml_depth_limit(exc: yaml.MarkedYAMLError) -> bool:
+    # libyaml's scanner looks ahead, so past its own limit (1000 levels) it fails before
+    # the parser emits the events that would have shown the depth.
+    return "maximum nesting depth" in (exc.problem or "")
+
+
+def _reject_anchors_and_depth(text: str) -> None:
+    # An anchor needs a '&' and deep nesting needs many openers, so most files skip this
+    # second, event-level pass entirely. The builder counts from the root mapping's values
+    # (event depth 2 is its depth 0), so this stops at the very node it would report.
+    parser = _BaseLoader(text)
+    depth = 0
     try:
         while parser.check_event():
             event = parser.get_event()
@@ -286,8 +337,18 @@ def _reject_anchors(text: str) -> None:
                     "value out in full",
                     _mark(event.start_mark),
                 )
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth >= _MAX_DEPTH + 2:
+                    raise _depth_problem(_mark(event.start_mark))
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
     finally:
         parser.dispose()
+
+
+def _depth_problem(mark: Mark | None) -> YAMLProblem:
+    return YAMLProblem(f"Values are nested more than {_MAX_DEPTH} levels deep; flatten them", mark)
 
 
 def load_yaml(text: str) -> tuple[Any, Marks]:
@@ -298,14 +359,16 @@ def load_yaml(text: str) -> tuple[Any, Marks]:
     deeper than 64 levels. Returns the value and its :class:`Marks`.
     """
     try:
-        if "&" in text:
-            _reject_anchors(text)
+        if "&" in text or may_nest_deeper(text, _MAX_DEPTH):
+            _reject_anchors_and_depth(text)
         loader = StrictLoader(text)
         try:
             return loader.load_strict()
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
+        if _is_libyaml_depth_limit(exc):
+            raise _depth_problem(_mark(exc.problem_mark)) from None
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
         raise YAMLProblem(*reader_problem(exc, text)) from None
