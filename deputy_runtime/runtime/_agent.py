@@ -34,9 +34,7 @@ from ..chat._types import (
     Turn,
 )
 from ..errors import (
-    BudgetExceeded,
     ProviderError,
-    RequestLimitExceeded,
     RunActiveError,
     ToolArgumentError,
 )
@@ -50,18 +48,15 @@ from ._events import (
     GuardedSink,
     ModelRequestEvent,
     ModelResponseEvent,
-    PermissionEvent,
     RunStart,
-    StopEvent,
     TextDelta,
     ToolEnd,
     ToolStart,
-    UsageEvent,
     WarningEvent,
 )
+from ._gate import gate
 from ._hooks import HookDecision, HookEvent, HookInput, Hooks
 from ._permissions import (
-    PermissionDeny,
     Permissions,
     normalize_tool_name,
     permissions_standard,
@@ -72,10 +67,9 @@ from ._runstate import (
     ProviderFailure,
     RunState,
     ToolRejection,
-    answer_open_calls,
-    is_cancellation,
-    last_text,
+    finish_run,
     preview,
+    raise_for_limit,
 )
 from ._usage import UsageLimits
 
@@ -416,13 +410,13 @@ class Agent:
             self._active = False
             # An interrupt applies to the run it was meant for, not to the next one.
             self._interrupt_reason = None
-            result = self._finish(run, error)
+            result = finish_run(self, run, error)
             self.last_result = result
         if self._wants(HookEvent.Stop) or self._pending_config:
             await self._drain_config(run)
             await self._fire(run, self._hook_input(HookEvent.Stop, run, reason=result.stop_reason))
         if run.limits.on_exceed == "error":
-            self._raise_limit(result)  # after the Stop hooks: they see every run end
+            raise_for_limit(result)  # after the Stop hooks: they see every run end
         return result
 
     def _wants(self, event: HookEvent) -> bool:
@@ -483,7 +477,7 @@ class Agent:
             over = run.meter.exceeded(reaching=False)
             if over is not None:
                 run.stop_reason = over
-                return  # _finish answers the open tool calls
+                return  # finish_run answers the open tool calls
             results = await self._run_tool_calls(run, calls)
             run.turns.append(Turn("user", results))
             if run.stop_reason is not None:
@@ -537,142 +531,12 @@ class Agent:
     ) -> ContentToolResult:
         """One requested call: the gate (limits, permissions, hooks), then the tool."""
         call_id = call.id or new_id("tool")
-        gated = await self._gate(run, call, call_id, slot)
+        gated = await gate(self, run, call, call_id, slot)
         if isinstance(gated, ContentToolResult):
             return gated
         # The gate's frame is gone while the tool runs: a fan-out of long delegations
         # keeps one frame less per call alive.
         return await self._execute(run, gated, call, call_id)
-
-    async def _gate(
-        self, run: RunState, call: ContentToolRequest, call_id: str, slot: bool
-    ) -> Tool | ContentToolResult:
-        """The tool to run, or the error result that refuses the call."""
-        if not slot:
-            run.stop_reason = run.stop_reason or "tool_call_limit"
-            return ContentToolResult(
-                call.id, error="Tool call limit reached; the call did not run."
-            )
-        if self._interrupt_reason is not None:
-            run.stop_reason = run.stop_reason or "interrupted"
-            return ContentToolResult(
-                call.id, error="The run was interrupted; the call did not run."
-            )
-        tool = self._tools.get(call.name)
-        if tool is None:
-            names = ", ".join(self._tools) or "none"
-            return ContentToolResult(
-                call.id, error=f"Unknown tool: {call.name}. Available tools: {names}"
-            )
-        pre = (
-            self._hook_input(HookEvent.PreToolUse, run, call=call, call_id=call_id)
-            if self._permissions.can_use_tool is not None or self._wants(HookEvent.PreToolUse)
-            else None
-        )
-        denied = await self._check_permission(run, tool, call, call_id, pre)
-        if denied is not None:
-            return ContentToolResult(call.id, error=denied)
-        if pre is not None and self._wants(HookEvent.PreToolUse):
-            decision = await self._fire(run, pre)
-            if decision is not None and decision.decision == "stop":
-                run.stop_reason = run.stop_reason or "hook_requested_stop"
-                return ContentToolResult(call.id, error=f"Run stopped by hook: {decision.reason}")
-            if decision is not None and decision.decision == "deny":
-                return ContentToolResult(call.id, error=f"Denied by hook: {decision.reason}")
-            # Hooks may await (a person, a policy service); the lead may have been
-            # narrowed meanwhile, so its live permissions are checked once more.
-            late = self._lead_denial(tool, call)
-            if late is not None:
-                return ContentToolResult(
-                    call.id, error=await self._refuse(run, call, call_id, late)
-                )
-        return tool
-
-    def _lead_denial(self, tool: Tool, call: ContentToolRequest) -> PermissionDeny | None:
-        """A subagent's call checked against its lead's *current* permissions."""
-        gov = self.governance
-        if gov is None:
-            return None
-        denial = gov.lead.permissions.check_static(tool, call.arguments)
-        if denial is None:
-            return None
-        return PermissionDeny(f"{denial.reason} (lead's current permissions)", denial.interrupt)
-
-    async def _check_permission(
-        self,
-        run: RunState,
-        tool: Tool,
-        call: ContentToolRequest,
-        call_id: str,
-        context: HookInput | None,
-    ) -> str | None:
-        """The denial reason, or ``None`` when the call may go ahead.
-
-        ``can_use_tool`` receives ``context``: the call's PreToolUse hook input.
-        """
-        result = await self._permissions.check(tool, call.arguments, context)
-        denial = result if isinstance(result, PermissionDeny) else None
-        # An allow by the static rules is implied by the tool_start that follows; an
-        # allow by a callback or hook is a decision worth its own event.
-        decided = self._permissions.can_use_tool is not None
-        if denial is None:
-            denial = self._lead_denial(tool, call)
-        elif self.governance is None and self.hooks.has(HookEvent.PermissionRequest):
-            # Only an agent's own calls can be approved by PermissionRequest hooks; a
-            # subagent's never reach its lead (the ceiling must hold).
-            decision = await self._fire(
-                run,
-                self._hook_input(
-                    HookEvent.PermissionRequest,
-                    run,
-                    call=call,
-                    call_id=call_id,
-                    permission_reason=denial.reason,
-                ),
-            )
-            if decision is not None:
-                decided = True
-                if decision.decision == "allow":
-                    denial = None
-                elif decision.reason:
-                    denial = PermissionDeny(decision.reason, denial.interrupt)
-        if denial is None:
-            if decided and run.emit is not None:
-                run.emit(
-                    PermissionEvent(
-                        **self._ids(run),
-                        tool_call_id=call_id,
-                        tool_name=call.name,
-                        decision="allow",
-                    )
-                )
-            return None
-        return await self._refuse(run, call, call_id, denial)
-
-    async def _refuse(
-        self, run: RunState, call: ContentToolRequest, call_id: str, denial: PermissionDeny
-    ) -> str:
-        """Announce a denial (event, Notification hooks) and return the model's message."""
-        if run.emit is not None:
-            run.emit(
-                PermissionEvent(
-                    **self._ids(run),
-                    tool_call_id=call_id,
-                    tool_name=call.name,
-                    decision="deny",
-                    reason=denial.reason,
-                )
-            )
-        if denial.interrupt:
-            run.stop_reason = run.stop_reason or "interrupted"
-        if self._wants(HookEvent.Notification):
-            await self._fire(
-                run,
-                self._hook_input(
-                    HookEvent.Notification, run, message=f"permission_denied: {denial.reason}"
-                ),
-            )
-        return f"Permission denied: {denial.reason}"
 
     async def _execute(
         self, run: RunState, tool: Tool, call: ContentToolRequest, call_id: str
@@ -800,7 +664,7 @@ class Agent:
         for hook_input in pending:
             await self._fire(run, msgspec.structs.replace(hook_input, run_id=run.run_id))
 
-    # -- finishing -------------------------------------------------------------------------
+    # -- event ids -------------------------------------------------------------------------
 
     def _ids(self, run: RunState) -> dict[str, Any]:
         """The id fields every event of this run carries (built once per run)."""
@@ -814,50 +678,3 @@ class Agent:
                 ids["parent_run_id"] = gov.parent_run_id
             run.ids = ids
         return ids
-
-    def _finish(self, run: RunState, error: BaseException | None) -> AgentResult:
-        """Close open tool calls, store turns, emit usage and stop; never awaits."""
-        answer_open_calls(run.turns)
-        self.chat.set_turns(run.turns)
-        message: str | None = None
-        if isinstance(error, ProviderFailure):
-            message = str(error)
-        elif error is not None:
-            run.stop_reason = "interrupted" if is_cancellation(error) else "error"
-            message = None if is_cancellation(error) else f"{type(error).__name__}: {error}"
-        reason = run.stop_reason or "error"
-        usage = run.meter.snapshot()
-        if run.emit is not None:
-            ids = self._ids(run)
-            run.emit(UsageEvent(**ids, usage=usage, limits=run.limits))
-            run.emit(StopEvent(**ids, stop_reason=reason, usage=usage, error=message))
-        gov = self.governance
-        return AgentResult(
-            response=last_text(run.turns),
-            turns=tuple(run.turns),
-            usage=usage,
-            stop_reason=reason,
-            agent_id=self.agent_id,
-            run_id=run.run_id,
-            agent_name=self.name,
-            delegation_id=gov.delegation_id if gov else None,
-            parent_agent_id=gov.parent_agent_id if gov else None,
-            parent_run_id=gov.parent_run_id if gov else None,
-            limits=run.limits,
-            error=message,
-            hook_errors=tuple(run.hook_errors),
-        )
-
-    @staticmethod
-    def _raise_limit(result: AgentResult) -> None:
-        reason = result.stop_reason
-        if reason == "request_limit":
-            raise RequestLimitExceeded(
-                "Run stopped: request limit reached", stop_reason=reason, result=result
-            )
-        if reason.endswith("_limit"):
-            raise BudgetExceeded(
-                f"Run stopped: {reason.replace('_', ' ')} reached",
-                stop_reason=reason,
-                result=result,
-            )

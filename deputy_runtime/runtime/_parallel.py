@@ -27,7 +27,7 @@ from ._delegation import (
     settle,
 )
 from ._events import EventSink, GuardedSink
-from ._runstate import AgentResult
+from ._runstate import AgentResult, raise_for_limit
 from ._usage import Meter, UsageLimits
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ async def parallel_delegate(
     result = _aggregate(lead, batch, meter, run_id, stop_reason)
     lead.last_result = result.run
     if stop_reason.endswith("_limit") and meter.limits.on_exceed == "error":
-        lead._raise_limit(result.run)
+        raise_for_limit(result.run)
     if sink is not None and sink.error is not None:
         raise sink.error
     return result

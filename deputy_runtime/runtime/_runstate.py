@@ -11,14 +11,22 @@ import anyio
 import msgspec
 
 from ..chat._types import ContentToolResult, Turn
-from ._events import EventSink
+from ..errors import BudgetExceeded, RequestLimitExceeded
+from ._events import EventSink, StopEvent, UsageEvent
 from ._hooks import HookEvent
 from ._usage import AgentUsage, Meter, UsageLimits
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["AgentResult", "Governance", "RunState", "ToolRejection"]
+__all__ = [
+    "AgentResult",
+    "Governance",
+    "RunState",
+    "ToolRejection",
+    "finish_run",
+    "raise_for_limit",
+]
 
 _PREVIEW_CHARS = 200
 
@@ -153,3 +161,55 @@ def last_text(turns: list[Turn]) -> str:
 def preview(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+
+
+# -- settling a run --------------------------------------------------------------------
+
+
+def finish_run(agent: Agent, run: RunState, error: BaseException | None) -> AgentResult:
+    """Close open tool calls, store turns, emit usage and stop; never awaits."""
+    answer_open_calls(run.turns)
+    agent.chat.set_turns(run.turns)
+    message: str | None = None
+    if isinstance(error, ProviderFailure):
+        message = str(error)
+    elif error is not None:
+        run.stop_reason = "interrupted" if is_cancellation(error) else "error"
+        message = None if is_cancellation(error) else f"{type(error).__name__}: {error}"
+    reason = run.stop_reason or "error"
+    usage = run.meter.snapshot()
+    if run.emit is not None:
+        ids = agent._ids(run)
+        run.emit(UsageEvent(**ids, usage=usage, limits=run.limits))
+        run.emit(StopEvent(**ids, stop_reason=reason, usage=usage, error=message))
+    gov = agent.governance
+    return AgentResult(
+        response=last_text(run.turns),
+        turns=tuple(run.turns),
+        usage=usage,
+        stop_reason=reason,
+        agent_id=agent.agent_id,
+        run_id=run.run_id,
+        agent_name=agent.name,
+        delegation_id=gov.delegation_id if gov else None,
+        parent_agent_id=gov.parent_agent_id if gov else None,
+        parent_run_id=gov.parent_run_id if gov else None,
+        limits=run.limits,
+        error=message,
+        hook_errors=tuple(run.hook_errors),
+    )
+
+
+def raise_for_limit(result: AgentResult) -> None:
+    """Raise the typed error for a run that stopped at a limit (``on_exceed='error'``)."""
+    reason = result.stop_reason
+    if reason == "request_limit":
+        raise RequestLimitExceeded(
+            "Run stopped: request limit reached", stop_reason=reason, result=result
+        )
+    if reason.endswith("_limit"):
+        raise BudgetExceeded(
+            f"Run stopped: {reason.replace('_', ' ')} reached",
+            stop_reason=reason,
+            result=result,
+        )
