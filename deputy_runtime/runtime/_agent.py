@@ -22,7 +22,7 @@ import msgspec
 from .._ids import new_id
 from ..chat._chat import running_async_library
 from ..chat._context import reset_current_agent, set_current_agent
-from ..chat._stream import stream_request
+from ..chat._stream import complete_streaming
 from ..chat._types import (
     AssistantTurn,
     ContentText,
@@ -493,17 +493,16 @@ class Agent:
             run.emit(ModelRequestEvent(**self._ids(run), index=run.requests, model=provider.model))
         token = set_current_agent(self.name)
         try:
-            if run.emit is None:
+            emit = run.emit
+            if emit is None:
                 return await provider.complete(request)
-            final: AssistantTurn | None = None
-            async for item in stream_request(provider, request):
-                if isinstance(item, StreamDelta):
-                    if item.text:
-                        run.emit(TextDelta(**self._ids(run), text=item.text))
-                else:
-                    final = item
-            assert final is not None  # stream_request guarantees a final turn
-            return final
+            ids = self._ids(run)
+
+            def on_delta(delta: StreamDelta) -> None:
+                if delta.text:
+                    emit(TextDelta(**ids, text=delta.text))
+
+            return await complete_streaming(provider, request, on_delta)
         finally:
             reset_current_agent(token)
 
