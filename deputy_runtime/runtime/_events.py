@@ -8,7 +8,7 @@ events from inside a delegation also carry ``delegation_id``, ``parent_agent_id`
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
@@ -232,11 +232,16 @@ class EventChannel:
             await waiter.wait()
         return True
 
-    def drain(self) -> Iterator[Event]:
-        """Hand over the queued events in order, including ones queued meanwhile."""
+    def drain(self) -> deque[Event]:
+        """Hand over the queued events in order; later ones go to a fresh queue.
+
+        The consumer iterates the returned queue while the run keeps adding to the new
+        one (picked up by the next :meth:`wait`), so order is kept without a generator
+        step per event.
+        """
         items = self._items
-        while items:
-            yield items.popleft()
+        self._items = deque()
+        return items
 
 
 class GuardedSink:
