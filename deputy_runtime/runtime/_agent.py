@@ -25,7 +25,6 @@ from ..chat._context import reset_current_agent, set_current_agent
 from ..chat._stream import complete_streaming
 from ..chat._types import (
     AssistantTurn,
-    ContentText,
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
@@ -67,6 +66,7 @@ from ._runstate import (
     ProviderFailure,
     RunState,
     ToolRejection,
+    add_task,
     finish_run,
     preview,
     raise_for_limit,
@@ -440,7 +440,7 @@ class Agent:
             if decision is not None and decision.decision in ("deny", "stop"):
                 run.stop_reason = "hook_requested_stop"
                 return
-        run.turns.append(Turn("user", (ContentText(task),)))
+        add_task(run.turns, task)
         while True:
             if self._pending_config:
                 await self._drain_config(run)
@@ -513,12 +513,15 @@ class Agent:
     ) -> tuple[ContentToolResult, ...]:
         # Limit slots are taken synchronously in request order, before anything runs.
         slots = [run.meter.take_tool_call() for _ in calls]
+        outcomes = run.outcomes = {}
         if len(calls) == 1:
-            return (await self._tool_call(run, calls[0], slots[0]),)
+            result = outcomes[id(calls[0])] = await self._tool_call(run, calls[0], slots[0])
+            return (result,)
         results: list[ContentToolResult | None] = [None] * len(calls)
 
         async def one(i: int) -> None:
-            results[i] = await self._tool_call(run, calls[i], slots[i])
+            call = calls[i]
+            results[i] = outcomes[id(call)] = await self._tool_call(run, call, slots[i])
 
         async with anyio.create_task_group() as tg:
             for i in range(len(calls)):
@@ -542,6 +545,7 @@ class Agent:
     ) -> ContentToolResult:
         emit = run.emit
         started = time.perf_counter()
+        run.outcomes[id(call)] = None  # running: a cancellation now cuts it off
         delegation_id = self._call_delegation_id(call.name)
         if emit is not None:
             emit(

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from ..chat._types import ContentToolResult, Turn
+from ..chat._toolloop import repair_turns, trailing_repairs
+from ..chat._types import Content, ContentText, ContentToolResult, Turn
 from ..errors import BudgetExceeded, RequestLimitExceeded
 from ._events import EventSink, StopEvent, UsageEvent
 from ._hooks import HookEvent
@@ -102,6 +103,7 @@ class RunState:
         "ids",
         "limits",
         "meter",
+        "outcomes",
         "requests",
         "run_id",
         "stop_reason",
@@ -116,6 +118,9 @@ class RunState:
         self.turns: list[Turn] = []
         self.hook_errors: list[str] = []
         self.requests = 0
+        # The current turn's tool calls, by id() of the request: None once running, the
+        # result once finished. Read only if the run ends before the turn is answered.
+        self.outcomes: dict[int, ContentToolResult | None] = {}
         self.ids: dict[str, Any] | None = None  # event id fields, built on first use
         # Set by a tool call (hook stop, tool-call limit, permission interrupt); the loop
         # stops after the current turn's tool calls are answered.
@@ -132,21 +137,50 @@ def is_cancellation(exc: BaseException) -> bool:
     )
 
 
-def answer_open_calls(turns: list[Turn]) -> None:
-    """Give every unanswered tool request an error result so the history stays valid."""
+_NOT_RUN = "The run stopped before this tool call ran."
+_CUT_OFF = (
+    "The run was cancelled while this tool call was running; it may have had effects, "
+    "but its result is unknown."
+)
+
+
+def answer_open_calls(turns: list[Turn], outcomes: dict[int, ContentToolResult | None]) -> None:
+    """Answer the last turn's tool requests if the run ended before they all finished.
+
+    A call that finished keeps its real result (its effects happened: the model must not
+    be told otherwise and run it again); one cut off while running, or never started,
+    gets an error result saying so. ``outcomes`` is :attr:`RunState.outcomes`.
+    """
     if not turns or turns[-1].role != "assistant":
         return
     open_calls = turns[-1].tool_requests
     if open_calls:
-        turns.append(
-            Turn(
-                "user",
-                tuple(
-                    ContentToolResult(c.id, error="The run stopped before this tool call ran.")
-                    for c in open_calls
-                ),
-            )
-        )
+        results = []
+        for c in open_calls:
+            outcome = outcomes.get(id(c), _NOT_RUN)
+            if isinstance(outcome, ContentToolResult):
+                results.append(outcome)
+            else:
+                results.append(ContentToolResult(c.id, error=outcome or _CUT_OFF))
+        turns.append(Turn("user", tuple(results)))
+
+
+def add_task(turns: list[Turn], task: str) -> None:
+    """Append ``task`` as the user turn that starts a run, keeping the history valid.
+
+    Tool requests left unanswered (a history the host set) get error results, and a
+    trailing user turn (a run that ended before the model answered, or results of a
+    cut-off turn) is merged with the task, as ``Chat`` does: two user turns in a row are
+    rejected by servers whose chat templates require alternating roles.
+    """
+    repaired = repair_turns(turns)
+    if repaired is not None:
+        turns[:] = repaired
+    contents: tuple[Content, ...] = (*trailing_repairs(turns), ContentText(task))
+    if turns and turns[-1].role == "user":
+        turns[-1] = Turn("user", (*turns[-1].contents, *contents))
+    else:
+        turns.append(Turn("user", contents))
 
 
 def last_text(turns: list[Turn]) -> str:
@@ -168,7 +202,7 @@ def preview(value: Any) -> str:
 
 def finish_run(agent: Agent, run: RunState, error: BaseException | None) -> AgentResult:
     """Close open tool calls, store turns, emit usage and stop; never awaits."""
-    answer_open_calls(run.turns)
+    answer_open_calls(run.turns, run.outcomes)
     agent.chat.set_turns(run.turns)
     message: str | None = None
     if isinstance(error, ProviderFailure):
