@@ -1,13 +1,15 @@
 """ellmer-style Chat: a conversation with one provider, plus a tool loop.
 
-Turns are committed one exchange at a time: a pending user turn (your input, or the
-results of the previous round's tool calls) enters the history together with the
-assistant turn that answered it. A request that is cancelled or fails therefore leaves no
-half turn behind: the history ends where the last completed exchange ended, so a
-cancelled first request rolls your input back (send it again to retry). Assistant tool
-requests left without results (a round cancelled while its tools ran, or hand-edited
-turns) are answered with error results before the next request, because providers reject
-histories with unanswered tool calls.
+Your input enters the history together with the assistant turn that answered it, so a
+first request that is cancelled or fails rolls your input back (send it again to retry).
+Tool results are different: tools may have side effects, so each round's results turn is
+committed as soon as its tools finish, before the next request. A later request that
+fails or is cancelled leaves the history ending with that results turn, and the next
+input is merged into it (one user turn, never two in a row), so the model sees what the
+tools really returned instead of being told they never ran. Only tool requests left
+without any result (a round cancelled before a call finished, or hand-edited turns) are
+answered with "not answered (cancelled)" error results before the next request, because
+providers reject histories with unanswered tool calls.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import anyio
 
 from ._stream import stream_request
 from ._toolloop import (
+    CANCELLED_TOOL_CALL_ERROR,
     ToolLoopLimitError,
     repair_turns,
-    run_tools,
+    run_tool,
     trailing_repairs,
 )
 from ._types import (
@@ -264,9 +267,11 @@ class Chat:
 
         Tool calls of one turn run concurrently; their results go back in request order,
         failures as ``Tool calling failed with error ...``. Each completed request is
-        committed with the user turn it answered; on cancellation or error the pending
-        user turn is dropped, so the turns end at the last completed exchange. Raises
-        :class:`ToolLoopLimitError` after ``max_tool_rounds`` tool rounds.
+        committed with the user turn it answered, and each round of tool results as soon
+        as its tools finish. On cancellation or error your input is dropped if no reply
+        to it arrived; tool results already recorded stay, and your next input is merged
+        into their user turn. Raises :class:`ToolLoopLimitError` after
+        ``max_tool_rounds`` tool rounds.
         """
         async with aclosing(self._exchange(inputs, stream=False)) as exchange:
             async for _ in exchange:
@@ -317,7 +322,8 @@ class Chat:
             base = repair_turns(self._turns) or self._turns
             contents = (*trailing_repairs(base), *contents)
             if base and base[-1].role == "user":
-                # e.g. after max_tool_rounds: merge instead of sending two user turns.
+                # Tool results kept after a failed or cancelled request, or the error
+                # results of max_tool_rounds: merge instead of sending two user turns.
                 contents = (*base[-1].contents, *contents)
                 base = base[:-1]
             pending = Turn("user", contents)
@@ -353,9 +359,42 @@ class Chat:
                         max_tool_rounds=self.max_tool_rounds,
                     )
                 rounds += 1
-                pending = Turn("user", await run_tools(tools, requests))
+                pending = await self._run_round(tools, base, requests)
         finally:
             self._busy = False
+
+    async def _run_round(
+        self,
+        tools: Mapping[str, Tool],
+        base: list[Turn],
+        requests: Sequence[ContentToolRequest],
+    ) -> Turn:
+        """Run one round of tool calls concurrently and commit their results turn.
+
+        The turn is committed here, before the next request, because the tools may have
+        had side effects: if that request fails or is cancelled, the model must still see
+        the real results, not be told the calls never ran (and maybe run them again). If
+        the round itself is interrupted, the calls that already finished keep their
+        results and only the others get the "not answered" error.
+        """
+        results: list[ContentToolResult | None] = [None] * len(requests)
+
+        async def one(index: int, request: ContentToolRequest) -> None:
+            results[index] = await run_tool(tools, request)
+
+        try:
+            if len(requests) == 1:
+                await one(0, requests[0])  # no task group for the common single call
+            else:
+                async with anyio.create_task_group() as tg:
+                    for index, request in enumerate(requests):
+                        tg.start_soon(one, index, request)
+        finally:
+            # Also on cancellation; a round in which no call finished commits nothing
+            # (its requests are repaired with the next input, see trailing_repairs).
+            if any(result is not None for result in results):
+                self._turns = [*base, _results_turn(requests, results)]
+        return self._turns[-1]
 
     async def _stream_reply(
         self, request: ModelRequest
@@ -371,6 +410,21 @@ class Chat:
                 if event.text:
                     emitted = True
                     yield event.text
+
+
+def _results_turn(
+    requests: Sequence[ContentToolRequest], results: Sequence[ContentToolResult | None]
+) -> Turn:
+    """The user turn answering ``requests``, in request order; missing results are errors."""
+    return Turn(
+        "user",
+        tuple(
+            result
+            if result is not None
+            else ContentToolResult(request.id, error=CANCELLED_TOOL_CALL_ERROR)
+            for request, result in zip(requests, results, strict=True)
+        ),
+    )
 
 
 def _limit_results(requests: Sequence[ContentToolRequest], limit: int) -> Turn:
