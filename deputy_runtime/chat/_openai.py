@@ -164,6 +164,32 @@ class _CallSlot:
         self.name: str | None = None
         self.args: list[str] = []
 
+    def is_complete(self) -> bool:
+        """Whether the call has a name and its arguments so far are a whole JSON value."""
+        if not self.name or not self.args:
+            return False
+        try:
+            msgspec.json.decode("".join(self.args))
+        except msgspec.DecodeError:
+            return False
+        return True
+
+
+def _starts_new_call(slot: _CallSlot, call: _ToolCall) -> bool:
+    """Whether an id-less delta that maps onto ``slot`` is in fact the start of a new call.
+
+    Some compatible servers send several whole calls at one index (or with none) and no
+    ids; appending would glue their arguments into ``{...}{...}``. A function name is
+    what announces a call, so a name arriving for a slot that already has one starts a
+    new call when it names another function or when the slot's arguments are already a
+    complete JSON value. A repeated name while the arguments are still incomplete (a
+    server echoing the name on every fragment) keeps appending.
+    """
+    fn = call.function
+    if fn is None or not fn.name or not slot.name:
+        return False
+    return fn.name != slot.name or slot.is_complete()
+
 
 class _ChatStream:
     """Accumulates Chat Completions chunks into one turn."""
@@ -221,6 +247,8 @@ class _ChatStream:
     def _slot(self, call: _ToolCall) -> _CallSlot:
         # Key by id when it is new or known, else by index, else continue the last call:
         # compatible servers omit, null or repeat indexes (Ollama reports 0 for every call).
+        # Without an id, a delta naming a function for a slot that already holds a whole
+        # call starts a new one (see _starts_new_call).
         if call.id:
             slot = self._by_id.get(call.id)
             if slot is None:
@@ -232,12 +260,12 @@ class _ChatStream:
             return slot
         if call.index is not None:
             slot = self._by_index.get(call.index)
-            if slot is None:
+            if slot is None or _starts_new_call(slot, call):
                 slot = _CallSlot(None)
                 self._by_index[call.index] = slot
                 self._calls.append(slot)
             return slot
-        if not self._calls:
+        if not self._calls or _starts_new_call(self._calls[-1], call):
             self._calls.append(_CallSlot(None))
         return self._calls[-1]
 
