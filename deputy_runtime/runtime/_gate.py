@@ -72,7 +72,9 @@ def lead_denial(agent: Agent, tool: Tool, call: ContentToolRequest) -> Permissio
     denial = gov.lead.permissions.check_static(tool, call.arguments)
     if denial is None:
         return None
-    return PermissionDeny(f"{denial.reason} (lead's current permissions)", denial.interrupt)
+    return PermissionDeny(
+        f"{denial.reason} (lead's current permissions)", denial.interrupt, final=denial.final
+    )
 
 
 async def check_permission(
@@ -94,9 +96,14 @@ async def check_permission(
     decided = agent._permissions.can_use_tool is not None
     if denial is None:
         denial = lead_denial(agent, tool, call)
-    elif agent.governance is None and agent.hooks.has(HookEvent.PermissionRequest):
+    elif (
+        not denial.final
+        and agent.governance is None
+        and agent.hooks.has(HookEvent.PermissionRequest)
+    ):
         # Only an agent's own calls can be approved by PermissionRequest hooks; a
-        # subagent's never reach its lead (the ceiling must hold).
+        # subagent's never reach its lead (the ceiling must hold), and final denials
+        # (the deny list, a failed can_use_tool) are never put to them.
         decision = await agent._fire(
             run,
             agent._hook_input(

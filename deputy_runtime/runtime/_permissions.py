@@ -115,10 +115,16 @@ class PermissionAllow(msgspec.Struct, frozen=True, tag="allow"):
 
 
 class PermissionDeny(msgspec.Struct, frozen=True, tag="deny"):
-    """The call may not run. ``reason`` goes back to the model; ``interrupt`` stops the run."""
+    """The call may not run. ``reason`` goes back to the model; ``interrupt`` stops the run.
+
+    ``final`` denials cannot be approved by a PermissionRequest hook: the deny list's,
+    and those of a ``can_use_tool`` callback that failed (fail closed). A callback may
+    return ``final=True`` itself.
+    """
 
     reason: str
     interrupt: bool = False
+    final: bool = False
 
 
 PermissionResult: TypeAlias = PermissionAllow | PermissionDeny
@@ -248,7 +254,7 @@ class Permissions(msgspec.Struct, frozen=True):
         """
         name = normalize_tool_name(tool.name)
         if name in self.deny:
-            return PermissionDeny(f"Tool '{tool.name}' is denied by the deny list.")
+            return PermissionDeny(f"Tool '{tool.name}' is denied by the deny list.", final=True)
         allowlisted = name in self.allow
         if self.allow and not allowlisted:
             return PermissionDeny(
@@ -293,13 +299,15 @@ class Permissions(msgspec.Struct, frozen=True):
                 result = await result
         except Exception as exc:  # fail closed: a broken callback never allows a call
             return PermissionDeny(
-                f"Tool '{tool.name}' denied: can_use_tool raised {type(exc).__name__}: {exc}"
+                f"Tool '{tool.name}' denied: can_use_tool raised {type(exc).__name__}: {exc}",
+                final=True,
             )
         if isinstance(result, PermissionAllow | PermissionDeny):
             return result
         return PermissionDeny(
             f"Tool '{tool.name}' denied: can_use_tool returned {type(result).__name__}, "
-            "expected PermissionAllow or PermissionDeny."
+            "expected PermissionAllow or PermissionDeny.",
+            final=True,
         )
 
     # -- helpers ---------------------------------------------------------------------

@@ -219,18 +219,58 @@ async def test_post_tool_use_can_stop_the_run() -> None:
     assert results_of(result.turns[2].contents)[0].value == 2
 
 
+@tool(destructive=True)
+def stamp(text: str) -> str:
+    """Destructive in name only: returns its input."""
+    return f"stamped {text}"
+
+
 async def test_permission_request_hook_can_allow_own_call(tmp_path: Path) -> None:
+    # Standard mode refuses a destructive tool; the hook approves this one call.
     hooks = Hooks()
-    hooks.add(HookEvent.PermissionRequest, lambda i: HookDecision.allow(), matcher="add")
+    hooks.add(HookEvent.PermissionRequest, lambda i: HookDecision.allow(), matcher="stamp")
     agent, _ = make_agent(
-        [tool_call("add", {"a": 1, "b": 1}), reply("ok")],
-        [add],
+        [tool_call("stamp", {"text": "x"}), reply("ok")],
+        [stamp],
         hooks=hooks,
-        permissions=Permissions(deny=["add"]),
         working_dir=tmp_path,
     )
     result = await agent.run("go")
-    assert results_of(result.turns[2].contents)[0].value == 2
+    assert results_of(result.turns[2].contents)[0].value == "stamped x"
+
+
+@pytest.mark.parametrize("source", ["deny_list", "raising_callback", "junk_callback"])
+async def test_final_denials_are_never_put_to_permission_request_hooks(
+    tmp_path: Path, source: str
+) -> None:
+    asked: list[str] = []
+
+    def approve(hook_input: Any) -> HookDecision:
+        asked.append(hook_input.tool_name)
+        return HookDecision.allow()
+
+    def raising(name: str, arguments: Any, context: Any) -> Any:
+        raise RuntimeError("policy service down")
+
+    permissions = {
+        "deny_list": Permissions(deny=["stamp"]),
+        # Full mode, so only the callback can deny.
+        "raising_callback": Permissions(mode="full", can_use_tool=raising),
+        "junk_callback": Permissions(mode="full", can_use_tool=lambda *a: "yes"),
+    }[source]
+    hooks = Hooks()
+    hooks.add(HookEvent.PermissionRequest, approve)
+    agent, _ = make_agent(
+        [tool_call("stamp", {"text": "x"}), reply("ok")],
+        [stamp],
+        hooks=hooks,
+        permissions=permissions,
+        working_dir=tmp_path,
+    )
+    result = await agent.run("go")
+    error = results_of(result.turns[2].contents)[0].error or ""
+    assert error.startswith("Permission denied:")
+    assert asked == []
 
 
 async def test_narrowing_mid_run_applies_to_next_call(tmp_path: Path) -> None:

@@ -309,11 +309,11 @@ async def test_callback_cancellation_propagates() -> None:
 
 def test_results_are_json_encodable_tagged_values() -> None:
     union = PermissionAllow | PermissionDeny
-    for value in (PermissionAllow(), PermissionDeny("why", interrupt=True)):
+    for value in (PermissionAllow(), PermissionDeny("why", interrupt=True, final=True)):
         assert msgspec.json.decode(msgspec.json.encode(value), type=union) == value
     assert (
         msgspec.json.encode(PermissionDeny("r"))
-        == b'{"type":"deny","reason":"r","interrupt":false}'
+        == b'{"type":"deny","reason":"r","interrupt":false,"final":false}'
     )
 
 
