@@ -19,7 +19,11 @@ __all__ = ["HookCallback", "HookDecision", "HookEvent", "HookInput", "HookMatche
 
 
 class HookEvent(StrEnum):
-    """The 14 points at which hooks run."""
+    """The 14 points at which hooks run.
+
+    ``PreCompact`` and ``PostCompact`` exist for compatibility with Claude Code's hook
+    names; this runtime never compacts a conversation, so they never fire.
+    """
 
     PreToolUse = "PreToolUse"
     PostToolUse = "PostToolUse"
@@ -130,7 +134,14 @@ class HookMatcher:
         self.event = event
         self.callback = callback
         self.pattern = pattern
-        self._regex = re.compile(pattern) if pattern is not None else None
+        try:
+            self._regex = re.compile(pattern) if pattern is not None else None
+        except (re.error, TypeError) as exc:
+            raise ValueError(
+                f"Hook matcher for {event.value} ({_callback_name(callback)}): {pattern!r} "
+                f"is not a valid regular expression ({exc}); expected a regex matched "
+                "against the whole tool name, such as 'write_.*' or 'read_file|grep_files'"
+            ) from None
 
     def __repr__(self) -> str:
         return f"HookMatcher({self.event.value}, pattern={self.pattern!r})"
@@ -140,6 +151,10 @@ class HookMatcher:
         if self._regex is None:
             return True
         return tool_name is not None and self._regex.fullmatch(tool_name) is not None
+
+
+def _callback_name(callback: HookCallback) -> str:
+    return getattr(callback, "__qualname__", None) or type(callback).__name__
 
 
 class Hooks:

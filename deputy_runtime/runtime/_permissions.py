@@ -198,10 +198,14 @@ class Permissions(msgspec.Struct, frozen=True):
         """The same permissions in a narrower ``mode``; widening raises.
 
         Same mode returns ``self``. Allowed targets come from :data:`MODE_TRANSITIONS`;
-        anything else raises :class:`PermissionModeWideningError` naming both modes.
+        any other known mode raises :class:`PermissionModeWideningError` naming both modes,
+        an unknown one :class:`PermissionsError`.
         """
         if mode == self.mode:
             return self
+        if mode not in MODE_TRANSITIONS:
+            expected = ", ".join(repr(m) for m in PERMISSION_MODES)
+            raise PermissionsError(f"Unknown permission mode {mode!r}: expected one of {expected}")
         if mode not in MODE_TRANSITIONS[self.mode]:
             allowed = ", ".join(sorted(MODE_TRANSITIONS[self.mode]))
             raise PermissionModeWideningError(

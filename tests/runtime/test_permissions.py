@@ -362,7 +362,7 @@ def test_transition_table_for_narrow_and_ceiling(current: str, target: str, ok: 
 def test_narrow_same_mode_is_identity_and_unknown_mode_raises() -> None:
     perms = permissions_standard()
     assert perms.narrow("standard") is perms
-    with pytest.raises(PermissionModeWideningError, match="'bogus'"):
+    with pytest.raises(PermissionsError, match="Unknown permission mode 'bogus'"):
         perms.narrow("bogus")
     with pytest.raises(PermissionCeilingError, match="mode bogus"):
         perms.ceiling("bogus")
