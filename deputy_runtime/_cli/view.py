@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Sequence
-from typing import IO, Any
+import unicodedata
+from collections.abc import Callable, Sequence
+from typing import IO, Any, NamedTuple
 
 from ..runtime._delegation import SubagentRecord
 from ..runtime._events import (
@@ -34,9 +35,25 @@ from ..runtime._events import (
 from ..runtime._permissions import DELEGATE_TOOL_NAME
 from ..runtime._usage import AgentUsage, UsageLimits
 
-__all__ = ["JsonView", "LiveView", "Node", "PlainView", "RunState", "summary_table"]
+__all__ = [
+    "FrameRow",
+    "JsonView",
+    "LiveView",
+    "Node",
+    "PlainView",
+    "RunState",
+    "fit_frame",
+    "summary_table",
+    "terminal_size",
+    "tree_frame",
+    "tree_lines",
+]
 
 _ARGS_CHARS = 40
+# Frames are never cut narrower than this, however narrow the terminal says it is.
+_MIN_WIDTH = 20
+# The terminal size when neither the output descriptor nor the environment gives one.
+_FALLBACK_SIZE = (100, 24)
 # Redraws at most this often; the ticker redraws anyway so elapsed times move.
 _MIN_REDRAW_SECONDS = 0.05
 _STATUS_COLOURS = {
@@ -225,26 +242,50 @@ _UNICODE_BRANCHES = ("├─ ", "└─ ", "│  ", "   ")
 _ASCII_BRANCHES = ("|- ", "`- ", "|  ", "   ")
 
 
+class FrameRow(NamedTuple):
+    """One delegation's line in a live frame, with what :func:`fit_frame` ranks it by."""
+
+    text: str
+    running: bool
+    admitted: int  # admission order: higher is more recent
+
+
 def tree_lines(state: RunState, now: float, *, colour: bool, unicode: bool = True) -> list[str]:
     """The tree as text lines: a header, then one line per node, children indented."""
+    head, rows = tree_frame(state, now, colour=colour, unicode=unicode)
+    return [*head, *(row.text for row in rows)]
+
+
+def tree_frame(
+    state: RunState, now: float, *, colour: bool, unicode: bool = True
+) -> tuple[list[str], list[FrameRow]]:
+    """The lines always shown (header and lead), and one row per delegation in tree order."""
     lead = state.lead
     if lead is None:
-        return ["starting..."]
+        return ["starting..."], []
     header = f"{'agent':<19} {'status':<24} {'elapsed':>7}  {'requests':<9} {'tokens':<9} last tool"
-    lines = [header, _node_line(lead, "", now, colour)]
+    admitted = {id(node): i for i, node in enumerate(state.delegations())}
+    rows: list[FrameRow] = []
     branches = _UNICODE_BRANCHES if unicode else _ASCII_BRANCHES
-    _child_lines(lead, "", now, colour, branches, lines)
-    return lines
+    _child_rows(lead, "", now, colour, branches, admitted, rows)
+    return [header, _node_line(lead, "", now, colour)], rows
 
 
-def _child_lines(
-    node: Node, indent: str, now: float, colour: bool, branches: tuple[str, ...], out: list[str]
+def _child_rows(
+    node: Node,
+    indent: str,
+    now: float,
+    colour: bool,
+    branches: tuple[str, ...],
+    admitted: dict[int, int],
+    out: list[FrameRow],
 ) -> None:
     middle, last_branch, line, blank = branches
     for i, child in enumerate(node.children):
         last = i == len(node.children) - 1
-        out.append(_node_line(child, indent + (last_branch if last else middle), now, colour))
-        _child_lines(child, indent + (blank if last else line), now, colour, branches, out)
+        text = _node_line(child, indent + (last_branch if last else middle), now, colour)
+        out.append(FrameRow(text, child.status == "running", admitted.get(id(child), -1)))
+        _child_rows(child, indent + (blank if last else line), now, colour, branches, admitted, out)
 
 
 def _node_line(node: Node, prefix: str, now: float, colour: bool) -> str:
@@ -257,22 +298,78 @@ def _node_line(node: Node, prefix: str, now: float, colour: bool) -> str:
     limits = node.limits
     requests = _budget(node.live_requests(), limits.max_requests if limits else None)
     tokens = _budget(node.live_tokens(), limits.max_total_tokens if limits else None)
-    name = f"{prefix}{node.agent_name}"
+    name = f"{prefix}{_printable(node.agent_name)}"
     return (
         f"{name:<19} {badge} {node.elapsed(now):6.1f}s  {requests:<9} {tokens:<9} "
-        f"{node.last_tool or ''}"
+        f"{_printable(node.last_tool or '')}"
     ).rstrip()
 
 
-class LiveView:
-    """Redraws the tree in place on a terminal (ANSI cursor movement, no dependencies)."""
+def _printable(text: str) -> str:
+    """``text`` with control characters replaced by ``?``.
 
-    def __init__(self, stream: IO[str], state: RunState, *, colour: bool | None = None) -> None:
+    A newline (from a model-chosen argument name, say) would break the frame's line
+    count, and an escape could move the cursor.
+    """
+    return "".join("?" if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
+def fit_frame(
+    head: Sequence[str], rows: Sequence[FrameRow], height: int, width: int, *, unicode: bool = True
+) -> list[str]:
+    """The frame cut to fit a terminal ``height`` rows tall and ``width`` columns wide.
+
+    At most ``height - 1`` lines, so writing the frame (a newline after every line) never
+    scrolls the screen: a cursor move up cannot go above the top, and a frame that scrolled
+    would be drawn again below its own copy instead of over it. When the delegations do
+    not all fit, the running ones are kept first, then the most recently admitted, in tree
+    order, and one line says how many are hidden. Every line is cut to ``width`` columns,
+    because a terminal that wraps a long line breaks the line count the redraw relies on.
+    In a terminal too short for even that (under 4 rows), the lead comes first, then the
+    hidden-count line, then the header.
+    """
+    budget = max(1, height - 1)
+    lines = [*head, *(row.text for row in rows)]
+    if len(lines) > budget:
+        lines = _cut_rows(list(head), rows, budget, "\u2026" if unicode else "...")
+    return [_clip(line, width) for line in lines]
+
+
+def _cut_rows(head: list[str], rows: Sequence[FrameRow], budget: int, ellipsis: str) -> list[str]:
+    room = max(0, budget - len(head) - 1)  # one line for the "N more" note
+    ranked = sorted(range(len(rows)), key=lambda i: (not rows[i].running, -rows[i].admitted))
+    shown = sorted(ranked[:room])
+    hidden = [rows[i] for i in ranked[room:]]
+    running = sum(1 for row in hidden if row.running)
+    noun = "delegation" if len(hidden) == 1 else "delegations"
+    note = f"{ellipsis} {len(hidden)} more {noun} ({running} running)"
+    if len(head) + 1 > budget:  # too short for the header, the lead and the note
+        return [head[-1], note, head[0]][:budget] if len(head) > 1 else head[:budget]
+    return [*head, *(rows[i].text for i in shown), note]
+
+
+class LiveView:
+    """Redraws the tree in place on a terminal (ANSI cursor movement, no dependencies).
+
+    ``size`` returns the terminal's ``(columns, lines)``; it is read at every draw, so a
+    resized terminal gets frames that fit it. The default asks the output stream's file
+    descriptor.
+    """
+
+    def __init__(
+        self,
+        stream: IO[str],
+        state: RunState,
+        *,
+        colour: bool | None = None,
+        size: Callable[[], tuple[int, int]] | None = None,
+    ) -> None:
         self._stream = stream
         self._state = state
         self._colour = colour if colour is not None else "NO_COLOR" not in os.environ
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
         self._unicode = encoding == "utf8"
+        self._size = size if size is not None else (lambda: terminal_size(stream))
         self._drawn = 0  # lines of the previous frame, to move back over
         self._last_draw = 0.0
         self._closed = False
@@ -285,18 +382,21 @@ class LiveView:
             self.draw()
 
     def draw(self) -> None:
-        """Replace the previous frame with the current tree."""
+        """Replace the previous frame with the current tree, cut to fit the terminal."""
         if self._closed:
             return
-        width = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
-        lines = tree_lines(
+        columns, rows = self._size()
+        # One column spare: some terminals wrap as soon as the last column is written.
+        width = max(_MIN_WIDTH, columns - 1)
+        head, tree = tree_frame(
             self._state, self._state.now(), colour=self._colour, unicode=self._unicode
         )
+        lines = fit_frame(head, tree, rows, width, unicode=self._unicode)
         out = ["\x1b[?25l"]  # hide the cursor while drawing
         if self._drawn:
             out.append(f"\x1b[{self._drawn}F")  # to the start of the previous frame
         for line in lines:
-            out.append("\x1b[2K" + _clip(line, width) + "\n")
+            out.append("\x1b[2K" + line + "\n")
         out.append("\x1b[J")  # clear whatever the previous frame left below
         if not _write(self._stream, "".join(out)):
             self._closed = True
@@ -311,25 +411,56 @@ class LiveView:
             _write(self._stream, "\x1b[?25h")
 
 
+def terminal_size(stream: IO[Any]) -> tuple[int, int]:
+    """``(columns, lines)`` of the terminal ``stream`` writes to.
+
+    The descriptor's own size comes first: ``COLUMNS``/``LINES`` in the environment are
+    often stale exports that a resize does not update. Without one (not a descriptor, or
+    a pseudo-terminal nobody gave a size, which reports 0x0) the environment, then
+    100x24, as :func:`shutil.get_terminal_size` does.
+    """
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        size = None
+    if size is None or size.columns <= 0 or size.lines <= 0:
+        size = shutil.get_terminal_size(_FALLBACK_SIZE)
+    return size.columns, size.lines
+
+
 def _clip(line: str, width: int) -> str:
-    # Wrapped lines would break the cursor arithmetic; colour codes do not take columns.
+    """``line`` cut to ``width`` terminal columns.
+
+    Colour codes take no columns; East Asian wide characters take two and combining marks
+    none, so a cut line never wraps (a wrapped line breaks the cursor arithmetic).
+    """
     visible = 0
     out = []
+    coloured = False
     i = 0
     while i < len(line):
         if line[i] == "\x1b":
             end = line.find("m", i)
             if end != -1:
                 out.append(line[i : end + 1])
+                coloured = True
                 i = end + 1
                 continue
-        if visible >= width:
-            out.append("\x1b[0m")
+        columns = _columns(line[i])
+        if visible + columns > width:
+            if coloured:
+                out.append("\x1b[0m")  # a cut may fall inside a colour
             break
         out.append(line[i])
-        visible += 1
+        visible += columns
         i += 1
     return "".join(out)
+
+
+def _columns(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 # -- plain lines and JSON lines ----------------------------------------------------------
