@@ -128,13 +128,17 @@ async def test_worked_example_end_to_end_single_delegation(tmp_path: Path) -> No
     assert _quad(record.limits) == (3, 3, 550, 0.20)
 
 
-async def test_worked_example_end_to_end_concurrent_sibling(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("max_tool_calls", "first_tool_calls"), [(4, 2), (5, 3)])
+async def test_worked_example_end_to_end_concurrent_sibling(
+    tmp_path: Path, max_tool_calls: int, first_tool_calls: int
+) -> None:
     """Two delegations in one lead turn: whichever reserves second is prepared while the
     first holds its reservation (the first child blocks until the other has settled).
 
     Our tool-call limit is exact, so both delegate calls of the turn are counted before
-    either runs; ``max_tool_calls=5`` here is deputy's 4 plus the sibling's own call, so
-    the usage at reservation time is deputy's 2 requests / 1 (+1) tool calls / 150 / 0.10.
+    either runs: with deputy's 4 the first child gets 2 tool calls (deputy, counting one
+    call, gives 3); ``max_tool_calls=5`` is deputy's 4 plus the sibling's own call, which
+    gives exactly deputy's 3 / 3 / 550 / 0.20. The sibling gets 1 / 0 / 0 / 0 either way.
     """
     settled = anyio.Event()
     asked: list[str] = []
@@ -161,14 +165,17 @@ async def test_worked_example_end_to_end_concurrent_sibling(tmp_path: Path) -> N
         [definition("worker", max_requests=3), definition("sibling", max_requests=3)],
         tmp_path,
         usage_limits=UsageLimits(
-            max_requests=6, max_tool_calls=5, max_total_tokens=700, max_cost_usd=0.30
+            max_requests=6,
+            max_tool_calls=max_tool_calls,
+            max_total_tokens=700,
+            max_cost_usd=0.30,
         ),
     )
     lead.hooks.add(HookEvent.SubagentStop, lambda h: settled.set())
     result = await lead.run("go")
     records = sorted(lead.list_subagents(), key=lambda r: _quad(r.limits))
     second, first = records
-    assert _quad(first.limits) == (3, 3, 550, 0.20)
+    assert _quad(first.limits) == (3, first_tool_calls, 550, 0.20)
     assert _quad(second.limits) == (1, 0, 0, 0.0)
     # The second has no token budget left, so it stops before sending anything.
     assert (second.status, second.stop_reason) == ("stopped", "total_token_limit")
