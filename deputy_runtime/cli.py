@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -72,12 +73,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_SIGPIPE = 13  # the exit status of a process killed by SIGPIPE is 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deputy-runtime`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     module_name, _, function_name = _COMMANDS[args.command].partition(":")
     function = getattr(importlib.import_module(module_name), function_name)
-    status: int = function(args)
+    try:
+        status: int = function(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as Unix tools do. Later writes
+        # (the interpreter's final flush) go to /dev/null instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + _SIGPIPE
     return status
 
 
