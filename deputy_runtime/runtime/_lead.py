@@ -73,7 +73,10 @@ class LeadAgent(Agent):
     delegation) and its hooks (tool events always forwarded). See DelegationPolicy for
     how they get tools. ``max_active_delegations`` caps how many of the model's
     delegations run at once (``1`` serialises them); the others wait ``queued``, holding
-    no budget until they start. ``None`` (default): all of a turn's delegations at once.
+    no budget until they start. One whose slot frees after the lead was interrupted, or
+    after the lead's run reached a limit, ends ``not_started`` without being built (a
+    limit also gives the model the "Run limit reached" tool error). ``None`` (default):
+    all of a turn's delegations at once.
     """
 
     __slots__ = (
@@ -266,7 +269,7 @@ class LeadAgent(Agent):
         brief = check_brief(arguments)
         over = run.meter.exceeded(reaching=True)
         if over is not None:
-            raise ToolRejection(f"Run limit reached for {over}: no new delegation can start.")
+            raise _limit_reached(over)
         requested = arguments["agent_name"]
         key = requested.strip().lower()
         definition = self._definitions.get(key)
@@ -281,14 +284,16 @@ class LeadAgent(Agent):
         )
         self._records.append(d)
         self._running[d.delegation_id] = d
-        failed: BaseException | None = None
         slots = self._slots_for(run)
-        holding = False
+        if slots is not None:
+            # Queued until a slot is free; the budget is reserved only once it runs.
+            blocker = await self._wait_for_slot(run, d, slots)
+            if blocker is not None:
+                if blocker.endswith("_limit"):
+                    raise _limit_reached(blocker)
+                return outcome_json(d)
+        failed: BaseException | None = None
         try:
-            if slots is not None:
-                # Queued until a slot is free; the budget is reserved only once it runs.
-                await slots.acquire()
-                holding = True
             d.reservation = run.meter.reserve_child(
                 definition.max_requests if definition is not None else 0
             )
@@ -307,13 +312,50 @@ class LeadAgent(Agent):
             if not isinstance(exc, Exception):
                 raise
         finally:
-            if holding:
-                assert slots is not None
+            if slots is not None:
                 slots.release()
             await self._conclude(d, run.meter, run.emit, failed)
         if d.status == "failed":
             raise ToolRejection(f"Subagent '{d.agent_name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
+
+    async def _wait_for_slot(
+        self, run: RunState, d: Delegation, slots: anyio.Semaphore
+    ) -> str | None:
+        """Wait ``queued`` for a slot; ``None`` once ``d`` holds one and may start.
+
+        The lead's state may have changed while ``d`` waited, so it is checked again.
+        If ``d`` must not start, the slot is given back, ``d`` is settled ``not_started``
+        with nothing built, reserved or announced, and the blocker is returned:
+        ``"interrupted"`` (the lead or this delegation was interrupted) or the stop
+        reason of a run limit the lead reached meanwhile (the delegations ahead of it
+        spent the budget). A cancelled wait settles ``d`` the same way and propagates.
+        """
+        try:
+            await slots.acquire()
+        except BaseException:
+            self._never_started(d, run.meter, "not_started")
+            raise
+        if self._interrupt_reason is not None or d.cancel_reason is not None:
+            blocker, reason = "interrupted", "not_started"
+        else:
+            over = run.meter.exceeded(reaching=True)
+            if over is None:
+                return None
+            blocker = reason = over
+        slots.release()
+        self._never_started(d, run.meter, reason)
+        return blocker
+
+    def _never_started(self, d: Delegation, meter: Meter, stop_reason: str) -> None:
+        """Settle a delegation that left the queue without starting.
+
+        No DelegationEnd: it never had a DelegationStart, and nothing was bound and no
+        SubagentStart fired, so there is no cleanup or stop hook to run.
+        """
+        self._running.pop(d.delegation_id, None)
+        d.stop_reason = stop_reason
+        settle(d, meter, None)
 
     def _slots_for(self, run: RunState) -> anyio.Semaphore | None:
         """This run's delegation slots (``max_active_delegations``), or ``None``."""
@@ -443,12 +485,21 @@ class LeadAgent(Agent):
         pairs so one definition can take many tasks. Everything is prepared before
         anything is dispatched; a failed responder never discards its siblings. The
         lead's conversation is untouched. See :class:`ParallelResult`.
+
+        The batch runs under the lead's ``usage_limits``; ``usage_limits`` here can only
+        tighten them: each limit is the tighter of the two (``None``, unlimited, loses
+        to any number), and ``on_exceed`` is taken from the batch's limits when given.
+        So a batch limit of 50 requests on a lead limited to 10 allows 10.
         """
         from ._parallel import parallel_delegate
 
         return await parallel_delegate(
             self, tasks, max_active=max_active, usage_limits=usage_limits, on_event=on_event
         )
+
+
+def _limit_reached(reason: str) -> ToolRejection:
+    return ToolRejection(f"Run limit reached for {reason}: no new delegation can start.")
 
 
 def _is_cancel(exc: BaseException | None) -> bool:
