@@ -322,15 +322,27 @@ def _subagent_chat(lead: LeadAgent, definition: AgentDefinition, context: _LazyC
             )
     if definition.params:
         chat.set_params({**chat.params, **definition.params})
-    # Checked on the final parameters, whatever their source (definition, the policy's
-    # chat factory, or the lead's chat the subagent inherits).
-    bad = sorted(_PROVIDER_TOOL_PARAMS.intersection(chat.params))
+    _refuse_provider_native_tools(definition, chat)
+    return chat
+
+
+def _refuse_provider_native_tools(definition: AgentDefinition, chat: Chat) -> None:
+    """Raise if the subagent's request would carry a provider-native tool parameter.
+
+    Checked on the final parameters, whatever their source: the definition, the policy's
+    chat factory, the lead's chat the subagent inherits, and the provider's own default
+    ``params`` (an inherited provider sends those with every request).
+    """
+    provider_params = getattr(chat.provider, "params", None)
+    sources = [chat.params]
+    if isinstance(provider_params, Mapping):
+        sources.append(provider_params)
+    bad = sorted({key for params in sources for key in params if key in _PROVIDER_TOOL_PARAMS})
     if bad:
         raise DelegationBindingError(
             f"Subagent '{definition.name}' model parameters {bad} would attach "
             "provider-native tools, whose calls the runtime cannot check; remove them."
         )
-    return chat
 
 
 def _system_prompt(definition: AgentDefinition) -> str:

@@ -8,11 +8,13 @@ liveness is proved with events a child's tool waits on (no timing). Tests marked
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import msgspec
 import pytest
 
@@ -32,8 +34,9 @@ from deputy_runtime import (
     permissions_full,
     permissions_plan,
 )
-from deputy_runtime.chat import ScriptedProvider, reply, tool_call
+from deputy_runtime.chat import OpenAIProvider, ScriptedProvider, reply, tool_call
 from deputy_runtime.runtime import DelegationEnd, ToolStart
+from deputy_runtime.runtime._lead import ROUTING_START
 
 pytestmark = pytest.mark.anyio
 
@@ -268,11 +271,67 @@ async def test_skill_ask_user_is_answered_by_human_input(tmp_path: Path) -> None
     assert msgspec.json.decode(answer.value) == {"Which colour?": "blue"}  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("source", ["chat_factory", "inherited_from_lead"])
+def _openai_json(message: dict[str, Any]) -> dict[str, Any]:
+    """A non-streamed Chat Completions response carrying ``message``."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "gpt-test",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+async def _inherited_provider_params_case(tmp_path: Path, native: dict[str, Any]) -> None:
+    """A real OpenAIProvider whose own default ``params`` carry the native tool.
+
+    The lead (configured by the host) may use them; a subagent with model ``inherit``
+    reuses the lead's provider and so would send them with every request too. Every
+    request goes to an httpx MockTransport; the worker's ("ROLE" system prompt) must not.
+    """
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if len(bodies) == 1:
+            arguments = json.dumps({"agent_name": "worker", "task": "TASK"})
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": DELEGATE, "arguments": arguments},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        else:
+            message = {"role": "assistant", "content": "done"}
+        return httpx.Response(200, json=_openai_json(message))
+
+    worker = AgentDefinition("worker", "Works.", "ROLE")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        provider = OpenAIProvider("gpt-test", api_key="test", client=client, params=native)
+        lead = LeadAgent(Chat(provider), [worker], working_dir=tmp_path)
+        result = await lead.run("go")
+    assert result.response == "done"
+    [record] = lead.list_subagents()
+    assert (record.status, record.stop_reason) == ("failed", "setup_error")
+    assert "provider-native" in (record.error or "")
+    assert "web_search_options" in (record.error or "")
+    # two requests, both the lead's: the worker never sent one
+    assert len(bodies) == 2
+    assert [b["messages"][0]["content"].startswith(ROUTING_START) for b in bodies] == [True, True]
+    assert all(b["messages"][0]["content"] != "ROLE" for b in bodies)
+
+
+@pytest.mark.parametrize(
+    "source", ["chat_factory", "inherited_from_lead", "inherited_provider_params"]
+)
 async def test_provider_native_tool_params_are_refused_from_every_source(
     tmp_path: Path, source: str
 ) -> None:
     native = {"web_search_options": {"search_context_size": "low"}}
+    if source == "inherited_provider_params":
+        await _inherited_provider_params_case(tmp_path, native)
+        return
     provider = ScriptedProvider({"lead": [_delegate(), reply("done")], "worker": ["child"]})
     worker = AgentDefinition("worker", "Works.", "ROLE")
     if source == "chat_factory":
