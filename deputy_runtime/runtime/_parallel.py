@@ -4,6 +4,8 @@ Every responder is prepared before anything is dispatched (a preparation failure
 and dispatches nothing). Then up to ``max_active`` responders run at once; each takes its
 share of the batch budget when it starts (one request; token and cost ceilings divided
 among the slots that can still run together), so the batch can never exceed its limits.
+The batch budget is the lead's ``usage_limits``, tightened per field by the host's
+``usage_limits`` for the batch (see :func:`batch_limits`): never wider than the lead's.
 A failed responder never discards its siblings.
 """
 
@@ -28,7 +30,7 @@ from ._delegation import (
 )
 from ._events import EventSink, GuardedSink
 from ._runstate import AgentResult, raise_for_limit
-from ._usage import Meter, UsageLimits
+from ._usage import _FIELD_NAMES, Meter, UsageLimits, _tighter
 
 if TYPE_CHECKING:
     from ..definitions import AgentDefinition
@@ -105,12 +107,13 @@ async def parallel_delegate(
         raise ValueError(f"max_active must be a positive int, got {max_active!r}")
     pairs = _pairs(tasks)
     definitions = _definitions(lead, pairs)
+    limits = batch_limits(lead.usage_limits, usage_limits)
     if lead._active:
         raise RunActiveError(f"Agent {lead.name or lead.agent_id} already has an active run")
     lead._active = True
     sink = GuardedSink(on_event) if on_event is not None else None
     run_id = new_id("run")
-    meter = Meter(usage_limits or lead.usage_limits)
+    meter = Meter(limits)
     batch = [
         new_delegation(lead, definition, Brief(task=task), parent_run_id=run_id, tool_call_id=None)
         for definition, (_, task) in zip(definitions, pairs, strict=True)
@@ -134,6 +137,22 @@ async def parallel_delegate(
     if sink is not None and sink.error is not None:
         raise sink.error
     return result
+
+
+def batch_limits(lead: UsageLimits, batch: UsageLimits | None) -> UsageLimits:
+    """The limits a fan-out runs under: per field the tighter of the lead's and the batch's.
+
+    ``None`` (unlimited) loses to any number, so host-given batch limits can only tighten
+    the lead's, never widen them. ``on_exceed`` is the batch's when it is given.
+    """
+    if batch is None:
+        return lead
+    if not isinstance(batch, UsageLimits):
+        raise TypeError(f"usage_limits must be a UsageLimits or None, got {type(batch).__name__}")
+    tightest: dict[str, Any] = {
+        field: _tighter(getattr(lead, field), getattr(batch, field)) for field in _FIELD_NAMES
+    }
+    return UsageLimits(**tightest, on_exceed=batch.on_exceed)
 
 
 async def _prepare(lead: LeadAgent, batch: list[Delegation]) -> None:

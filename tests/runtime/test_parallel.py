@@ -168,8 +168,11 @@ async def test_max_active_never_exceeded_under_churn(tmp_path: Path) -> None:
     # the lead's default limits (25 requests) bound the batch
     assert gauge.total == 25
     assert result.run.stop_reason == "request_limit"
+    # an unlimited batch needs an unlimited lead: batch limits can only tighten the lead's
     gauge = Gauge(hold=7)
-    lead, _ = scripted_lead({"w": gauge}, [definition("w")], tmp_path)
+    lead, _ = scripted_lead(
+        {"w": gauge}, [definition("w")], tmp_path, usage_limits=UsageLimits(max_requests=None)
+    )
     await lead.parallel_delegate(
         [("w", str(i)) for i in range(60)],
         max_active=5,

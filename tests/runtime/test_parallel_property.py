@@ -1,8 +1,9 @@
 """Property: parallel_delegate respects max_active and the batch budget for any batch.
 
-Hypothesis draws the batch (pairs over two definitions), ``max_active``, the request and
-token budgets and how long each responder stays in flight; the responder counts what is
-in flight (never timing). Runs once per anyio backend.
+Hypothesis draws the batch (pairs over two definitions), ``max_active``, the batch's and
+the lead's request budgets (the batch runs under the tighter), the token budget and how
+long each responder stays in flight; the responder counts what is in flight (never
+timing). Runs once per anyio backend.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from deputy_runtime.chat._types import ModelRequest
     tasks=st.lists(st.sampled_from(("a", "b")), min_size=1, max_size=30),
     max_active=st.integers(1, 12),
     max_requests=st.one_of(st.none(), st.integers(0, 40)),
+    lead_requests=st.one_of(st.none(), st.integers(0, 40)),
     max_tokens=st.one_of(st.none(), st.integers(0, 400)),
     holds=st.lists(st.integers(0, 4), min_size=1, max_size=8),
 )
@@ -35,6 +37,7 @@ def test_parallel_batches_respect_slots_and_budgets(
     tasks: list[str],
     max_active: int,
     max_requests: int | None,
+    lead_requests: int | None,
     max_tokens: int | None,
     holds: list[int],
 ) -> None:
@@ -55,7 +58,10 @@ def test_parallel_batches_respect_slots_and_budgets(
     async def main() -> Any:
         with tempfile.TemporaryDirectory() as tmp:
             lead, provider = scripted_lead(
-                {"a": responder, "b": responder}, [definition("a"), definition("b")], tmp
+                {"a": responder, "b": responder},
+                [definition("a"), definition("b")],
+                tmp,
+                usage_limits=UsageLimits(max_requests=lead_requests),
             )
             limits = UsageLimits(max_requests=max_requests, max_total_tokens=max_tokens)
             result = await lead.parallel_delegate(
@@ -69,8 +75,10 @@ def test_parallel_batches_respect_slots_and_budgets(
     assert state["peak"] <= max_active
     assert len(result.statuses) == len(tasks)
     assert result.names == tuple(tasks)
-    if max_requests is not None:
-        assert provider.requests <= max_requests
+    # the batch runs under the tighter of its own and the lead's request limit
+    allowed = min((n for n in (max_requests, lead_requests) if n is not None), default=None)
+    if allowed is not None:
+        assert provider.requests <= allowed
     if max_tokens is not None:
         # checked after each response: at most one response (15 tokens) per slot over
         assert result.run.usage.total_tokens <= max_tokens + 15 * max_active
@@ -84,6 +92,6 @@ def test_parallel_batches_respect_slots_and_budgets(
             assert res is None
     assert not lead._active
     assert lead._running == {}
-    if (max_requests is None or max_requests >= len(tasks)) and max_tokens is None:
+    if (allowed is None or allowed >= len(tasks)) and max_tokens is None:
         assert result.statuses == ("completed",) * len(tasks)
         assert result.run.stop_reason == "complete"
