@@ -237,7 +237,8 @@ def test_no_child_runs_a_tool_the_leads_current_permissions_deny(backend: str, e
         assert not (root.parent / "outside.txt").exists() or ex.lead_mode == "full"
 
 
-def test_the_property_exercises_real_executions() -> None:
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_property_exercises_real_executions(backend: str) -> None:
     """Guard against a vacuous property: permissive examples really run tools."""
     ex = Example(
         lead_mode="full",
@@ -253,6 +254,6 @@ def test_the_property_exercises_real_executions() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(os.path.realpath(tmp))
         (root / "inside.txt").write_text("data")
-        violations, executed = anyio.run(_run_example, ex, root)
+        violations, executed = anyio.run(_run_example, ex, root, backend=backend)
     assert violations == []
     assert executed == 4  # two calls in each of the two delegations
