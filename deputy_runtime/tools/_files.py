@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import importlib
 import os
 import re
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import Annotated, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 import msgspec
 
@@ -49,6 +50,9 @@ LIST_MAX_ENTRIES = 1000
 GREP_MAX_MATCHES = 200
 GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 GREP_MAX_LINE_CHARS = 300
+#: Longest ``pattern`` grep_files accepts: enough for any real search, and it keeps
+#: compiling and the nesting check cheap.
+GREP_MAX_PATTERN_CHARS = 1000
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
 _BINARY_PROBE = 8192
@@ -276,13 +280,92 @@ def _list_unchecked(root: _Root, path: str, recursive: bool) -> str:
     return "\n".join(out)
 
 
-def _grep(root: _Root, pattern: str, path: str, glob: str | None, ignore_case: bool) -> str:
+_REPEAT_OPS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+#: Python's private regex parser (``sre_parse`` before 3.11), looked up by name at use
+#: so a missing or changed module only disables the nesting check.
+_PARSER_MODULE = "re._parser"
+
+
+def _nested_unbounded_repeat(pattern: str, flags: int) -> bool:
+    """Whether an unbounded repeat (``+``, ``*``, ``{n,}``) lies inside another one.
+
+    ``(a+)+``, ``(a*)*``, ``(.*a)*`` and ``(\\w+\\s?)+$`` can split one run of text
+    between the two repeats in exponentially many ways, and Python's backtracking
+    engine tries them all before failing. The pattern is walked as parsed by the
+    private ``re._parser`` module (the only way to see its structure), so anything
+    unexpected there (a renamed module, a changed tuple shape) answers False: the check
+    only ever adds refusals, it must never break a search. Possessive and atomic forms
+    are judged like plain ones, which refuses a few safe patterns but keeps this simple.
+    """
     try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+        parser = importlib.import_module(_PARSER_MODULE)
+        unbounded = parser.MAXREPEAT
+        repeats = {getattr(parser, name) for name in _REPEAT_OPS if hasattr(parser, name)}
+        # Explicit stack, not recursion: a 1000-character pattern can nest ~500 deep.
+        stack: list[tuple[Any, bool]] = [(parser.parse(pattern, flags), False)]
+        while stack:
+            items, inside = stack.pop()
+            for op, av in items:
+                if op in repeats:
+                    _low, high, body = av
+                    if high == unbounded and inside:
+                        return True
+                    stack.append((body, inside or high == unbounded))
+                else:
+                    stack.extend((sub, inside) for sub in _subpatterns(parser, av))
+    except Exception:  # the private parser changed shape: accept rather than break grep
+        return False
+    return False
+
+
+def _subpatterns(parser: Any, av: Any) -> Iterator[Any]:
+    """The parsed sub-patterns inside one node's argument (groups, branches, lookarounds).
+
+    Found by type rather than per opcode, so new opcodes that wrap a sub-pattern are
+    still searched; ``av`` is at most a tuple holding a list (``BRANCH``), so two levels.
+    """
+    if isinstance(av, parser.SubPattern):
+        yield av
+    elif isinstance(av, tuple | list):
+        for part in av:
+            if isinstance(part, parser.SubPattern):
+                yield part
+            elif isinstance(part, list):
+                yield from (p for p in part if isinstance(p, parser.SubPattern))
+
+
+def _compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    """``pattern`` compiled, or a refusal naming the argument and what would be accepted."""
+    if len(pattern) > GREP_MAX_PATTERN_CHARS:
         raise ToolArgumentError(
-            f"argument 'pattern': invalid regular expression {pattern!r}: {exc}"
+            f"argument 'pattern': {len(pattern)} characters is over the "
+            f"{GREP_MAX_PATTERN_CHARS}-character limit; search for a shorter expression"
+        )
+    flags = re.IGNORECASE if ignore_case else 0
+    shown = pattern if len(pattern) <= 80 else pattern[:80] + "..."
+    try:
+        regex = re.compile(pattern, flags)
+    except (re.error, OverflowError) as exc:  # OverflowError: a repeat count over 2**32
+        raise ToolArgumentError(
+            f"argument 'pattern': invalid regular expression {shown!r}: {exc}"
         ) from None
+    except RecursionError:  # re's parser recurses once per nested group
+        raise ToolArgumentError(
+            f"argument 'pattern': {shown!r} nests groups too deeply; use fewer nested groups"
+        ) from None
+    if _nested_unbounded_repeat(pattern, flags):
+        raise ToolArgumentError(
+            f"argument 'pattern': {shown!r} puts an unbounded repeat ('+', '*' or '{{n,}}') "
+            "inside another unbounded repeat, which can take exponential time on a line "
+            "that almost matches; use one level of unbounded repetition, e.g. 'a+' "
+            "instead of '(a+)+', or bound the outer repeat, e.g. '(\\w+ ){0,5}' instead "
+            "of '(\\w+ )*'"
+        )
+    return regex
+
+
+def _grep(root: _Root, pattern: str, path: str, glob: str | None, ignore_case: bool) -> str:
+    regex = _compile_pattern(pattern, ignore_case)
     real = root.resolve(path)
     files: Iterator[str]
     if os.path.isdir(real):
@@ -424,7 +507,11 @@ def tools_file(working_dir: str | os.PathLike[str]) -> tuple[Tool, ...]:
     Returns ``(read_file, list_files, grep_files, write_file, edit_file)``. Reads are
     capped at 256 KiB per call (with a notice saying how to read on), writes and edits at
     1 MiB, listings at 1000 entries and searches at 200 matches. The tools run in worker
-    threads so file I/O never blocks the event loop.
+    threads so file I/O never blocks the event loop. grep_files refuses patterns over
+    1000 characters and patterns nesting an unbounded repeat inside another (``(a+)+``),
+    the usual exponential-backtracking shapes. Python's ``re`` cannot be interrupted and
+    keeps the GIL for a whole match, so a slow pattern the check misses stalls the
+    process (cancellation and Ctrl-C included) until that match finishes.
     """
     root = _Root(working_dir)
     return (*_read_tools(root), *_write_tools(root))
@@ -465,8 +552,18 @@ def _read_tools(root: _Root) -> tuple[Tool, Tool, Tool]:
     ) -> str:
         """Search text files under a path for a regular expression.
 
-        Prints 'path:line: text' for each matching line, up to 200 matches.
+        Prints 'path:line: text' for each matching line, up to 200 matches. Patterns
+        over 1000 characters, and patterns with an unbounded repeat inside another
+        (like '(a+)+' or '(.*x)*'), are refused because they can take exponential time.
+        A running search cannot be interrupted, so also avoid other heavy backtracking
+        such as overlapping alternatives in a repeat ('(a|aa)+').
         """
+        # Remaining risk: the nesting check does not catch every slow pattern
+        # (overlapping alternatives like '(a|a)+$', bounded inner repeats like
+        # '(a{1,2})+$', polynomial '.*.*.*x' on long lines), and a match in Python's re
+        # can be neither interrupted nor abandoned: it keeps the GIL, so the event loop
+        # cannot even deliver a cancellation until it returns. invoke_tool abandons this
+        # read-only tool on cancel, which helps between lines and files, not within one.
         return _grep(root, pattern, path, glob, ignore_case)
 
     return read_file, list_files, grep_files

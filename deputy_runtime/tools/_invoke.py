@@ -45,19 +45,43 @@ def tool_validator(tool: Tool) -> _Validator:
     return validator
 
 
+def _abandonable(tool: Tool) -> bool:
+    """Whether a cancelled call may return before ``tool``'s thread finishes.
+
+    Only for tools that change nothing: leaving one behind loses only its result.
+    """
+    return tool.read_only and not tool.destructive
+
+
 async def invoke_tool(tool: Tool, arguments: Mapping[str, Any]) -> Any:
     """Validate ``arguments`` against ``tool`` and run it; return what it returns.
 
     Raises :class:`~deputy_runtime.errors.ToolArgumentError` naming the bad argument when
     the arguments do not fit the schema (the function does not run). Async functions are
     awaited; sync ones run inline, or in a worker thread when ``tool.run_in_thread``.
+
+    Cancelling a threaded call: a worker thread cannot be stopped, so it is a choice
+    between waiting for it and leaving it behind. A read-only tool (``read_only`` and not
+    ``destructive``) is abandoned: the caller gets the cancellation at once and the
+    thread finishes in the background, its result discarded, so a read stuck on slow
+    I/O or a long search no longer holds up cancelling a run. (Only between the
+    thread's GIL releases: one long C call that keeps the GIL, such as a single ``re``
+    match, stalls every thread, the event loop included, until it returns.) On the
+    asyncio backend the abandoned thread is not a daemon, so interpreter exit still
+    waits for it. Any other tool is waited for:
+    a write must not be left half-applied while its caller is told it was cancelled. The
+    call then returns the tool's result (or raises its error) as usual, and the
+    cancellation arrives at the caller's next checkpoint, so the caller can still record
+    that the write happened.
     """
     validator = tool.validator
     kwargs = validator(arguments) if validator is not None else tool_validator(tool)(arguments)
     if tool.run_in_thread:
         func = tool.function
         if not inspect.iscoroutinefunction(func):
-            return await anyio.to_thread.run_sync(partial(func, **kwargs))
+            return await anyio.to_thread.run_sync(
+                partial(func, **kwargs), abandon_on_cancel=_abandonable(tool)
+            )
     result = tool.function(**kwargs)
     kind = type(result)
     if kind is CoroutineType:
