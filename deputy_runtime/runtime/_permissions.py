@@ -274,7 +274,7 @@ class Permissions(msgspec.Struct, frozen=True):
                     "'standard'; it needs mode 'full' or the allow list."
                 )
             if name in _PATH_WRITE_TOOLS:
-                return self._check_write_root(tool.name, arguments)
+                return self._check_write_root(tool, arguments)
             return None
         # readonly and plan: nothing that writes, whatever the lists say
         if tool.destructive or name in KNOWN_WRITE_TOOLS:
@@ -328,14 +328,16 @@ class Permissions(msgspec.Struct, frozen=True):
             f"Tool '{tool_name}' {why} and the permission mode is '{self.mode}'.{hint}"
         )
 
-    def _check_write_root(
-        self, tool_name: str, arguments: Mapping[str, Any]
-    ) -> PermissionDeny | None:
+    def _check_write_root(self, tool: Tool, arguments: Mapping[str, Any]) -> PermissionDeny | None:
+        tool_name = tool.name
         path = arguments.get("path")
         if not isinstance(path, str) or not path or "\x00" in path:
             return PermissionDeny(f"Tool '{tool_name}' needs a valid 'path' argument.")
-        base = self.working_dir or Path(os.getcwd())
-        root = self.write_root or base
+        home = self.working_dir or Path(os.getcwd())
+        root = self.write_root or home
+        # Resolve the path exactly as the tool will: a file tool made for another
+        # directory (tools_file(other)) writes relative to that directory, not ours.
+        base = tool.path_base or home
         try:
             target = os.path.realpath(os.path.join(base, path))
         except (OSError, ValueError) as exc:

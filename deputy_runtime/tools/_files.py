@@ -514,7 +514,8 @@ def tools_file(working_dir: str | os.PathLike[str]) -> tuple[Tool, ...]:
     process (cancellation and Ctrl-C included) until that match finishes.
     """
     root = _Root(working_dir)
-    return (*_read_tools(root), *_write_tools(root))
+    tools = (*_read_tools(root), *_write_tools(root))
+    return tuple(msgspec.structs.replace(t, path_base=root.root) for t in tools)
 
 
 def _read_tools(root: _Root) -> tuple[Tool, Tool, Tool]:

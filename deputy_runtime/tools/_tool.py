@@ -33,7 +33,9 @@ class Tool(msgspec.Struct, frozen=True, eq=False):
     ``destructive`` (may destroy data), ``idempotent`` and ``open_world`` (reaches outside
     the host, e.g. the web). ``validator`` is an optional fast argument converter built by
     ``@tool`` from the function's type hints; ``run_in_thread`` runs a sync function in a
-    worker thread instead of on the event loop.
+    worker thread instead of on the event loop. ``path_base`` is the directory a relative
+    ``path`` argument resolves against (set by ``tools_file``), so the permission check
+    resolves a write's path exactly as the tool will.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Tool(msgspec.Struct, frozen=True, eq=False):
     open_world: bool = False
     run_in_thread: bool = False
     validator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    path_base: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.match(self.name):
