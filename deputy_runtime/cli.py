@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("source", metavar="IN")
     p.add_argument("destination", metavar="OUT")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    p.add_argument(
+        "--strip-whitespace",
+        action="store_true",
+        help="let a markdown OUT drop the prompt's and description's surrounding whitespace "
+        "(a warning per field) instead of refusing",
+    )
 
     p = sub.add_parser("run", help="run a lead agent over the discovered definitions")
     p.add_argument("task", metavar="TASK")

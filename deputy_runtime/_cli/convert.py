@@ -1,19 +1,20 @@
 """``deputy-runtime convert IN OUT``: convert a definition between YAML and markdown.
 
 The format of each side comes from its extension (``.yaml``/``.yml`` or
-``.md``/``.markdown``, any case). The command has no host, so it has no tool or skill
-registry: it carries the tool and skill names of IN over to OUT unchanged, through
-placeholder registries built from the names IN uses. Every field both formats carry is
-kept exactly (the prompt and description lose surrounding whitespace in markdown, where
-readers strip it). A field the target cannot carry is an error naming it, and nothing is
-written:
+``.md``/``.markdown``, any case; the table validate uses too). The command has no host,
+so it has no tool or skill registry: it carries the tool and skill names of IN over to
+OUT unchanged, through placeholder registries built from the names IN uses. Every field
+both formats carry is kept exactly. A field the target cannot carry is an error naming it,
+and nothing is written:
 
 - markdown -> YAML: a markdown file without a ``tools`` key means "every tool the host
   registers", which a YAML definition cannot say (it lists its tools); add ``tools:`` to
   the markdown file first.
 - YAML -> markdown: ``memory`` (Claude Code's ``memory`` key means something else), a
   prompt over 1000 lines or with line separators other than newline, a description over
-  1024 characters.
+  1024 characters, and leading or trailing whitespace of the prompt or description
+  (markdown readers strip both). ``--strip-whitespace`` accepts losing that whitespace;
+  each field that loses some is named in a warning.
 
 Frontmatter keys deputy does not read (``color``, ``hooks``, ...) are not carried; the
 command names them on stderr. So it does for a markdown body over 1000 lines or a
@@ -26,18 +27,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from ..definitions._discovery import definition_format
 from ..definitions._files import read_definition_text
 from ..errors import DeputyError
 from ..tools._tool import Tool
 
 if TYPE_CHECKING:
     from ..definitions._markdown_read import ParsedMarkdown
+    from ..definitions._model import AgentDefinition
 
 __all__ = ["convert", "placeholder_registries"]
-
-_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".md": "markdown", ".markdown": "markdown"}
 
 
 def convert(args: argparse.Namespace) -> int:
@@ -46,7 +47,7 @@ def convert(args: argparse.Namespace) -> int:
     source, destination = Path(args.source), Path(args.destination)
     formats = []
     for path in (source, destination):
-        kind = _FORMATS.get(path.suffix.lower())
+        kind = definition_format(path)
         if kind is None:
             print(
                 f"deputy-runtime convert: {path}: cannot tell the format from the extension "
@@ -56,10 +57,9 @@ def convert(args: argparse.Namespace) -> int:
             return 2
         formats.append(kind)
     warnings: list[str] = []
+    options = _Options(bool(args.overwrite), bool(getattr(args, "strip_whitespace", False)))
     try:
-        ignored = _convert(
-            source, formats[0], destination, formats[1], bool(args.overwrite), warnings
-        )
+        ignored = _convert(source, formats[0], destination, formats[1], options, warnings)
     except DeputyError as exc:
         _print_warnings(warnings)  # they may explain the error (e.g. a cut prompt)
         print(f"deputy-runtime convert: {exc}", file=sys.stderr)
@@ -75,6 +75,11 @@ def convert(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Options(NamedTuple):
+    overwrite: bool
+    strip_whitespace: bool
+
+
 def _print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
         print(f"deputy-runtime convert: warning: {warning}", file=sys.stderr)
@@ -85,20 +90,16 @@ def _convert(
     source_kind: str,
     destination: Path,
     kind: str,
-    overwrite: bool,
+    options: _Options,
     warnings: list[str],
 ) -> tuple[str, ...]:
-    from ..definitions import (
-        _markdown,
-        _markdown_read,
-        agent_definition_read,
-        agent_definition_write,
-    )
+    from ..definitions import _markdown_read, agent_definition_read, agent_definition_write
     from ..errors import DefinitionFileError
 
     ignored: tuple[str, ...] = ()
     if source_kind == "markdown":
-        parsed = _markdown_read.parse_markdown(read_definition_text(source), source)
+        text = read_definition_text(source, markdown=True)
+        parsed = _markdown_read.parse_markdown(text, source)
         warnings.extend(_truncation_warnings(parsed))
         if parsed.tool_names is None:
             raise DefinitionFileError(
@@ -116,11 +117,9 @@ def _convert(
         definition = agent_definition_read(source, tools, skills)
     try:
         if kind == "markdown":
-            _markdown.agent_definition_to_markdown(
-                definition, destination, tools, skills, overwrite
-            )
+            _write_markdown(definition, destination, tools, skills, options, warnings)
         else:
-            agent_definition_write(definition, destination, tools, skills, overwrite)
+            agent_definition_write(definition, destination, tools, skills, options.overwrite)
     except DefinitionFileError as exc:
         # The writers speak to Python callers ("pass overwrite=True"); here it is a flag.
         if exc.path == destination and "overwrite=True" in exc.reason:
@@ -128,6 +127,46 @@ def _convert(
             raise DefinitionFileError(reason, path=destination) from None
         raise
     return ignored
+
+
+def _write_markdown(
+    definition: AgentDefinition,
+    destination: Path,
+    tools: dict[str, Tool],
+    skills: dict[str, str],
+    options: _Options,
+    warnings: list[str],
+) -> None:
+    """Write the markdown file; surrounding whitespace of the prompt and description is an
+    error naming the field, or with ``--strip-whitespace`` a warning per field."""
+    from ..definitions._files import install_atomically
+    from ..definitions._markdown_write import (
+        markdown_text,
+        surrounding_whitespace,
+        whitespace_losses,
+    )
+    from ..errors import DefinitionFileError
+
+    losses = whitespace_losses(definition)
+    exact = not options.strip_whitespace
+    try:
+        text = markdown_text(definition, destination, tools, skills, exact_whitespace=exact)
+    except DefinitionFileError as exc:
+        if not (exact and losses):
+            raise
+        fields = " and ".join(losses)
+        raise DefinitionFileError(
+            f"{exc.reason}. Pass --strip-whitespace to accept losing the surrounding "
+            f"whitespace of the {fields}",
+            path=exc.path,
+        ) from None
+    install_atomically(destination, text.encode("utf-8"), options.overwrite)
+    if not exact:  # only once written: a warning about a file that was not would mislead
+        for field, ends in surrounding_whitespace(definition).items():
+            warnings.append(
+                f"{destination}: {field} {ends}; markdown readers strip it, so that "
+                "whitespace was dropped (--strip-whitespace)"
+            )
 
 
 def _truncation_warnings(parsed: ParsedMarkdown) -> list[str]:

@@ -10,27 +10,39 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, ValuesView
 from pathlib import Path
 from typing import Any
 
 from ..definitions import AGENT_DEFINITION_SCHEMA, AgentDefinition, agent_definitions
-from ..definitions._discovery import candidate_names, markdown_reader
+from ..definitions._discovery import candidate_names, definition_format, markdown_reader
 from ..definitions._files import read_definition_text
 from ..definitions._format import definition_from_yaml
 from ..definitions._registry import REGISTRY_KEY_PATTERN
 from ..errors import DefinitionFileError
 from ..tools._tool import Tool
 
-__all__ = ["list_agents", "schema", "validate"]
+__all__ = ["ALL_HOST_TOOLS", "list_agents", "schema", "validate"]
+
+
+#: What ``list`` shows for a definition that takes every tool the host registers (a
+#: markdown file without a ``tools`` key).
+ALL_HOST_TOOLS = "(all host tools)"
 
 
 class _OpenRegistry(Mapping[str, Any]):
-    """Resolves every well-formed key to a placeholder, remembering what was asked for."""
+    """Resolves every well-formed key to a placeholder, remembering what was asked for.
 
-    def __init__(self, make: Any) -> None:
+    It lists no keys. A reader takes ``values()`` only to take the whole registry (a
+    markdown file without a ``tools`` key gets every host tool), and the command line does
+    not know the host's registry, so ``values()`` gives one placeholder standing for all
+    of it (made from ``everything``) instead of the keys earlier files happened to ask for.
+    """
+
+    def __init__(self, make: Any, everything: str | None = None) -> None:
         self._make = make
         self._items: dict[str, Any] = {}
+        self._whole = {} if everything is None else {everything: make(everything)}
 
     def __getitem__(self, key: str) -> Any:
         if not isinstance(key, str) or not REGISTRY_KEY_PATTERN.match(key):
@@ -40,14 +52,18 @@ class _OpenRegistry(Mapping[str, Any]):
         return self._items[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return 0
+
+    def values(self) -> ValuesView[Any]:
+        return self._whole.values()
 
     def key_of(self, item: object) -> str:
-        """The key a placeholder was made for."""
-        return next(key for key, value in self._items.items() if value is item)
+        """The key a placeholder was made for (``everything`` for the whole registry's)."""
+        found = {**self._whole, **self._items}.items()
+        return next(key for key, value in found if value is item)
 
 
 def _placeholder_tool(key: str) -> Tool:
@@ -56,7 +72,7 @@ def _placeholder_tool(key: str) -> Tool:
 
 
 def _registries() -> tuple[_OpenRegistry, _OpenRegistry]:
-    return _OpenRegistry(_placeholder_tool), _OpenRegistry(lambda key: key)
+    return _OpenRegistry(_placeholder_tool, ALL_HOST_TOOLS), _OpenRegistry(lambda key: key)
 
 
 def _problem(exc: DefinitionFileError) -> str:
@@ -65,10 +81,10 @@ def _problem(exc: DefinitionFileError) -> str:
 
 
 def _read(file: Path, out: list[str]) -> AgentDefinition | None:
-    """Read one file (YAML or markdown); on a problem append it to ``out``."""
+    """Read one file (markdown by its extension, else YAML); on a problem append it to ``out``."""
     tools, skills = _registries()
     try:
-        if file.suffix.lower() == ".md":
+        if definition_format(file) == "markdown":
             reader = markdown_reader()
             if reader is None:
                 print(f"{file}: skipped: markdown agent files are not supported by this build")
@@ -116,7 +132,11 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def list_agents(args: argparse.Namespace) -> int:
-    """Print the definitions in a directory: name, model, tools, permission mode, limit."""
+    """Print the definitions in a directory: name, model, tools, permission mode, limit.
+
+    TOOLS is ``-`` for none and ``(all host tools)`` for a markdown file without a
+    ``tools`` key, which gets every tool the host registers.
+    """
     tools, skills = _registries()
     try:
         found = agent_definitions(

@@ -18,10 +18,27 @@ from ._format import definition_from_yaml
 from ._model import AgentDefinition
 from ._registry import SkillRegistry, ToolRegistry, check_skill_registry, check_tool_registry
 
-__all__ = ["agent_definitions", "candidate_names", "markdown_reader"]
+__all__ = [
+    "FORMAT_BY_SUFFIX",
+    "agent_definitions",
+    "candidate_names",
+    "definition_format",
+    "markdown_reader",
+]
+
+#: The format of a single named definition file by its extension, compared in lower case
+#: (used by the command line's validate and convert). Directory discovery is narrower: it
+#: reads ``.md`` but not ``.markdown``, the agent-directory convention.
+FORMAT_BY_SUFFIX = {".yaml": "yaml", ".yml": "yaml", ".md": "markdown", ".markdown": "markdown"}
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _MARKDOWN_SUFFIX = ".md"
+
+
+def definition_format(path: Path) -> str | None:
+    """``"yaml"`` or ``"markdown"`` by the extension of ``path`` (any case), else ``None``."""
+    return FORMAT_BY_SUFFIX.get(path.suffix.lower())
+
 
 MarkdownReader = Callable[[Path, ToolRegistry, SkillRegistry], AgentDefinition]
 

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 from ..errors import DefinitionFileError
+from ._frontmatter import LINE_BREAKS
+from ._yaml import YAML_LINE_BREAK
 
 __all__ = [
     "MAX_DEFINITION_BYTES",
@@ -59,6 +61,8 @@ _CREATE_FLAGS = (
 # machines (sharing the directory over a network filesystem) may still be writing.
 _HOST_TAG = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 _TEMP_PATTERN = re.compile(re.escape(TEMP_PREFIX) + r"([0-9a-f]{8})-(\d+)-[0-9a-f]+\.tmp\Z")
+# Line ends as the markdown reader counts lines (str.splitlines: CRLF is one break).
+_MARKDOWN_LINE_BREAK = re.compile("\r\n|[" + re.escape(LINE_BREAKS) + "]")
 
 
 def check_path_argument(path: object) -> Path:
@@ -104,7 +108,7 @@ def _check_stat(st: os.stat_result, path: Path) -> None:
         )
 
 
-def read_definition_text(path: object) -> str:
+def read_definition_text(path: object, *, markdown: bool = False) -> str:
     """Read a definition file safely and return its text (UTF-8, BOM removed).
 
     Contract, shared by the YAML and markdown readers:
@@ -117,7 +121,8 @@ def read_definition_text(path: object) -> str:
     - The bytes must be valid UTF-8; one leading UTF-8 BOM is removed. Line endings are
       left as they are (the YAML parser handles CRLF).
     - Every failure raises :class:`~deputy_runtime.errors.DefinitionFileError` with
-      ``path`` set (and ``line``/``column`` for invalid UTF-8); no other exception escapes.
+      ``path`` set (and ``line``/``column`` for invalid UTF-8, numbered as the reader of
+      the format numbers lines: ``markdown`` says which); no other exception escapes.
     """
     file = check_path_argument(path)
     try:
@@ -142,7 +147,7 @@ def read_definition_text(path: object) -> str:
         data = _read_limited(fd, file)
     finally:
         os.close(fd)
-    return decode_definition_bytes(data, file)
+    return decode_definition_bytes(data, file, markdown=markdown)
 
 
 def _read_limited(fd: int, path: Path) -> bytes:
@@ -168,20 +173,19 @@ def _read_limited(fd: int, path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def decode_definition_bytes(data: bytes, path: Path) -> str:
+def decode_definition_bytes(data: bytes, path: Path, *, markdown: bool = False) -> str:
     """Decode file bytes as UTF-8 (one leading BOM removed), or raise DefinitionFileError.
 
-    The error names the line and column (1-based, in characters) of the first bad byte.
+    The error names the line and column (1-based, in characters) of the first bad byte,
+    with lines counted as the format's reader counts them for its other errors: CRLF, CR
+    and LF (and NEL, LS, PS) for YAML; every :meth:`str.splitlines` boundary for markdown.
     """
     if data.startswith(_BOM):
         data = data[3:]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        before = data[: exc.start]
-        line = before.count(b"\n") + 1
-        line_start = before.rfind(b"\n") + 1
-        column = len(before[line_start:].decode("utf-8", "replace")) + 1
+        line, column = _position(data[: exc.start], markdown)
         raise DefinitionFileError(
             f"Expected UTF-8 text, but byte 0x{data[exc.start]:02X} at offset {exc.start} "
             "is not valid UTF-8; re-save the file as UTF-8",
@@ -189,6 +193,16 @@ def decode_definition_bytes(data: bytes, path: Path) -> str:
             line=line,
             column=column,
         ) from None
+
+
+def _position(before: bytes, markdown: bool) -> tuple[int, int]:
+    """The 1-based (line, column) just after ``before``, the valid UTF-8 ahead of a bad byte."""
+    text = before.decode("utf-8")  # valid: the decoder stopped at the first bad byte
+    pattern = _MARKDOWN_LINE_BREAK if markdown else YAML_LINE_BREAK
+    line, line_start = 1, 0
+    for match in pattern.finditer(text):
+        line, line_start = line + 1, match.end()
+    return line, len(text) - line_start + 1
 
 
 def install_atomically(path: object, data: bytes, overwrite: bool = False) -> Path:

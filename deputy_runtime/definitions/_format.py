@@ -16,6 +16,7 @@ from ..errors import DefinitionError, DefinitionFileError
 from ._files import check_path_argument, install_atomically, read_definition_text
 from ._model import FIELD_NAMES, AgentDefinition, DefinitionFieldError
 from ._registry import (
+    REGISTRY_KEY_PATTERN,
     SkillRegistry,
     ToolRegistry,
     check_skill_registry,
@@ -196,6 +197,11 @@ class _Reader:
     ) -> str:
         if duplicate:
             return f"Unknown or duplicate {field} references: {key!r} is listed twice"
+        if not REGISTRY_KEY_PATTERN.match(key):
+            return (
+                f"Unknown or duplicate {field} references: {key!r} is not a registry key; keys "
+                "are a letter followed by letters, digits, '_', '.' or '-' (e.g. 'read_file')"
+            )
         known = sorted(registry)
         same_case = [k for k in known if k.lower() == key.lower()]
         if same_case:

@@ -21,7 +21,14 @@ from typing import Any
 import yaml
 
 from ..errors import DefinitionFileError
-from ._yaml import SCALAR_ERRORS, may_nest_deeper, nesting_problem, reader_problem, scalar_problem
+from ._yaml import (
+    SCALAR_ERRORS,
+    may_nest_deeper,
+    nesting_problem,
+    reader_problem,
+    scalar_problem,
+    tag_problem_message,
+)
 
 __all__ = [
     "LINE_BREAKS",
@@ -74,6 +81,25 @@ def _wrap_scalar_constructors() -> None:
 
 
 _wrap_scalar_constructors()
+
+_CORE = "tag:yaml.org,2002:"
+# The tags the safe loader builds (YAML 1.1's standard ones), as an error message lists them.
+_SAFE_TAGS = ", ".join(
+    "!!" + tag[len(_CORE) :]
+    for tag in _Loader.yaml_constructors
+    if isinstance(tag, str) and tag.startswith(_CORE)
+)
+
+
+def _undefined_tag(loader: Any, node: yaml.Node) -> Any:
+    """Refuse a tag the safe loader has no constructor for, saying which tags it has."""
+    problem = tag_problem_message(
+        node.tag, where="frontmatter", allowed=f"the standard YAML tags ({_SAFE_TAGS})"
+    )
+    raise yaml.constructor.ConstructorError(None, None, _lower_first(problem), node.start_mark)
+
+
+_Loader.add_constructor(None, _undefined_tag)
 
 # Errors the safe loader can raise on hostile input besides YAMLError: a scalar
 # constructor's own errors (should one escape the wrapper above), deep nesting in the

@@ -47,7 +47,7 @@ def agent_definition_from_markdown(
     file = check_path_argument(path)
     tool_registry = check_tool_registry(tools, file)
     skill_registry = check_skill_registry(skills, file)
-    parsed = parse_markdown(read_definition_text(file), file)
+    parsed = parse_markdown(read_definition_text(file, markdown=True), file)
     return build_definition(parsed, tool_registry, skill_registry)
 
 

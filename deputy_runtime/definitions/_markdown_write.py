@@ -28,8 +28,15 @@ from ._registry import (
     check_tool_registry,
     registry_key,
 )
+from ._yaml import YAML11_BOOL
 
-__all__ = ["UNCARRIED_FIELDS", "agent_definition_to_markdown", "markdown_text"]
+__all__ = [
+    "UNCARRIED_FIELDS",
+    "agent_definition_to_markdown",
+    "markdown_text",
+    "surrounding_whitespace",
+    "whitespace_losses",
+]
 
 #: AgentDefinition fields a markdown file cannot carry (when not ``None``): Claude Code's
 #: ``memory`` key names a memory scope (user/project/local), not memory text.
@@ -80,12 +87,19 @@ def markdown_text(
     path: Path,
     tool_registry: ToolRegistry,
     skill_registry: SkillRegistry,
+    *,
+    exact_whitespace: bool = False,
 ) -> str:
     """The markdown file for ``definition``, checked to read back to the same definition.
 
-    Every field the format cannot carry is named in one DefinitionFileError.
+    Every field the format cannot carry is named in one DefinitionFileError. The prompt
+    and description lose surrounding whitespace (markdown readers strip it) unless
+    ``exact_whitespace`` is true: then such whitespace is one more field it cannot carry.
     """
     problems = _uncarried(definition)
+    if exact_whitespace:
+        for field, reason in whitespace_losses(definition).items():
+            problems[field] = f"{problems[field]}; {reason}" if field in problems else reason
     try:
         text = _render(definition, path, tool_registry, skill_registry)
         back = _read_back(text, definition, path, tool_registry, skill_registry)
@@ -175,6 +189,45 @@ def _uncarried(definition: AgentDefinition) -> dict[str, str]:
     return problems
 
 
+def surrounding_whitespace(definition: AgentDefinition) -> dict[str, str]:
+    """Field -> what surrounds it (such as ``ends with '\\n'``), for the prompt and the
+    description when they have leading or trailing whitespace."""
+    found = {}
+    for field in ("prompt", "description"):
+        value: str = getattr(definition, field)
+        lead = value[: len(value) - len(value.lstrip())]
+        trail = value[len(value.rstrip()) :]
+        ends = [f"starts with {_shown(lead)}"] if lead else []
+        ends += [f"ends with {_shown(trail)}"] if trail else []
+        if ends:
+            found[field] = " and ".join(ends)
+    return found
+
+
+def whitespace_losses(definition: AgentDefinition) -> dict[str, str]:
+    """Field -> reason for the prompt and description if they have surrounding whitespace,
+    which markdown readers strip (so a markdown file cannot carry it)."""
+    losses = {}
+    for field, ends in surrounding_whitespace(definition).items():
+        what = "the body" if field == "prompt" else "the description"
+        fix = "remove it"
+        if ends == "ends with '\\n'" and field == "prompt":
+            fix = "remove it (in YAML, write 'prompt: |-' instead of 'prompt: |')"
+        losses[field] = (
+            f"{field} cannot be written to markdown exactly: it {ends}, and markdown "
+            f"readers strip {what}, so that whitespace would be lost; {fix} or keep this "
+            "definition in YAML"
+        )
+    return losses
+
+
+def _shown(whitespace: str) -> str:
+    """Whitespace as a short quoted literal, or counted when it is long."""
+    if len(whitespace) <= 8:
+        return repr(whitespace)
+    return f"{len(whitespace)} whitespace characters ({whitespace[:4]!r}...)"
+
+
 def _uncarried_error(problems: dict[str, str], path: Path) -> DefinitionFileError:
     fields = sorted(problems, key=FIELD_NAMES.index)
     if len(fields) == 1:
@@ -234,7 +287,9 @@ class _Dumper(yaml.SafeDumper):
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style: str | None = None
-    if any(c in _EXOTIC_BREAKS for c in value):
+    if YAML11_BOOL.fullmatch(value):
+        style = "'"  # PyYAML leaves y/n plain; full YAML 1.1 readers make them booleans
+    elif any(c in _EXOTIC_BREAKS for c in value):
         style = '"'  # escaped, so the frontmatter's lines split the same everywhere
     elif "\n" in value:
         # A literal block line that strips to '---' would close the frontmatter early.

@@ -7,6 +7,7 @@ that state wherever the definition is used); every other field is plain immutabl
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -196,8 +197,16 @@ def _freeze_param(where: str, value: object, depth: int) -> object:
     raise DefinitionFieldError(
         "params",
         f"{where} is {_type_name(value)}; expected a JSON value (null, bool, number, string, "
-        "list or mapping)",
+        f"list or mapping){_date_hint(value)}",
     )
+
+
+def _date_hint(value: object) -> str:
+    # YAML turns an unquoted 2024-01-01 into a date, which is no JSON value; say how to
+    # keep the text the file meant.
+    if not isinstance(value, datetime.date):
+        return ""
+    return f"; YAML reads an unquoted {value} as a date, so quote it to keep it as text: '{value}'"
 
 
 def _freeze_mapping(where: str, value: Mapping[Any, Any], depth: int) -> Mapping[str, Any]:

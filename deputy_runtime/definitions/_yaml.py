@@ -24,6 +24,8 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 __all__ = [
     "SCALAR_ERRORS",
+    "YAML11_BOOL",
+    "YAML_LINE_BREAK",
     "Mark",
     "Marks",
     "YAMLProblem",
@@ -33,6 +35,7 @@ __all__ = [
     "nesting_problem",
     "reader_problem",
     "scalar_problem",
+    "tag_problem_message",
 ]
 
 #: A 1-based (line, column) position in the file.
@@ -165,11 +168,21 @@ def _tag_problem(node: Node) -> YAMLProblem:
             "'<<' is a YAML merge key; quote it (\"<<\") if you meant the text",
             _mark(node.start_mark),
         )
+    return YAMLProblem(tag_problem_message(tag), _mark(node.start_mark))
+
+
+def tag_problem_message(
+    tag: str,
+    *,
+    where: str = "definition files",
+    allowed: str = f"the core YAML tags ({_SHOWN_TAGS})",
+) -> str:
+    """Why the tag ``tag`` (a full tag such as ``tag:yaml.org,2002:python/name``) is refused
+    and which tags ``where`` may use instead."""
     shown = "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
-    return YAMLProblem(
-        f"The tag {shown} is not allowed; definition files may only use the core YAML tags "
-        f"({_SHOWN_TAGS}), because other tags can make loaders run code",
-        _mark(node.start_mark),
+    return (
+        f"The tag {shown} is not allowed; {where} may only use {allowed}, because other "
+        "tags can make loaders run code"
     )
 
 
@@ -221,8 +234,8 @@ def scalar_problem(tag: str, value: str, exc: BaseException) -> str:
     )
 
 
-# Line breaks as YAML readers count them for their marks (YAML 1.1 includes NEL, LS, PS).
-_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+#: Line breaks as YAML readers count them for their marks (YAML 1.1 includes NEL, LS, PS).
+YAML_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 _C0_NAMES = (
     "NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "TAB", "LF", "VT", "FF",
     "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM",
@@ -253,7 +266,7 @@ def reader_problem(exc: yaml.reader.ReaderError, text: str) -> tuple[str, Mark |
     index = _reader_index(exc.position, chr(code), text)
     if index is None:  # pragma: no cover - the reader found the character in this text
         return reason, None
-    breaks = list(_YAML_BREAK.finditer(text, 0, index))
+    breaks = list(YAML_LINE_BREAK.finditer(text, 0, index))
     line_start = breaks[-1].end() if breaks else 0
     return reason, (len(breaks) + 1, index - line_start + 1)
 
@@ -404,12 +417,23 @@ class _CanonicalDumper(yaml.SafeDumper):
     """
 
 
+#: Every string YAML 1.1 reads as a boolean when unquoted (https://yaml.org/type/bool.html).
+#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers (such as R's yaml
+#: package, with which the R deputy package reads these files) do, so the writers quote all
+#: of them.
+YAML11_BOOL = re.compile(
+    r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+)
+
 # Line breaks other than LF are folded or normalised by YAML readers in every style but
 # double-quoted, where they are escaped (\N, \L, \P, \r).
 _OTHER_BREAKS = frozenset("\r\x85\u2028\u2029")
 
 
 def _style(value: str, literal: bool) -> str | None:
+    if YAML11_BOOL.fullmatch(value):
+        # PyYAML would leave y/n plain (its resolver does not know them); quote them all.
+        return "'"
     if not _OTHER_BREAKS.isdisjoint(value):
         return '"'
     if "\n" in value:

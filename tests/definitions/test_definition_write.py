@@ -89,6 +89,27 @@ def test_strings_that_yaml11_would_retype_are_quoted(tmp_path: Path) -> None:
     for line in ("name: 'yes'", "description: '123'", "prompt: 'on'", "model: 'null'", "- '~'"):
         assert line in text
     assert agent_definition_read(path) == definition
+    # y/Y/n/N are YAML 1.1 booleans too (R's yaml package reads them so), though PyYAML's
+    # resolver leaves them strings; every position is quoted: values, list items, params.
+    definition = agent_definition(
+        "y",
+        "n",
+        "Y",
+        model="N",
+        memory=["N", "y", "OFF", "Yes"],
+        initial_prompt="n",
+        mcp_servers=["Y"],
+        params={"y": "n", "N": ["Y", {"n": "y"}], "stop": "NO"},
+    )
+    path = agent_definition_write(definition, tmp_path / "yn.yaml")
+    text = path.read_text()
+    for line in ("name: 'y'", "description: 'n'", "prompt: 'Y'", "model: 'N'"):
+        assert line in text
+    for line in ("- 'N'", "- 'y'", "- 'OFF'", "- 'Yes'", "initial_prompt: 'n'", "- 'Y'"):
+        assert line in text
+    for line in ("  'y': 'n'", "  'N':", "  - 'Y'", "  - 'n': 'y'", "  stop: 'NO'"):
+        assert line in text
+    assert agent_definition_read(path) == definition
 
 
 def test_unicode_and_params_round_trip(tmp_path: Path) -> None:
