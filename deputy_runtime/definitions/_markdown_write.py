@@ -191,10 +191,16 @@ def _uncarried(definition: AgentDefinition) -> dict[str, str]:
 
 def surrounding_whitespace(definition: AgentDefinition) -> dict[str, str]:
     """Field -> what surrounds it (such as ``ends with '\\n'``), for the prompt and the
-    description when they have leading or trailing whitespace."""
+    description when they have leading or trailing whitespace.
+
+    A prompt's one final line break is not counted: it is what a YAML ``prompt: |``
+    block ends with, it means nothing to a model, and a markdown body ends with one too.
+    """
     found = {}
     for field in ("prompt", "description"):
         value: str = getattr(definition, field)
+        if field == "prompt" and value.endswith("\n") and not value.endswith("\n\n"):
+            value = value[:-1]
         lead = value[: len(value) - len(value.lstrip())]
         trail = value[len(value.rstrip()) :]
         ends = [f"starts with {_shown(lead)}"] if lead else []
@@ -211,8 +217,6 @@ def whitespace_losses(definition: AgentDefinition) -> dict[str, str]:
     for field, ends in surrounding_whitespace(definition).items():
         what = "the body" if field == "prompt" else "the description"
         fix = "remove it"
-        if ends == "ends with '\\n'" and field == "prompt":
-            fix = "remove it (in YAML, write 'prompt: |-' instead of 'prompt: |')"
         losses[field] = (
             f"{field} cannot be written to markdown exactly: it {ends}, and markdown "
             f"readers strip {what}, so that whitespace would be lost; {fix} or keep this "
