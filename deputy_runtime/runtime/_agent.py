@@ -457,6 +457,8 @@ class Agent:
                 run.stop_reason = "provider_error"
                 raise ProviderFailure(str(exc)) from exc
             run.meter.add_response(reply.usage)
+            if reply.usage.cost_usd is None and run.limits.max_cost_usd is not None:
+                self._warn_cost_unknown(run)
             run.turns.append(reply.turn())
             calls = reply.tool_requests
             if run.emit is not None:
@@ -655,6 +657,24 @@ class Agent:
             if own is not None:
                 return own
         return lead_decision
+
+    def _warn_cost_unknown(self, run: RunState) -> None:
+        """Say once per run that ``max_cost_usd`` cannot see a response without a cost."""
+        if run.cost_warned:
+            return
+        run.cost_warned = True
+        if run.emit is not None:
+            provider = self.chat.provider
+            run.emit(
+                WarningEvent(
+                    **self._ids(run),
+                    message=(
+                        f"max_cost_usd is set, but provider {getattr(provider, 'name', '?')!r} "
+                        f"(model {getattr(provider, 'model', '?')!r}) reported no cost for a "
+                        "response: the cost limit counts only reported costs"
+                    ),
+                )
+            )
 
     def _warn(self, run: RunState, messages: list[str]) -> None:
         """Announce hook failures that did not stop the run (they are also in the result)."""

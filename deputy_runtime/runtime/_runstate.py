@@ -98,6 +98,7 @@ class RunState:
     """Mutable state of one run, owned by the run's task."""
 
     __slots__ = (
+        "cost_warned",
         "emit",
         "hook_errors",
         "ids",
@@ -118,6 +119,7 @@ class RunState:
         self.turns: list[Turn] = []
         self.hook_errors: list[str] = []
         self.requests = 0
+        self.cost_warned = False  # the "no cost reported" warning was given
         # The current turn's tool calls, by id() of the request: None once running, the
         # result once finished. Read only if the run ends before the turn is answered.
         self.outcomes: dict[int, ContentToolResult | None] = {}
