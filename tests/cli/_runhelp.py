@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,15 +75,50 @@ def tool_free_agents(directory: Path, *names: str, mode: str = "readonly") -> Pa
 
 
 def read_until(process: subprocess.Popen[str], pattern: str, timeout: float) -> str:
-    """Read stdout lines until one matches ``pattern``; return everything read."""
-    assert process.stdout is not None
+    """Read stdout lines until one matches ``pattern``; return everything read.
+
+    Bounded even if the child stops writing without exiting: a watchdog kills it at the
+    deadline, which ends the blocking read, so a failing test reports instead of hanging.
+    """
+    stdout = process.stdout
+    assert stdout is not None
     seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if re.search(pattern, line):
-            return "".join(seen)
-    raise AssertionError(f"no line matching {pattern!r} in:\n{''.join(seen)}")
+    watchdog = threading.Timer(timeout, process.kill)
+    watchdog.start()
+    try:
+        while True:
+            line = stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if re.search(pattern, line):
+                return "".join(seen)
+    finally:
+        watchdog.cancel()
+    raise AssertionError(f"no line matching {pattern!r} within {timeout}s in:\n{''.join(seen)}")
+
+
+def reap(pid: int, fd: int | None = None, grace: float = 10.0) -> int:
+    """Wait for a forked child and return its wait status; kill it after ``grace`` s.
+
+    A test that fails half way must not hang CI: a child writing to a pty nobody reads
+    blocks for ever, so while waiting the pty ``fd`` is drained, and a child still alive
+    after ``grace`` seconds is killed.
+    """
+    deadline = time.monotonic() + grace
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            return os.waitpid(pid, 0)[1]
+        if fd is not None:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                try:
+                    os.read(fd, 65536)
+                except OSError:
+                    fd = None  # EIO: the child closed the terminal
+        else:
+            time.sleep(0.05)

@@ -33,10 +33,25 @@ def _quickstart_lines() -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+_UNTRACKED = shutil.ignore_patterns(
+    ".git", ".venv", "venv", "__pycache__", "*.pyc", ".*_cache", ".hypothesis", "*.egg-info"
+)
+
+
 def _copy_tracked_tree(destination: Path) -> None:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
-    ).stdout.decode()
+    # safe.directory: CI may run as root in a checkout owned by another user, which git
+    # otherwise refuses ("dubious ownership"). Without git (or a repository), copy the
+    # tree minus what .gitignore would leave out.
+    try:
+        listed = subprocess.run(
+            ["git", "-c", "safe.directory=*", "ls-files", "-z"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        shutil.copytree(REPO_ROOT, destination, ignore=_UNTRACKED, dirs_exist_ok=True)
+        return
     for name in filter(None, listed.split("\0")):
         source = REPO_ROOT / name
         if source.is_file():  # a tracked file deleted in the work tree is skipped

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import SLOW_PLUGIN, cli, offline_env, tool_free_agents
+from _runhelp import SLOW_PLUGIN, cli, offline_env, reap, tool_free_agents
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -62,7 +62,7 @@ def test_live_view_redraws_in_place_on_a_pty_and_ctrl_c_stops_it(tmp_path: Path)
         os.write(fd, b"\x03")  # Ctrl-C, delivered as SIGINT by the terminal driver
         _read_pty(fd, None, 30, output)
     finally:
-        _, status = os.waitpid(pid, 0)
+        status = reap(pid, fd)
         os.close(fd)
     text = output.decode()
     assert os.waitstatus_to_exitcode(status) == 130, text

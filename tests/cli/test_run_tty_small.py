@@ -13,6 +13,7 @@ import fcntl
 import os
 import pty
 import re
+import select
 import shlex
 import shutil
 import struct
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import SLOW_PLUGIN, cli, offline_env, tool_free_agents
+from _runhelp import SLOW_PLUGIN, cli, offline_env, reap, tool_free_agents
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _HEADER = re.compile(r"^agent\s+status\s+elapsed\s+requests", re.M)
@@ -44,6 +45,9 @@ def _read_all(fd: int, timeout: float) -> bytes:
     output = bytearray()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue  # bounded by the deadline even if the child goes quiet
         try:
             chunk = os.read(fd, 65536)
         except OSError:  # EIO: the child closed the terminal
@@ -69,7 +73,7 @@ def test_every_frame_fits_a_six_row_pty(tmp_path: Path) -> None:
     try:
         output = _read_all(fd, 60)
     finally:
-        _, status = os.waitpid(pid, 0)
+        status = reap(pid, fd)
         os.close(fd)
     text = output.decode()
     assert os.waitstatus_to_exitcode(status) == 0, text
