@@ -175,6 +175,9 @@ def add_task(turns: list[Turn], task: str) -> None:
     cut-off turn) is merged with the task, as ``Chat`` does: two user turns in a row are
     rejected by servers whose chat templates require alternating roles.
     """
+    if not turns:  # every subagent's run: nothing to repair or merge
+        turns.append(Turn("user", (ContentText(task),)))
+        return
     repaired = repair_turns(turns)
     if repaired is not None:
         turns[:] = repaired
