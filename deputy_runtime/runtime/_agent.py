@@ -61,6 +61,8 @@ from ._permissions import (
     permissions_standard,
 )
 from ._runstate import (
+    NO_RESULTS,
+    RUNNING,
     AgentResult,
     Governance,
     ProviderFailure,
@@ -460,6 +462,7 @@ class Agent:
             if reply.usage.cost_usd is None and run.limits.max_cost_usd is not None:
                 self._warn_cost_unknown(run)
             run.turns.append(reply.turn())
+            run.turn_results = NO_RESULTS  # this reply's calls have not run yet
             calls = reply.tool_requests
             if run.emit is not None:
                 run.emit(
@@ -515,15 +518,15 @@ class Agent:
     ) -> tuple[ContentToolResult, ...]:
         # Limit slots are taken synchronously in request order, before anything runs.
         slots = [run.meter.take_tool_call() for _ in calls]
-        outcomes = run.outcomes = {}
-        if len(calls) == 1:
-            result = outcomes[id(calls[0])] = await self._tool_call(run, calls[0], slots[0])
-            return (result,)
+        # Kept on the run so a run cut off mid-turn can answer these calls truthfully.
         results: list[ContentToolResult | None] = [None] * len(calls)
+        run.turn_results = results
+        if len(calls) == 1:
+            result = results[0] = await self._tool_call(run, calls[0], slots[0], 0)
+            return (result,)
 
         async def one(i: int) -> None:
-            call = calls[i]
-            results[i] = outcomes[id(call)] = await self._tool_call(run, call, slots[i])
+            results[i] = await self._tool_call(run, calls[i], slots[i], i)
 
         async with anyio.create_task_group() as tg:
             for i in range(len(calls)):
@@ -531,13 +534,14 @@ class Agent:
         return tuple(r for r in results if r is not None)
 
     async def _tool_call(
-        self, run: RunState, call: ContentToolRequest, slot: bool
+        self, run: RunState, call: ContentToolRequest, slot: bool, index: int
     ) -> ContentToolResult:
         """One requested call: the gate (limits, permissions, hooks), then the tool."""
         call_id = call.id or new_id("tool")
         gated = await gate(self, run, call, call_id, slot)
         if isinstance(gated, ContentToolResult):
             return gated
+        run.turn_results[index] = RUNNING  # a cancellation from now on cuts it off
         # The gate's frame is gone while the tool runs: a fan-out of long delegations
         # keeps one frame less per call alive.
         return await self._execute(run, gated, call, call_id)
@@ -547,7 +551,6 @@ class Agent:
     ) -> ContentToolResult:
         emit = run.emit
         started = time.perf_counter()
-        run.outcomes[id(call)] = None  # running: a cancellation now cuts it off
         delegation_id = self._call_delegation_id(call.name)
         if emit is not None:
             emit(

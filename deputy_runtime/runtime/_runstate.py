@@ -94,6 +94,11 @@ class Governance:
         self.hook_errors: list[str] = []
 
 
+#: The turn results of a run before its first tool turn, and after each new reply:
+#: shared, so it must never be mutated (a tool turn always starts a fresh list).
+NO_RESULTS: list[ContentToolResult | None] = []
+
+
 class RunState:
     """Mutable state of one run, owned by the run's task."""
 
@@ -104,10 +109,10 @@ class RunState:
         "ids",
         "limits",
         "meter",
-        "outcomes",
         "requests",
         "run_id",
         "stop_reason",
+        "turn_results",
         "turns",
     )
 
@@ -120,9 +125,10 @@ class RunState:
         self.hook_errors: list[str] = []
         self.requests = 0
         self.cost_warned = False  # the "no cost reported" warning was given
-        # The current turn's tool calls, by id() of the request: None once running, the
-        # result once finished. Read only if the run ends before the turn is answered.
-        self.outcomes: dict[int, ContentToolResult | None] = {}
+        # The current turn's tool results in request order: None until a call runs,
+        # RUNNING while it runs, then its result. Read only if the run ends before the
+        # turn is answered. Shared empty list until the first tool turn (never mutated).
+        self.turn_results: list[ContentToolResult | None] = NO_RESULTS
         self.ids: dict[str, Any] | None = None  # event id fields, built on first use
         # Set by a tool call (hook stop, tool-call limit, permission interrupt); the loop
         # stops after the current turn's tool calls are answered.
@@ -144,27 +150,31 @@ _CUT_OFF = (
     "The run was cancelled while this tool call was running; it may have had effects, "
     "but its result is unknown."
 )
+#: The marker of a call that passed its gate and is running.
+RUNNING = ContentToolResult("", error=_CUT_OFF)
 
 
-def answer_open_calls(turns: list[Turn], outcomes: dict[int, ContentToolResult | None]) -> None:
+def answer_open_calls(turns: list[Turn], results: list[ContentToolResult | None]) -> None:
     """Answer the last turn's tool requests if the run ended before they all finished.
 
     A call that finished keeps its real result (its effects happened: the model must not
     be told otherwise and run it again); one cut off while running, or never started,
-    gets an error result saying so. ``outcomes`` is :attr:`RunState.outcomes`.
+    gets an error result saying so. ``results`` is :attr:`RunState.turn_results`.
     """
     if not turns or turns[-1].role != "assistant":
         return
     open_calls = turns[-1].tool_requests
     if open_calls:
-        results = []
-        for c in open_calls:
-            outcome = outcomes.get(id(c), _NOT_RUN)
-            if isinstance(outcome, ContentToolResult):
-                results.append(outcome)
+        answers = []
+        for i, c in enumerate(open_calls):
+            result = results[i] if i < len(results) else None
+            if result is None:
+                answers.append(ContentToolResult(c.id, error=_NOT_RUN))
+            elif result is RUNNING:
+                answers.append(ContentToolResult(c.id, error=_CUT_OFF))
             else:
-                results.append(ContentToolResult(c.id, error=outcome or _CUT_OFF))
-        turns.append(Turn("user", tuple(results)))
+                answers.append(result)
+        turns.append(Turn("user", tuple(answers)))
 
 
 def add_task(turns: list[Turn], task: str) -> None:
@@ -207,7 +217,7 @@ def preview(value: Any) -> str:
 
 def finish_run(agent: Agent, run: RunState, error: BaseException | None) -> AgentResult:
     """Close open tool calls, store turns, emit usage and stop; never awaits."""
-    answer_open_calls(run.turns, run.outcomes)
+    answer_open_calls(run.turns, run.turn_results)
     agent.chat.set_turns(run.turns)
     message: str | None = None
     if isinstance(error, ProviderFailure):

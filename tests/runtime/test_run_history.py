@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from deputy_runtime import Agent, Chat, HookEvent, UsageLimits, permissions_standard, tool
-from deputy_runtime.chat import ScriptedProvider, reply, tool_calls
-from deputy_runtime.chat._types import ContentText, ContentToolResult, ModelRequest, Turn
+from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
+from deputy_runtime.chat._types import ContentText, ContentToolResult, ModelRequest, Turn, Usage
 from deputy_runtime.runtime import Event, StopEvent, ToolEnd
 
 pytestmark = pytest.mark.anyio
@@ -127,3 +127,28 @@ async def test_a_host_history_with_unanswered_calls_is_repaired_before_the_task(
     assert len(repaired) == 1
     assert repaired[0].error
     assert sent.turns[2].contents[-1] == ContentText("now")
+
+
+async def test_calls_of_a_reply_past_a_limit_are_answered_as_not_run() -> None:
+    # The first turn's call runs; the second reply passes the token limit, so its call
+    # never runs and must not be answered with the first turn's result.
+    @tool(read_only=True)
+    def count() -> str:
+        """Count."""
+        return "counted"
+
+    small = Usage(requests=1, input_tokens=5, output_tokens=5)
+    big = Usage(requests=1, input_tokens=100, output_tokens=5)
+    provider = ScriptedProvider(
+        {"a": [tool_call("count", {}, usage=small), tool_call("count", {}, usage=big)]}
+    )
+    agent = Agent(
+        Chat(provider), tools=[count], name="a", usage_limits=UsageLimits(max_total_tokens=50)
+    )
+    result = await agent.run("go")
+    assert result.stop_reason == "total_token_limit"
+    turns = agent.chat.get_turns()
+    assert [t.role for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+    assert [r.value for r in results_of(turns[2]).values()] == ["counted"]
+    [last] = results_of(turns[4]).values()
+    assert (last.value, last.error) == (None, "The run stopped before this tool call ran.")

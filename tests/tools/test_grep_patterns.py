@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime.errors import ToolArgumentError
-from deputy_runtime.tools import Tool, _files, invoke_tool, tools_file
-from deputy_runtime.tools._files import GREP_MAX_PATTERN_CHARS
+from deputy_runtime.tools import Tool, _patterns, invoke_tool, tools_file
+from deputy_runtime.tools._patterns import GREP_MAX_PATTERN_CHARS
 
 # The audit's repro: `(a+)+$` takes seconds to fail on this line.
 EVIL_LINE = "a" * 26 + "!"
@@ -133,7 +133,7 @@ def test_unexpected_private_parser_falls_back_to_accepting(
     name = "deputy_test_fake_re_parser"
     if module == "changed":
         monkeypatch.setitem(sys.modules, name, _changed_parser(name))
-    monkeypatch.setattr(_files, "_PARSER_MODULE", name)
+    monkeypatch.setattr(_patterns, "_PARSER_MODULE", name)
     assert "evil.txt:1: " + EVIL_LINE in grep(pattern="(a+)+!").splitlines()
 
 
