@@ -28,7 +28,6 @@ from ..chat._types import (
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
-    StreamDelta,
     ToolSpec,
     Turn,
 )
@@ -48,7 +47,6 @@ from ._events import (
     ModelRequestEvent,
     ModelResponseEvent,
     RunStart,
-    TextDelta,
     ToolEnd,
     ToolStart,
     WarningEvent,
@@ -498,16 +496,12 @@ class Agent:
             run.emit(ModelRequestEvent(**self._ids(run), index=run.requests, model=provider.model))
         token = set_current_agent(self.name)
         try:
-            emit = run.emit
-            if emit is None:
+            if run.emit is None:
                 return await provider.complete(request)
-            ids = self._ids(run)
-
-            def on_delta(delta: StreamDelta) -> None:
-                if delta.text:
-                    emit(TextDelta(**ids, text=delta.text))
-
-            return await complete_streaming(provider, request, on_delta)
+            self._ids(run)  # built before the first delta needs them
+            # A bound method, not a closure: it is alive for the whole request, and a
+            # fan-out keeps one per in-flight delegation.
+            return await complete_streaming(provider, request, run.text_delta)
         finally:
             reset_current_agent(token)
 

@@ -11,9 +11,9 @@ import anyio
 import msgspec
 
 from ..chat._toolloop import repair_turns, trailing_repairs
-from ..chat._types import Content, ContentText, ContentToolResult, Turn
+from ..chat._types import Content, ContentText, ContentToolResult, StreamDelta, Turn
 from ..errors import BudgetExceeded, RequestLimitExceeded
-from ._events import EventSink, StopEvent, UsageEvent
+from ._events import EventSink, StopEvent, TextDelta, UsageEvent
 from ._hooks import HookEvent
 from ._usage import AgentUsage, Meter, UsageLimits
 
@@ -133,6 +133,11 @@ class RunState:
         # Set by a tool call (hook stop, tool-call limit, permission interrupt); the loop
         # stops after the current turn's tool calls are answered.
         self.stop_reason: str | None = None
+
+    def text_delta(self, delta: StreamDelta) -> None:
+        """Emit a streamed piece of text (the delta sink of a streaming request)."""
+        if delta.text and self.emit is not None and self.ids is not None:
+            self.emit(TextDelta(**self.ids, text=delta.text))
 
 
 class ProviderFailure(Exception):
