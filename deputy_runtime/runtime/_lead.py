@@ -405,7 +405,12 @@ class LeadAgent(Agent):
         """Settle exactly once, release the binding, fire SubagentStop, announce the end."""
         self._running.pop(d.delegation_id, None)
         settle(d, meter, failed)
-        await self._finish_delegation(emit, d, cancelled=_is_cancel(failed))
+        try:
+            await self._finish_delegation(emit, d, cancelled=_is_cancel(failed))
+        finally:
+            # The record keeps the result, not the subagent: a long-lived lead's history
+            # of delegations must not keep every child's chat, tools and turns alive.
+            d.child = None
 
     async def _start(self, d: Delegation) -> bool:
         """Mark running and fire SubagentStart; ``False`` if it must not start after all."""
