@@ -68,7 +68,7 @@ class BenchConfig(msgspec.Struct, frozen=True):
     """How much to measure. The defaults are the full run."""
 
     sizes: tuple[int, ...] = (10, 100, 1000, 10000)
-    memory_sizes: tuple[int, ...] = (100, 1000, 10000)
+    memory_sizes: tuple[int, ...] = (10, 100, 1000, 10000)
     reps: int = 5
     memory_reps: int = 2
     seq_min_time: float = 0.5
