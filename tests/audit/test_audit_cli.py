@@ -17,7 +17,15 @@ import pytest
 from deputy_runtime.cli import _parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from _runhelp import SLOW_PLUGIN, cli, offline_env, read_until, run_cli, tool_free_agents
+from _runhelp import (
+    SLOW_PLUGIN,
+    cli,
+    offline_env,
+    read_until,
+    run_cli,
+    tool_free_agents,
+    wait_for_markers,
+)
 
 _BROKEN_PLUGIN = """\
 from deputy_runtime import ProviderError, register_provider
@@ -112,6 +120,7 @@ def test_a_second_ctrl_c_still_exits_130_cleanly_with_cleanup(tmp_path: Path) ->
         head = read_until(process, r"delegation started", timeout=30)
         while head.count("delegation started") < 2:
             head += read_until(process, r"delegation started", timeout=30)
+        wait_for_markers(markers, "created-", 2)
         process.send_signal(signal.SIGINT)
         process.send_signal(signal.SIGINT)  # impatient user: cancel at once
         rest, stderr = process.communicate(timeout=30)

@@ -98,6 +98,21 @@ def read_until(process: subprocess.Popen[str], pattern: str, timeout: float) -> 
     raise AssertionError(f"no line matching {pattern!r} within {timeout}s in:\n{''.join(seen)}")
 
 
+def wait_for_markers(directory: Path, prefix: str, count: int, timeout: float = 30) -> None:
+    """Wait until ``count`` marker files named ``prefix*`` exist (slow_plugin.py writes them).
+
+    "delegation started" is printed when a delegation is admitted, before its owned
+    resources are built; a test that interrupts "after it started" and then counts the
+    resources must wait for them, or a loaded machine interrupts in between.
+    """
+    deadline = time.monotonic() + timeout
+    while len(list(directory.glob(f"{prefix}*"))) < count:
+        if time.monotonic() > deadline:
+            found = sorted(p.name for p in directory.iterdir())
+            raise AssertionError(f"expected {count} {prefix}* markers within {timeout}s: {found}")
+        time.sleep(0.02)
+
+
 def reap(pid: int, fd: int | None = None, grace: float = 10.0) -> int:
     """Wait for a forked child and return its wait status; kill it after ``grace`` s.
 

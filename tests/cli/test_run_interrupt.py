@@ -14,7 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import SLOW_PLUGIN, cli, offline_env, read_until, tool_free_agents
+from _runhelp import (
+    SLOW_PLUGIN,
+    cli,
+    offline_env,
+    read_until,
+    tool_free_agents,
+    wait_for_markers,
+)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -36,6 +43,7 @@ def test_interrupt_mid_run_stops_cleanly(tmp_path: Path, backend: str, signum: i
         head = read_until(process, r"quick: delegation completed", timeout=30)
         while head.count("delegation started") < 3:
             head += read_until(process, r"delegation started", timeout=30)
+        wait_for_markers(markers, "created-", 3)
         started = time.monotonic()
         process.send_signal(signum)
         rest, stderr = process.communicate(timeout=30)
