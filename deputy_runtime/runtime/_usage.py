@@ -57,6 +57,7 @@ _LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
 
 
 _FIELD_NAMES: tuple[str, ...] = tuple(field for field, _ in _LIMIT_FIELDS)
+_COUNT_FIELDS = _FIELD_NAMES[:-1]  # every field but max_cost_usd is a count
 
 
 def _check_count(name: str, value: object) -> None:
@@ -87,8 +88,12 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
     on_exceed: Literal["stop", "error"] = "stop"
 
     def __post_init__(self) -> None:
-        for name, _ in _LIMIT_FIELDS[:-1]:
-            _check_count(name, getattr(self, name))
+        for name in _COUNT_FIELDS:
+            value = getattr(self, name)
+            # Fast path for the common valid values; anything else gets the full check
+            # (and its message). type() is int rejects bools, as the check does.
+            if value is not None and (type(value) is not int or not 0 <= value <= _INT_MAX):
+                _check_count(name, value)
         cost = self.max_cost_usd
         if cost is not None:
             if isinstance(cost, bool) or not isinstance(cost, int | float):
@@ -317,7 +322,9 @@ class Meter:
         # A child that uses up its share stops (status "stopped"); only the lead's own
         # limits raise, so the lead's model can still see what the child did.
         reservation = Reservation(UsageLimits(**values, on_exceed="stop"))
-        held = tuple((f, v) for f, v in values.items() if v is not None)
+        held = tuple(values.items())
+        if values["max_requests"] is None:
+            held = held[1:]  # "max_requests" is first: unset, so nothing is held for it
         reservation.held = held
         self._hold(held, 1)
         if not isinstance(self.reservations, set):
