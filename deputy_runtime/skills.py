@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from .definitions._yaml import may_nest_deeper, nesting_problem
+from .definitions._yaml import nesting_problem
 from .errors import SkillError, ToolArgumentError
 from .tools._schema import schema_validator
 from .tools._tool import Tool
@@ -123,13 +123,12 @@ def _split_frontmatter(text: str, file: Path) -> tuple[dict[str, Any], str]:
         raise SkillError(f"{file}: the frontmatter has no closing '---' line")
     frontmatter = "".join(lines[1:i])
     # Checked before loading: libyaml's composer recurses in C, one frame per level.
-    if may_nest_deeper(frontmatter, _MAX_NESTING):
-        deep = nesting_problem(frontmatter, _MAX_NESTING)
-        if deep is not None:
-            raise SkillError(
-                f"{file}: the frontmatter is nested more than {_MAX_NESTING} levels deep "
-                f"(line {deep[0] + 1}); flatten it"
-            )
+    deep = nesting_problem(frontmatter, _MAX_NESTING)
+    if deep is not None:
+        raise SkillError(
+            f"{file}: the frontmatter is nested more than {_MAX_NESTING} levels deep "
+            f"(line {deep[0] + 1}); flatten it"
+        )
     try:
         meta = yaml.load(frontmatter, Loader=_Loader)
     except yaml.YAMLError as exc:

@@ -23,7 +23,6 @@ import yaml
 from ..errors import DefinitionFileError
 from ._yaml import (
     SCALAR_ERRORS,
-    may_nest_deeper,
     nesting_problem,
     reader_problem,
     scalar_problem,
@@ -234,8 +233,6 @@ def _locate(root: yaml.MappingNode, offset: int) -> tuple[dict[str, int], dict[s
 
 def _check_nesting(yaml_text: str, path: Path, offset: int) -> None:
     # Before composing: libyaml's composer recurses in C, one frame per level.
-    if not may_nest_deeper(yaml_text, MAX_NESTING):
-        return
     mark = nesting_problem(yaml_text, MAX_NESTING)
     if mark is not None:
         raise DefinitionFileError(

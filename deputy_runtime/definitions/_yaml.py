@@ -303,9 +303,12 @@ def nesting_problem(text: str, limit: int) -> Mark | None:
     libyaml's composer recurses in C once per level (a few hundred bytes of C stack each,
     invisible to Python's recursion limit), so composing a deeply nested document can
     overflow a small thread stack and kill the process. Its parser is iterative, so the
-    depth is checked on the event stream before anything is composed. Syntax errors are
-    left for the real load to report.
+    depth is checked on the event stream before anything is composed, by every reader of
+    YAML; most files skip that pass (:func:`may_nest_deeper`). Syntax errors are left for
+    the real load to report.
     """
+    if not may_nest_deeper(text, limit):
+        return None
     parser = _BaseLoader(text)
     depth = 0
     try:
@@ -332,12 +335,9 @@ def _is_libyaml_depth_limit(exc: yaml.MarkedYAMLError) -> bool:
     return "maximum nesting depth" in (exc.problem or "")
 
 
-def _reject_anchors_and_depth(text: str) -> None:
-    # An anchor needs a '&' and deep nesting needs many openers, so most files skip this
-    # second, event-level pass entirely. The builder counts from the root mapping's values
-    # (event depth 2 is its depth 0), so this stops at the very node it would report.
+def _reject_anchors(text: str) -> None:
+    # An anchor needs a '&', so most files skip this second, event-level pass entirely.
     parser = _BaseLoader(text)
-    depth = 0
     try:
         while parser.check_event():
             event = parser.get_event()
@@ -350,12 +350,6 @@ def _reject_anchors_and_depth(text: str) -> None:
                     "value out in full",
                     _mark(event.start_mark),
                 )
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth >= _MAX_DEPTH + 2:
-                    raise _depth_problem(_mark(event.start_mark))
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
     finally:
         parser.dispose()
 
@@ -372,8 +366,13 @@ def load_yaml(text: str) -> tuple[Any, Marks]:
     deeper than 64 levels. Returns the value and its :class:`Marks`.
     """
     try:
-        if "&" in text or may_nest_deeper(text, _MAX_DEPTH):
-            _reject_anchors_and_depth(text)
+        # The builder counts from the root mapping's values (event depth 2 is its depth
+        # 0), so this stops at the very node the builder would report.
+        deep = nesting_problem(text, _MAX_DEPTH + 1)
+        if deep is not None:
+            raise _depth_problem(deep)
+        if "&" in text:
+            _reject_anchors(text)
         loader = StrictLoader(text)
         try:
             return loader.load_strict()
