@@ -26,9 +26,8 @@ from ._stream import stream_request
 from ._toolloop import (
     CANCELLED_TOOL_CALL_ERROR,
     ToolLoopLimitError,
-    repair_turns,
-    run_tool,
-    trailing_repairs,
+    run_tools,
+    user_turn_after,
 )
 from ._types import (
     AssistantTurn,
@@ -319,14 +318,9 @@ class Chat:
         self._check_idle("chat_async")
         self._busy = True
         try:
-            base = repair_turns(self._turns) or self._turns
-            contents = (*trailing_repairs(base), *contents)
-            if base and base[-1].role == "user":
-                # Tool results kept after a failed or cancelled request, or the error
-                # results of max_tool_rounds: merge instead of sending two user turns.
-                contents = (*base[-1].contents, *contents)
-                base = base[:-1]
-            pending = Turn("user", contents)
+            # Tool results kept after a failed or cancelled request, or the error results
+            # of max_tool_rounds, are merged with the input: never two user turns.
+            base, pending = user_turn_after(self._turns, contents)
             tools = dict(self._tools)
             specs = tuple(tool.spec() for tool in tools.values())
             rounds = 0
@@ -378,17 +372,8 @@ class Chat:
         results and only the others get the "not answered" error.
         """
         results: list[ContentToolResult | None] = [None] * len(requests)
-
-        async def one(index: int, request: ContentToolRequest) -> None:
-            results[index] = await run_tool(tools, request)
-
         try:
-            if len(requests) == 1:
-                await one(0, requests[0])  # no task group for the common single call
-            else:
-                async with anyio.create_task_group() as tg:
-                    for index, request in enumerate(requests):
-                        tg.start_soon(one, index, request)
+            await run_tools(tools, requests, results)
         finally:
             # Also on cancellation; a round in which no call finished commits nothing
             # (its requests are repaired with the next input, see trailing_repairs).

@@ -13,6 +13,7 @@ import anyio
 
 from ..errors import DeputyError
 from ._types import (
+    Content,
     ContentToolRequest,
     ContentToolResult,
     Turn,
@@ -30,6 +31,7 @@ __all__ = [
     "run_tools",
     "tool_error_text",
     "trailing_repairs",
+    "user_turn_after",
 ]
 
 #: Prefix of every tool error the model sees (ellmer's wording).
@@ -89,12 +91,20 @@ async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> Co
 
 
 async def run_tools(
-    tools: Mapping[str, Tool], requests: Sequence[ContentToolRequest]
+    tools: Mapping[str, Tool],
+    requests: Sequence[ContentToolRequest],
+    results: list[ContentToolResult | None] | None = None,
 ) -> tuple[ContentToolResult, ...]:
-    """Run the requests of one assistant turn concurrently; results keep request order."""
+    """Run the requests of one assistant turn concurrently; results keep request order.
+
+    ``results``, if given (one ``None`` per request), is filled in place as calls
+    finish, so a caller cancelled mid-round still knows which calls completed.
+    """
+    if results is None:
+        results = [None] * len(requests)
     if len(requests) == 1:
-        return (await run_tool(tools, requests[0]),)
-    results: list[ContentToolResult | None] = [None] * len(requests)
+        result = results[0] = await run_tool(tools, requests[0])
+        return (result,)
 
     async def one(index: int, request: ContentToolRequest) -> None:
         results[index] = await run_tool(tools, request)
@@ -139,6 +149,22 @@ def repair_turns(turns: Sequence[Turn]) -> list[Turn] | None:
         if turn.role == "assistant":
             pending = turn.tool_requests
     return out if changed else None
+
+
+def user_turn_after(turns: Sequence[Turn], contents: Sequence[Content]) -> tuple[list[Turn], Turn]:
+    """The history to send before a new user input, and the user turn that carries it.
+
+    Unanswered tool requests get error results (:func:`repair_turns`,
+    :func:`trailing_repairs`), and a trailing user turn (tool results kept after a failed
+    request, a task the model never answered) is merged with the input: servers whose
+    chat templates require alternating roles reject two user turns in a row.
+    """
+    base = repair_turns(turns) or list(turns)
+    merged: tuple[Content, ...] = (*trailing_repairs(base), *contents)
+    if base and base[-1].role == "user":
+        merged = (*base[-1].contents, *merged)
+        base = base[:-1]
+    return base, Turn("user", merged)
 
 
 def trailing_repairs(turns: Sequence[Turn]) -> list[ContentToolResult]:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from ..chat._toolloop import repair_turns, trailing_repairs
-from ..chat._types import Content, ContentText, ContentToolResult, StreamDelta, Turn
+from ..chat._toolloop import user_turn_after
+from ..chat._types import ContentText, ContentToolResult, StreamDelta, Turn
 from ..errors import BudgetExceeded, RequestLimitExceeded
 from ._events import EventSink, StopEvent, TextDelta, UsageEvent
 from ._hooks import HookEvent
@@ -193,14 +193,8 @@ def add_task(turns: list[Turn], task: str) -> None:
     if not turns:  # every subagent's run: nothing to repair or merge
         turns.append(Turn("user", (ContentText(task),)))
         return
-    repaired = repair_turns(turns)
-    if repaired is not None:
-        turns[:] = repaired
-    contents: tuple[Content, ...] = (*trailing_repairs(turns), ContentText(task))
-    if turns and turns[-1].role == "user":
-        turns[-1] = Turn("user", (*turns[-1].contents, *contents))
-    else:
-        turns.append(Turn("user", contents))
+    base, first = user_turn_after(turns, (ContentText(task),))
+    turns[:] = [*base, first]
 
 
 def last_text(turns: list[Turn]) -> str:
