@@ -64,6 +64,20 @@ class Gate:
         return self.answer
 
 
+def one_slot_lead(tmp_path: Path) -> tuple[Any, Any, Gate, Cleanups]:
+    """A lead asking for two delegations with one slot; its worker waits at ``gate``."""
+    gate = Gate()
+    cleanups = Cleanups()
+    lead, provider = scripted_lead(
+        {"lead": [TWO, reply("ok")], "worker": gate},
+        [definition("worker", max_requests=2)],
+        tmp_path,
+        max_active_delegations=1,
+        delegation_policy=owned(cleanups),
+    )
+    return lead, provider, gate, cleanups
+
+
 def starts_of(lead: Any) -> list[str]:
     """Record the delegation id of every SubagentStart the lead fires."""
     seen: list[str] = []
@@ -179,16 +193,8 @@ async def test_a_queued_delegation_shows_as_queued_until_its_slot_frees(tmp_path
 async def test_an_interrupted_queued_delegation_is_never_built(
     tmp_path: Path, meter_spy: MeterSpy, how: str
 ) -> None:
-    gate = Gate()
-    cleanups = Cleanups()
+    lead, provider, gate, cleanups = one_slot_lead(tmp_path)
     events: list[Event] = []
-    lead, provider = scripted_lead(
-        {"lead": [TWO, reply("ok")], "worker": gate},
-        [definition("worker", max_requests=2)],
-        tmp_path,
-        max_active_delegations=1,
-        delegation_policy=owned(cleanups),
-    )
     starts = starts_of(lead)
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
@@ -226,16 +232,8 @@ async def test_an_interrupted_queued_delegation_is_never_built(
 async def test_cancelling_the_lead_while_a_delegation_is_queued(
     tmp_path: Path, meter_spy: MeterSpy
 ) -> None:
-    gate = Gate()
-    cleanups = Cleanups()
+    lead, _, gate, cleanups = one_slot_lead(tmp_path)
     events: list[Event] = []
-    lead, _ = scripted_lead(
-        {"lead": [TWO, reply("ok")], "worker": gate},
-        [definition("worker", max_requests=2)],
-        tmp_path,
-        max_active_delegations=1,
-        delegation_policy=owned(cleanups),
-    )
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: lead.run("go", on_event=events.append))

@@ -8,6 +8,7 @@ batch's limits when they are given. Requests are counted at the provider.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import definition, scripted_lead
@@ -20,13 +21,14 @@ pytestmark = pytest.mark.anyio
 TASKS = [("w", f"task {i}") for i in range(30)]
 
 
+def answering_lead(tmp_path: Path, **lead_limits: Any) -> tuple[Any, Any]:
+    """A lead whose worker answers at once; ``lead_limits`` are its UsageLimits, if any."""
+    limits = {"usage_limits": UsageLimits(**lead_limits)} if lead_limits else {}
+    return scripted_lead({"w": lambda request: "a"}, [definition("w")], tmp_path, **limits)
+
+
 async def test_a_wider_batch_limit_does_not_widen_the_leads(tmp_path: Path) -> None:
-    lead, provider = scripted_lead(
-        {"w": lambda request: "a"},
-        [definition("w")],
-        tmp_path,
-        usage_limits=UsageLimits(max_requests=10),
-    )
+    lead, provider = answering_lead(tmp_path, max_requests=10)
     result = await lead.parallel_delegate(
         TASKS, max_active=4, usage_limits=UsageLimits(max_requests=50)
     )
@@ -40,12 +42,7 @@ async def test_a_wider_batch_limit_does_not_widen_the_leads(tmp_path: Path) -> N
 
 
 async def test_a_tighter_batch_limit_applies(tmp_path: Path) -> None:
-    lead, provider = scripted_lead(
-        {"w": lambda request: "a"},
-        [definition("w")],
-        tmp_path,
-        usage_limits=UsageLimits(max_requests=10),
-    )
+    lead, provider = answering_lead(tmp_path, max_requests=10)
     result = await lead.parallel_delegate(
         TASKS, max_active=4, usage_limits=UsageLimits(max_requests=3)
     )
@@ -57,9 +54,7 @@ async def test_a_tighter_batch_limit_applies(tmp_path: Path) -> None:
 
 
 async def test_an_unlimited_batch_field_keeps_the_leads_limit(tmp_path: Path) -> None:
-    lead, provider = scripted_lead(
-        {"w": lambda request: "a"}, [definition("w")], tmp_path
-    )  # the default lead limits: 25 requests
+    lead, provider = answering_lead(tmp_path)  # the default lead limits: 25 requests
     result = await lead.parallel_delegate(
         TASKS, max_active=4, usage_limits=UsageLimits(max_requests=None)
     )
@@ -68,12 +63,7 @@ async def test_an_unlimited_batch_field_keeps_the_leads_limit(tmp_path: Path) ->
 
 
 async def test_an_unlimited_lead_takes_the_batch_limit(tmp_path: Path) -> None:
-    lead, provider = scripted_lead(
-        {"w": lambda request: "a"},
-        [definition("w")],
-        tmp_path,
-        usage_limits=UsageLimits(max_requests=None),
-    )
+    lead, provider = answering_lead(tmp_path, max_requests=None)
     result = await lead.parallel_delegate(
         TASKS, max_active=4, usage_limits=UsageLimits(max_requests=7)
     )
@@ -82,12 +72,7 @@ async def test_an_unlimited_lead_takes_the_batch_limit(tmp_path: Path) -> None:
 
 
 async def test_on_exceed_comes_from_the_batch_limits_when_given(tmp_path: Path) -> None:
-    lead, provider = scripted_lead(
-        {"w": lambda request: "a"},
-        [definition("w")],
-        tmp_path,
-        usage_limits=UsageLimits(max_requests=2),  # on_exceed="stop"
-    )
+    lead, provider = answering_lead(tmp_path, max_requests=2)  # on_exceed="stop"
     with pytest.raises(RequestLimitExceeded):
         await lead.parallel_delegate(
             TASKS, max_active=1, usage_limits=UsageLimits(max_requests=50, on_exceed="error")
@@ -101,7 +86,7 @@ async def test_on_exceed_comes_from_the_batch_limits_when_given(tmp_path: Path) 
 
 
 async def test_batch_usage_limits_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
-    lead, provider = scripted_lead({"w": lambda request: "a"}, [definition("w")], tmp_path)
+    lead, provider = answering_lead(tmp_path)
     with pytest.raises(TypeError, match="usage_limits must be a UsageLimits or None, got dict"):
         await lead.parallel_delegate(TASKS, usage_limits={"max_requests": 3})  # type: ignore[arg-type]
     assert provider.requests == 0
