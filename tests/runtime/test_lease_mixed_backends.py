@@ -1,9 +1,10 @@
 """The exclusive-resource lease is per process, whatever event loop each thread runs.
 
-One thread runs an asyncio loop and another a trio loop, each with its own lead, sharing
-one ``resource_key``: the lease table (a lock-guarded dict, no loop primitives) must make
-the second delegation fail at once with the key busy, and leave nothing behind. Threads
-are coordinated with ``threading.Event`` (bounded waits), never with timing.
+Two threads run their own event loops (the same backend, or asyncio and trio), each with
+its own lead, sharing one ``resource_key``: the lease table (a lock-guarded dict, no loop
+primitives) must make the second delegation fail at once with the key busy, and leave
+nothing behind. Threads are coordinated with ``threading.Event`` (bounded waits), never
+with timing.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ EXCLUSIVE = DelegationPolicy("exclusive", resource_key="plotter")
 
 
 @pytest.mark.parametrize(
-    ("holder_backend", "contender_backend"), [("asyncio", "trio"), ("trio", "asyncio")]
+    ("holder_backend", "contender_backend"),
+    [("asyncio", "asyncio"), ("trio", "trio"), ("asyncio", "trio"), ("trio", "asyncio")],
 )
-def test_exclusive_lease_across_an_asyncio_thread_and_a_trio_thread(
+def test_exclusive_lease_across_threads_with_their_own_event_loops(
     tmp_path: Path, holder_backend: str, contender_backend: str
 ) -> None:
     holder_in_request = threading.Event()
