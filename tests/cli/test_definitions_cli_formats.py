@@ -36,32 +36,37 @@ def test_one_table_names_every_extension() -> None:
     assert definition_format(Path("a.txt")) is None
 
 
-@pytest.mark.parametrize("name", ["a.md", "a.markdown", "A.MD", "a.Markdown"])
-def test_validate_reads_markdown_extensions_as_markdown(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
-) -> None:
-    good = tmp_path / name
-    good.write_text(MARKDOWN)
-    assert run(capsys, "validate", str(good)) == (0, "", "checked 1 file(s): no problems\n")
-    good.write_text(BAD_MARKDOWN)
-    status, out, _ = run(capsys, "validate", str(good))
-    assert status == 1
-    assert out == f"{good}:1: description is required: add 'description: <when the lead " + (
-        "should use this agent>' to the frontmatter\n"
-    )
+# (good text, bad text, what validate says about the bad one after the path)
+_AS_MARKDOWN = (
+    MARKDOWN,
+    BAD_MARKDOWN,
+    ":1: description is required: add 'description: <when the lead should use this "
+    "agent>' to the frontmatter\n",
+)
+_AS_YAML = (YAML, BAD_YAML, ": Required fields: name, description, prompt; missing: prompt\n")
 
 
-@pytest.mark.parametrize("name", ["a.yaml", "a.yml", "A.YAML", "a.Yml", "a.txt"])
-def test_validate_reads_everything_else_as_yaml(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+@pytest.mark.parametrize(
+    ("name", "good", "bad", "problem"),
+    [(n, *_AS_MARKDOWN) for n in ("a.md", "a.markdown", "A.MD", "a.Markdown")]
+    # anything else is read as YAML
+    + [(n, *_AS_YAML) for n in ("a.yaml", "a.yml", "A.YAML", "a.Yml", "a.txt")],
+)
+def test_validate_reads_each_extension_in_its_format(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    good: str,
+    bad: str,
+    problem: str,
 ) -> None:
-    good = tmp_path / name
-    good.write_text(YAML)
-    assert run(capsys, "validate", str(good)) == (0, "", "checked 1 file(s): no problems\n")
-    good.write_text(BAD_YAML)
-    status, out, _ = run(capsys, "validate", str(good))
+    path = tmp_path / name
+    path.write_text(good)
+    assert run(capsys, "validate", str(path)) == (0, "", "checked 1 file(s): no problems\n")
+    path.write_text(bad)
+    status, out, _ = run(capsys, "validate", str(path))
     assert status == 1
-    assert out == f"{good}: Required fields: name, description, prompt; missing: prompt\n"
+    assert out == f"{path}{problem}"
 
 
 def test_list_tells_every_host_tool_from_none(
