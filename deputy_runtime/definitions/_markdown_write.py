@@ -216,11 +216,10 @@ def whitespace_losses(definition: AgentDefinition) -> dict[str, str]:
     losses = {}
     for field, ends in surrounding_whitespace(definition).items():
         what = "the body" if field == "prompt" else "the description"
-        fix = "remove it"
         losses[field] = (
             f"{field} cannot be written to markdown exactly: it {ends}, and markdown "
-            f"readers strip {what}, so that whitespace would be lost; {fix} or keep this "
-            "definition in YAML"
+            f"readers strip {what}, so that whitespace would be lost; remove it or keep "
+            "this definition in YAML"
         )
     return losses
 
