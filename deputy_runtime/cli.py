@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
+
+from ._cli import silence_stream
 
 __all__ = ["main"]
 
@@ -91,11 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = function(args)
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, as Unix tools do. Later writes
-        # (the interpreter's final flush) go to /dev/null instead of raising again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        # The reader went away (``| head``): stop quietly, as Unix tools do.
+        silence_stream(sys.stdout)
         return 128 + _SIGPIPE
     return status
 

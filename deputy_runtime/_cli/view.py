@@ -34,6 +34,7 @@ from ..runtime._events import (
 )
 from ..runtime._permissions import DELEGATE_TOOL_NAME
 from ..runtime._usage import AgentUsage, UsageLimits
+from . import silence_stream
 
 __all__ = [
     "FrameRow",
@@ -554,13 +555,7 @@ def _write(stream: IO[Any], data: Any) -> bool:
         stream.flush()
         return True
     except (BrokenPipeError, ValueError):
-        # Point the descriptor at /dev/null so the interpreter's final flush is quiet too.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stream.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
+        silence_stream(stream)
         return False
 
 
