@@ -38,20 +38,32 @@ async def stream_request(
     if agen is None:
         yield await provider.complete(request)
         return
-    item: StreamDelta | AssistantTurn | None = None
-    finished = False
+    final: AssistantTurn | None = None
+    finished = started = False
     try:
         while True:
-            item, finished = await _next_item(agen, provider, request, item is not None)
-            if not isinstance(item, StreamDelta):
+            try:
+                item = await agen.__anext__()
+            except StopAsyncIteration:
+                finished = True
                 break
+            except NotImplementedError:
+                if started:
+                    raise
+                finished = True
+                final = await provider.complete(request)
+                break
+            if isinstance(item, AssistantTurn):
+                final = item
+                break
+            started = True
             yield item
         if not finished:
             finished = await _run_to_end(agen)
     finally:
         if not finished:
             await _aclose(agen)
-    yield _checked_final(provider, item)
+    yield _checked_final(provider, final)
 
 
 async def complete_streaming(
@@ -66,20 +78,32 @@ async def complete_streaming(
     agen = _open_stream(provider, request)
     if agen is None:
         return await provider.complete(request)
-    item: StreamDelta | AssistantTurn | None = None
-    finished = False
+    final: AssistantTurn | None = None
+    finished = started = False
     try:
         while True:
-            item, finished = await _next_item(agen, provider, request, item is not None)
-            if not isinstance(item, StreamDelta):
+            try:
+                item = await agen.__anext__()
+            except StopAsyncIteration:
+                finished = True
                 break
+            except NotImplementedError:
+                if started:
+                    raise
+                finished = True
+                final = await provider.complete(request)
+                break
+            if isinstance(item, AssistantTurn):
+                final = item
+                break
+            started = True
             on_delta(item)
         if not finished:
             finished = await _run_to_end(agen)
     finally:
         if not finished:
             await _aclose(agen)
-    return _checked_final(provider, item)
+    return _checked_final(provider, final)
 
 
 def _open_stream(provider: Provider, request: ModelRequest) -> _Stream | None:
@@ -93,24 +117,6 @@ def _open_stream(provider: Provider, request: ModelRequest) -> _Stream | None:
         return None
     # No usable stream (e.g. the Protocol's own stub was inherited): one final turn.
     return agen if hasattr(agen, "__anext__") else None
-
-
-async def _next_item(
-    agen: _Stream, provider: Provider, request: ModelRequest, started: bool
-) -> tuple[StreamDelta | AssistantTurn | None, bool]:
-    """The stream's next item (``None`` once it ended) and whether the stream has ended.
-
-    A stream that raises ``NotImplementedError`` before its first delta (``started``) is
-    replaced by ``complete``, whose turn is the final item.
-    """
-    try:
-        return await agen.__anext__(), False
-    except StopAsyncIteration:
-        return None, True
-    except NotImplementedError:
-        if started:
-            raise
-        return await provider.complete(request), True
 
 
 async def _run_to_end(agen: _Stream) -> bool:
