@@ -14,6 +14,9 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BudgetExceeded",
+    "BudgetLedgerError",
+    "CoordinationError",
+    "CoordinationUnavailableError",
     "DefinitionError",
     "DefinitionFileError",
     "DelegationBindingError",
@@ -88,6 +91,22 @@ class DelegationBindingError(DeputyError):
 
 class ResourceBusyError(DelegationBindingError):
     """An exclusive resource key is held by another delegation (fails at once, no waiting)."""
+
+
+class CoordinationError(DeputyError):
+    """A cross-process coordination backend (the optional Redis leases and budget ledger)
+    failed or was misused; the message names the backend and what to do."""
+
+
+class CoordinationUnavailableError(CoordinationError, ConnectionError):
+    """The coordination backend cannot be reached: at setup, or mid-run for a new acquire or
+    reserve, or after a release or settle exhausted its bounded retry time."""
+
+
+class BudgetLedgerError(CoordinationError):
+    """A shared budget ledger refused an operation: its stored limits differ from the ones
+    configured, it is missing (the server lost its data), or a holder id was already used
+    or never reserved."""
 
 
 class PermissionCeilingError(DeputyError):
