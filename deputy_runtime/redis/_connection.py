@@ -94,13 +94,14 @@ class RedisConnection:
             await stack.enter_async_context(client)
             await client.ping()
         except BaseException as exc:
-            # Closing a pool whose connect failed can raise the same failure again.
-            with anyio.CancelScope(shield=True):
-                try:
-                    await stack.aclose()
-                except BaseException as close_exc:
-                    if _unavailable_cause(close_exc) is None:
-                        raise
+            # Closing a pool whose connect failed can raise the same failure again. (The
+            # pool's task group must be exited in the scope it was entered in, so this
+            # close is not wrapped in a shielded scope of its own.)
+            try:
+                await stack.aclose()
+            except BaseException as close_exc:
+                if _unavailable_cause(close_exc) is None:
+                    raise
             cause = _unavailable_cause(exc)
             if cause is None:
                 raise
@@ -122,14 +123,13 @@ class RedisConnection:
         self._scripts.clear()
         if stack is None:
             return
-        with anyio.CancelScope(shield=True):
-            try:
-                await stack.aclose()
-            except BaseException as close_exc:
-                # A pool whose server went away reports that again on close; nothing is
-                # left to clean up then.
-                if _unavailable_cause(close_exc) is None:
-                    raise
+        try:
+            await stack.aclose()
+        except BaseException as close_exc:
+            # A pool whose server went away reports that again on close; nothing is left
+            # to clean up then.
+            if _unavailable_cause(close_exc) is None:
+                raise
 
     def _script(self, source: str) -> Script[str]:
         if self._client is None:
