@@ -39,7 +39,7 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 async def test_a_killed_holders_lease_and_reservation_come_back_exactly_once(
     redis_url: str, namespace: str, processes: list[subprocess.Popen[str]]
 ) -> None:
-    ttl = 1.0
+    ttl = 2.0
     name = f"budget-{uuid.uuid4().hex[:8]}"
     args = {
         "url": redis_url,
@@ -148,7 +148,7 @@ async def test_restart_without_persistence_loses_state_safely(tmp_path: Path) ->
     server = RedisServer(tmp_path, persistent=False)
     server.start()
     try:
-        ttl = 0.5
+        ttl = 1.5
         async with RedisCoordinator(
             server.url,
             budget_name="b",
