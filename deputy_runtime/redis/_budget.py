@@ -70,8 +70,8 @@ class RedisBudget:
     ) -> None:
         self._owns = not isinstance(url, RedisConnection)
         self.connection = url if isinstance(url, RedisConnection) else RedisConnection(url)
-        self.name = check_name("name", name)
-        self.namespace = check_name("namespace", namespace)
+        self.name = check_name("name", name, colon=False)
+        self.namespace = check_name("namespace", namespace, colon=False)
         self._limits = encode_limits(limits)
         self.limits = decode(self._limits)
         self.ttl = check_seconds("ttl", ttl)

@@ -59,7 +59,7 @@ class RedisLeases:
     ) -> None:
         self._owns = not isinstance(url, RedisConnection)
         self.connection = url if isinstance(url, RedisConnection) else RedisConnection(url)
-        self.namespace = check_name("namespace", namespace)
+        self.namespace = check_name("namespace", namespace, colon=False)
         self.ttl = check_seconds("ttl", ttl)
         if self.ttl < 0.01:
             raise ValueError(f"ttl must be at least 0.01 seconds, got {ttl!r}")

@@ -10,10 +10,16 @@ __all__ = ["check_name", "check_seconds", "check_url", "redacted"]
 _MAX_NAME = 512
 
 
-def check_name(what: str, value: object) -> str:
-    """A key, holder, name or namespace: a non-empty str without control characters."""
+def check_name(what: str, value: object, *, colon: bool = True) -> str:
+    """A key, holder, name or namespace: a non-empty str without control characters.
+
+    Namespaces and budget names pass ``colon=False``: a colon in them could make the Redis
+    keys of one namespace or budget equal to those of another (``ns:budget:N:holds``).
+    """
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if not colon and ":" in value:
+        raise ValueError(f"{what} must not contain ':', got {value!r}")
     if len(value) > _MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ValueError(
             f"{what} must be at most {_MAX_NAME} characters without control characters, "
