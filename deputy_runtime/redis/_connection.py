@@ -36,15 +36,31 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 )
 
 
-def _unavailable_cause(exc: BaseException) -> BaseException | None:
-    """The connection failure inside ``exc`` (possibly an exception group), if any."""
-    if isinstance(exc, _UNAVAILABLE):
-        return exc
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``, exception groups flattened."""
     if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _unavailable_cause(inner)
-            if found is not None:
-                return found
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _unavailable_cause(exc: BaseException) -> BaseException | None:
+    """The connection failure ``exc`` stands for, when it holds nothing else.
+
+    A group that also holds a cancellation or a bug is not "unavailable": it must
+    propagate as it is.
+    """
+    leaves = _leaves(exc)
+    if all(isinstance(leaf, _UNAVAILABLE) for leaf in leaves):
+        return leaves[0]
+    return None
+
+
+def _refusal(exc: BaseException) -> coredis.exceptions.RedisError | None:
+    """The server's error reply ``exc`` stands for (authentication, out of memory, a
+    read-only replica...), when it holds nothing else."""
+    leaves = _leaves(exc)
+    if len(leaves) == 1 and isinstance(leaves[0], coredis.exceptions.RedisError):
+        return leaves[0]
     return None
 
 
@@ -66,7 +82,7 @@ class RedisConnection:
         self.url = check_url(url)
         self.connect_timeout = check_seconds("connect_timeout", connect_timeout)
         self.timeout = check_seconds("timeout", timeout)
-        self.retry_for = check_seconds("retry_for", retry_for, minimum=-1.0)
+        self.retry_for = check_seconds("retry_for", retry_for, zero=True)
         self._client: coredis.Redis[str] | None = None
         self._stack: AsyncExitStack | None = None
         self._scripts: dict[str, Script[str]] = {}
@@ -100,15 +116,21 @@ class RedisConnection:
             try:
                 await stack.aclose()
             except BaseException as close_exc:
-                if _unavailable_cause(close_exc) is None:
+                if _unavailable_cause(close_exc) is None and _refusal(close_exc) is None:
                     raise
             cause = _unavailable_cause(exc)
-            if cause is None:
-                raise
-            raise CoordinationUnavailableError(
-                f"Cannot connect to Redis at {redacted(self.url)}: {cause}. Check that the "
-                "server runs and the URL (host, port, password) is right."
-            ) from cause
+            if cause is not None:
+                raise CoordinationUnavailableError(
+                    f"Cannot connect to Redis at {redacted(self.url)}: {cause}. Check that "
+                    "the server runs and the URL's host and port are right."
+                ) from cause
+            refusal = _refusal(exc)
+            if refusal is not None:
+                raise CoordinationError(
+                    f"Redis at {redacted(self.url)} refused the connection: {refusal}. "
+                    "Check the URL's user, password and database."
+                ) from refusal
+            raise
         self._client = client
         self._stack = stack
         return self
@@ -149,11 +171,16 @@ class RedisConnection:
             return await script(keys, args)
         except Exception as exc:
             cause = _unavailable_cause(exc)
-            if cause is None:
-                raise
-            raise CoordinationUnavailableError(
-                f"Redis at {redacted(self.url)} is unavailable: {cause}"
-            ) from cause
+            if cause is not None:
+                raise CoordinationUnavailableError(
+                    f"Redis at {redacted(self.url)} is unavailable: {cause}"
+                ) from cause
+            refusal = _refusal(exc)
+            if refusal is not None:
+                raise CoordinationError(
+                    f"Redis at {redacted(self.url)} refused a script: {refusal}"
+                ) from refusal
+            raise
 
     async def run_retrying(self, source: str, keys: list[str], args: list[str | int]) -> Any:
         """Run an idempotent script, retrying while the server is unreachable.

@@ -28,12 +28,13 @@ def check_name(what: str, value: object, *, colon: bool = True) -> str:
     return value
 
 
-def check_seconds(what: str, value: object, *, minimum: float = 0.0) -> float:
-    """A finite number of seconds greater than ``minimum``."""
+def check_seconds(what: str, value: object, *, zero: bool = False) -> float:
+    """A finite number of seconds, greater than zero (or at least zero with ``zero``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{what} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value) or value <= minimum:
-        raise ValueError(f"{what} must be finite and > {minimum}, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{what} must be finite and {bound}, got {value!r}")
     return float(value)
 
 

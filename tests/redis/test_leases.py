@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from redis_support import RedisServer
 
-from deputy_runtime.errors import CoordinationUnavailableError, ResourceBusyError
+from deputy_runtime.errors import (
+    CoordinationError,
+    CoordinationUnavailableError,
+    ResourceBusyError,
+)
 from deputy_runtime.redis import Lease, LostReason, RedisLeases
 
 pytestmark = pytest.mark.anyio
@@ -164,3 +169,22 @@ async def test_setup_against_no_server_is_a_typed_error() -> None:
     with pytest.raises(CoordinationUnavailableError, match="Cannot connect to Redis"):
         await leases.__aenter__()
     assert not leases.connection.is_open
+
+
+async def test_a_refused_setup_is_a_typed_error_without_the_password(
+    redis_server: RedisServer,
+) -> None:
+    port = redis_server.port
+    # The test server has only the default user: AUTH as another user is refused.
+    leases = RedisLeases(f"redis://nobody:s3cret@127.0.0.1:{port}/0")
+    with pytest.raises(CoordinationError, match="refused the connection") as caught:
+        await leases.__aenter__()
+    assert "s3cret" not in str(caught.value)
+    assert not isinstance(caught.value, CoordinationUnavailableError)
+    assert not leases.connection.is_open
+
+
+async def test_a_script_the_server_refuses_is_a_typed_error(redis_url: str) -> None:
+    async with RedisLeases(redis_url) as leases:
+        with pytest.raises(CoordinationError, match="refused a script"):
+            await leases.connection.run("return redis.call('NO-SUCH-COMMAND')", [], [])
