@@ -71,6 +71,14 @@ async def test_a_killed_holders_lease_and_reservation_come_back_exactly_once(
 
         victim.send_signal(signal.SIGKILL)
         await anyio.to_thread.run_sync(victim.wait)
+        # Nobody renews it now: the server frees the key within one TTL of the kill
+        # (-2: already gone; -1, no expiry, would be the bug).
+        pttl = int(
+            await leases.connection.run(
+                "return redis.call('PTTL', KEYS[1])", leases.lease_keys("repo")[:1], []
+            )
+        )
+        assert pttl == -2 or 0 < pttl <= ttl * 1000
 
         # The lease is granted to this process once the victim's TTL runs out.
         with anyio.fail_after(60):  # a hang guard, not a timing assertion
