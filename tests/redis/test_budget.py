@@ -103,7 +103,10 @@ async def test_reserve_is_idempotent_per_holder_and_a_holder_id_is_single_use(
 async def test_an_expired_reservation_returns_once_and_a_late_settle_counts_usage_only(
     redis_url: str, namespace: str
 ) -> None:
-    async with RedisBudget(redis_url, "b", LIMITS, namespace=namespace, ttl=0.1) as budget:
+    async with (
+        RedisBudget(redis_url, "b", LIMITS, namespace=namespace, ttl=0.1) as budget,
+        RedisBudget(redis_url, "b", LIMITS, namespace=namespace, ttl=600) as lasting,
+    ):
         await budget.reserve("crashed", {"requests": 4})
 
         async def returned() -> bool:
@@ -116,7 +119,7 @@ async def test_an_expired_reservation_returns_once_and_a_late_settle_counts_usag
             state = await budget.state()
             assert state.remaining.requests == 10
             assert_adds_up(state)
-        await budget.reserve("other", {"requests": 2})
+        await lasting.reserve("other", {"requests": 2})  # same ledger, a long TTL
         assert (await budget.state()).remaining.requests == 8
         # The crashed holder comes back and settles: its usage counts, its grant does not
         # come back a second time, and a repeat changes nothing.
