@@ -13,6 +13,7 @@ from ..errors import BudgetLedgerError
 from . import _scripts
 from ._budget import RedisBudget, grant_from, ledger_error
 from ._connection import RedisConnection
+from ._keepalive import LostReason, keep_alive
 from ._leases import Lease, LeaseLike, RedisLeases, busy_error
 
 __all__ = ["RedisCoordinator"]
@@ -102,20 +103,30 @@ class RedisCoordinator:
     async def hold(self, lease: LeaseLike, on_lost: Callable[[str], None]) -> None:
         """Keep both the lease and the reservation of ``lease.holder`` until cancelled.
 
-        The first loss (of either) calls ``on_lost(reason)`` once; the other renewal stops.
+        One script renews both every ``min(lease ttl, reservation ttl) / 3``. The first
+        loss (of either) calls ``on_lost(reason)`` once and returns.
         """
-        fired = False
+        keys = [self.leases.lease_keys(lease.key)[0], *self.budget.keys[1:3]]
+        args: list[str | int] = [
+            f"{lease.token}:{lease.holder}",
+            self.leases.ttl_ms,
+            lease.holder,
+            self.budget.reserve_ttl_ms,
+        ]
 
-        def lost_once(reason: str) -> None:
-            nonlocal fired
-            if not fired:
-                fired = True
-                on_lost(reason)
-            tg.cancel_scope.cancel()
+        async def renew() -> LostReason | None:
+            lease_status, reservation_status = await self.connection.run(
+                _scripts.RENEW_BOTH, keys, args
+            )
+            if int(lease_status) == -1:
+                return LostReason.LEASE_TAKEN_OVER
+            if int(lease_status) == 0:
+                return LostReason.LEASE_EXPIRED
+            if int(reservation_status) == 0:
+                return LostReason.RESERVATION_EXPIRED
+            return None
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.leases.hold, lease, lost_once)
-            tg.start_soon(self.budget.hold, lease.holder, lost_once)
+        await keep_alive(renew, min(self.leases.ttl, self.budget.ttl), on_lost)
 
     async def release_and_settle(self, lease: LeaseLike, used: Mapping[str, int | float]) -> None:
         """Release the lease (compare-and-delete) and settle ``used`` in one script.

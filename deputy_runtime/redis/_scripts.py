@@ -287,6 +287,24 @@ return {1, token, r[1], r[2], r[3], r[4], r[5], r[6]}
 """
 )
 
+# KEYS: lease, holds, exp. ARGV: "token:holder", lease_ttl_ms, holder, reserve_ttl_ms.
+# Returns {lease: 1 renewed, 0 gone, -1 taken over; reservation: 1 renewed, 0 gone}; a
+# lost one is not renewed, and neither is the other then (the holder stops).
+RENEW_BOTH = (
+    _PRELUDE
+    + r"""
+local cur = redis.call('GET', KEYS[1])
+local lease = 0
+if cur == ARGV[1] then lease = 1 elseif cur then lease = -1 end
+local reservation = redis.call('HEXISTS', KEYS[2], ARGV[3])
+if lease == 1 and reservation == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('ZADD', KEYS[3], fmt(now_ms() + tonumber(ARGV[4])), ARGV[3])
+end
+return {lease, reservation}
+"""
+)
+
 # KEYS: lease, budget, holds, exp, ended, endat. ARGV: "token:holder", holder, keep_ms,
 # used x5. Returns {released, settle status}.
 RELEASE_AND_SETTLE = (

@@ -80,3 +80,25 @@ async def test_hold_keeps_both_and_reports_the_first_loss(redis_url: str, namesp
         await coord.hold(lease, lost.append)
         assert len(lost) == 1
         assert lost[0] in (LostReason.LEASE_EXPIRED, LostReason.RESERVATION_EXPIRED)
+
+
+async def test_hold_names_which_one_was_lost(redis_url: str, namespace: str) -> None:
+    async with coordinator(redis_url, namespace, lease_ttl=600, reserve_ttl=600) as coord:
+        first, _ = await coord.acquire_and_reserve("repo", "d1", {"requests": 1}, wait=False)
+        await coord.budget.settle("d1", {"requests": 1})  # the reservation is gone
+        lost: list[str] = []
+        await coord.hold(first, lost.append)
+        assert lost == [LostReason.RESERVATION_EXPIRED]
+        assert await coord.leases.current("repo") == first  # a lost holder renews nothing
+
+        second, _ = await coord.acquire_and_reserve("docs", "d2", {"requests": 1}, wait=False)
+        await coord.connection.run(
+            "redis.call('DEL', KEYS[1])", coord.leases.lease_keys("docs")[:1], []
+        )  # as if it had expired
+        third = await coord.leases.acquire("docs", "d3", wait=False)
+        await coord.hold(second, lost.append)
+        assert lost[1:] == [LostReason.LEASE_TAKEN_OVER]
+        await coord.release_and_settle(second, {"requests": 0})
+        assert await coord.leases.current("docs") == third  # never freed by the stale one
+        await coord.leases.release(first)
+        await coord.leases.release(third)
