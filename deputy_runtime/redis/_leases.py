@@ -43,7 +43,7 @@ class RedisLeases:
 
     Implements the runtime's lease backend protocol (``acquire``/``hold``/``release``).
     ``url`` is a Redis URL (this object then owns its connection: open it with
-    ``async with``) or an open-able :class:`RedisConnection` shared with a
+    ``async with``) or a :class:`RedisConnection` shared with a
     :class:`~deputy_runtime.redis.RedisBudget` (whoever created it opens it).
     ``ttl`` (seconds) is how long a lease outlives its holder's last renewal; ``hold()``
     renews every ``ttl / 3``.
