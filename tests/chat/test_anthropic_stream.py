@@ -6,7 +6,6 @@ from typing import Any
 
 import anyio
 import pytest
-from loopback import End, LoopbackServer, Reply, sse_record
 
 from deputy_runtime.chat import (
     AssistantTurn,
@@ -20,6 +19,7 @@ from deputy_runtime.chat import (
 )
 from deputy_runtime.chat._anthropic import AnthropicProvider
 from deputy_runtime.errors import ProviderError
+from tests.chat.loopback import End, LoopbackServer, Reply, sse_record
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,6 @@ import anyio
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from loopback import LoopbackServer, Reply, anthropic_sse, openai_sse
 
 from deputy_runtime.chat import AssistantTurn, ContentText, ModelRequest, StreamDelta, Turn
 from deputy_runtime.chat._anthropic import AnthropicProvider
@@ -29,6 +28,7 @@ from deputy_runtime.errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
+from tests.chat.loopback import LoopbackServer, Reply, anthropic_sse, openai_sse
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from _runhelp import EXAMPLE_AGENTS, REPO_ROOT, cli, offline_env
+
+from tests.cli._runhelp import EXAMPLE_AGENTS, REPO_ROOT, cli, offline_env
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGPIPE semantics")
 

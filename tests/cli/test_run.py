@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from _runhelp import EXAMPLE_AGENTS, REPO_ROOT, offline_env, run_cli, tool_free_agents
 
 from deputy_runtime import decode_event
 from deputy_runtime._cli.run import OFFLINE_MODEL, select_model
@@ -21,6 +20,7 @@ from deputy_runtime.runtime._events import (
     StopEvent,
     ToolStart,
 )
+from tests.cli._runhelp import EXAMPLE_AGENTS, REPO_ROOT, offline_env, run_cli, tool_free_agents
 
 _PLAIN_LINE = re.compile(r"^\[\s*\d+\.\d\ds\] \S+: ")
 

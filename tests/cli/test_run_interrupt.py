@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import (
+
+from tests.cli._runhelp import (
     SLOW_PLUGIN,
     cli,
     offline_env,

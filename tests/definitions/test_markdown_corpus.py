@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import skill_registry, tool_registry
 
 from deputy_runtime.definitions import agent_definitions
 from deputy_runtime.definitions._markdown import (
@@ -22,6 +21,7 @@ from deputy_runtime.definitions._markdown import (
     claude_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._markdown_helpers import skill_registry, tool_registry
 
 CORPUS = Path(__file__).parent / "corpus"
 VALID = sorted((CORPUS / "valid").glob("*.md"))

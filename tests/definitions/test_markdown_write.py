@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import make_tool, skill_registry, tool_registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from deputy_runtime.definitions._markdown import (
     agent_definition_to_markdown,
 )
 from deputy_runtime.errors import DefinitionError, DefinitionFileError
+from tests.definitions._markdown_helpers import make_tool, skill_registry, tool_registry
 
 TOOLS = tool_registry()
 SKILLS = skill_registry()

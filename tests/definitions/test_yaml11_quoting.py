@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-from _definition_helpers import make_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from deputy_runtime.definitions._format import definition_to_yaml
 from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.definitions._markdown_write import markdown_text
 from deputy_runtime.definitions._yaml import YAML11_BOOL
+from tests.definitions._definition_helpers import make_tool
 
 BOOL_WORDS = ["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True"]
 BOOL_WORDS += ["TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF"]

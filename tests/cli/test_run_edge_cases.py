@@ -1,4 +1,4 @@
-"""Audit of ``deputy-runtime`` (issue 8, DESIGN.md section 7): gaps the CLI tests missed.
+"""``deputy-runtime`` edge cases: the command set, provider failures, ceilings, Ctrl-C twice.
 
 Real subprocesses of ``python -m deputy_runtime`` with pipes (so stdout is not a terminal),
 real definition files in tmp_path, real signals. No API keys reach the subprocess.
@@ -9,15 +9,12 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from deputy_runtime.cli import _parser
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from _runhelp import (
+from tests.cli._runhelp import (
     SLOW_PLUGIN,
     cli,
     offline_env,

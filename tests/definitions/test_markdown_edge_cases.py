@@ -1,4 +1,4 @@
-"""Audit of issue 6 (markdown agent files): documented differences, .claude/agents, convert.
+"""Markdown agent file edge cases: documented differences, .claude/agents, convert.
 
 Files are written byte for byte in tmp_path; the CLI runs in-process through its ``main``.
 """
