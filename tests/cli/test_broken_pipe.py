@@ -13,7 +13,10 @@ import pytest
 
 from tests.cli._runhelp import EXAMPLE_AGENTS, REPO_ROOT, cli, offline_env
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGPIPE semantics")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs SIGPIPE semantics"),
+    pytest.mark.slow,
+]
 
 
 @pytest.mark.parametrize(

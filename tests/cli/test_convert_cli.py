@@ -159,6 +159,7 @@ def test_markdown_to_markdown_canonicalises(
     assert data.startswith(b"---\nname: docs-writer\n")
 
 
+@pytest.mark.slow
 def test_real_command_line(tmp_path: Path) -> None:
     result = subprocess.run(
         [

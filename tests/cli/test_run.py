@@ -22,6 +22,8 @@ from deputy_runtime.runtime._events import (
 )
 from tests.cli._runhelp import EXAMPLE_AGENTS, REPO_ROOT, offline_env, run_cli, tool_free_agents
 
+pytestmark = pytest.mark.slow
+
 _PLAIN_LINE = re.compile(r"^\[\s*\d+\.\d\ds\] \S+: ")
 
 

@@ -24,6 +24,8 @@ from tests.cli._runhelp import (
     wait_for_markers,
 )
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -22,6 +22,8 @@ import pytest
 
 from tests.cli._runhelp import SLOW_PLUGIN, cli, offline_env, reap, tool_free_agents
 
+pytestmark = pytest.mark.slow
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

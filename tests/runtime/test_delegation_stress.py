@@ -33,7 +33,7 @@ from deputy_runtime.chat._types import ModelRequest
 from deputy_runtime.runtime import AgentResult, _policy
 from tests.runtime.helpers import Cleanups, definition, make_tool, meter_spy
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 __all__ = ["meter_spy"]
 
