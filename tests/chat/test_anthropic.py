@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from deputy_runtime.chat import (
+    AnthropicProvider,
     AssistantTurn,
     ContentText,
     ContentThinking,
@@ -24,7 +25,6 @@ from deputy_runtime.chat import (
     ToolSpec,
     Turn,
 )
-from deputy_runtime.chat._anthropic import AnthropicProvider
 from tests.chat.loopback import (
     LoopbackServer,
     Reply,

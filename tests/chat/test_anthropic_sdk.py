@@ -11,7 +11,7 @@ import anyio
 import httpx2  # the anthropic SDK's own fork of httpx
 import pytest
 
-from deputy_runtime.chat._anthropic import AnthropicProvider
+from deputy_runtime.chat import AnthropicProvider
 from deputy_runtime.errors import AuthenticationError, ProviderError
 from tests.chat.loopback import (
     LoopbackServer,

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from deputy_runtime.chat import (
+    AnthropicProvider,
     AssistantTurn,
     ContentText,
     ContentThinking,
@@ -17,7 +18,6 @@ from deputy_runtime.chat import (
     Turn,
     Usage,
 )
-from deputy_runtime.chat._anthropic import AnthropicProvider
 from deputy_runtime.errors import ProviderError
 from tests.chat.loopback import End, LoopbackServer, Reply, sse_record
 

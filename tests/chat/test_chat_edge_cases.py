@@ -11,9 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from deputy_runtime.chat import Chat, ScriptedProvider, Usage, chat
-from deputy_runtime.chat._http import RetryPolicy
-from deputy_runtime.chat._scripted import reply
+from deputy_runtime.chat import Chat, RetryPolicy, ScriptedProvider, Usage, chat, reply
 from deputy_runtime.errors import (
     AuthenticationError,
     ProviderError,

@@ -17,10 +17,18 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from deputy_runtime.chat import AssistantTurn, ContentText, ModelRequest, StreamDelta, Turn
-from deputy_runtime.chat._anthropic import AnthropicProvider
-from deputy_runtime.chat._http import HTTPProvider, RetryPolicy, _retry_after, error_from_response
-from deputy_runtime.chat._openai import OpenAIProvider
+from deputy_runtime.chat import (
+    AnthropicProvider,
+    AssistantTurn,
+    ContentText,
+    HTTPProvider,
+    ModelRequest,
+    OpenAIProvider,
+    RetryPolicy,
+    StreamDelta,
+    Turn,
+)
+from deputy_runtime.chat._http import _retry_after, error_from_response
 from deputy_runtime.errors import (
     AuthenticationError,
     BadRequestError,

@@ -15,11 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from deputy_runtime.chat import AssistantTurn, StreamDelta
-from deputy_runtime.chat._openai import (
+from deputy_runtime.chat import (
+    AssistantTurn,
     OllamaProvider,
     OpenAICompatibleProvider,
     OpenAIProvider,
+    StreamDelta,
 )
 from tests.chat.loopback import (
     LoopbackServer,

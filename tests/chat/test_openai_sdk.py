@@ -15,8 +15,7 @@ import httpx
 import openai
 import pytest
 
-from deputy_runtime.chat import AssistantTurn
-from deputy_runtime.chat._openai import OpenAIProvider
+from deputy_runtime.chat import AssistantTurn, OpenAIProvider
 from deputy_runtime.errors import ProviderError, RateLimitError
 from tests.chat.loopback import (
     LoopbackServer,

@@ -19,11 +19,13 @@ from deputy_runtime.chat import (
     ContentThinking,
     ContentToolRequest,
     ModelRequest,
+    OllamaProvider,
+    OpenAICompatibleProvider,
+    OpenAIProvider,
     StreamDelta,
     Turn,
     Usage,
 )
-from deputy_runtime.chat._openai import OllamaProvider, OpenAICompatibleProvider, OpenAIProvider
 from deputy_runtime.errors import ProviderError
 from tests.chat.loopback import End, LoopbackServer, Reply, sse_record
 

@@ -20,9 +20,10 @@ from deputy_runtime.chat import (
     ContentText,
     ContentToolRequest,
     ModelRequest,
+    OpenAICompatibleProvider,
     Turn,
 )
-from deputy_runtime.chat._openai import OpenAICompatibleProvider, _ChatStream
+from deputy_runtime.chat._openai import _ChatStream
 from deputy_runtime.chat._sse import ServerSentEvent
 from deputy_runtime.errors import ProviderError
 from tests.chat.loopback import LoopbackServer, Reply, sse_record

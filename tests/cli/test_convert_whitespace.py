@@ -18,11 +18,11 @@ from deputy_runtime.cli import main
 from deputy_runtime.definitions import (
     AgentDefinition,
     agent_definition,
+    agent_definition_from_markdown,
     agent_definition_read,
     agent_definition_write,
 )
 from deputy_runtime.definitions._frontmatter import LINE_BREAKS
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "    indented code\nline two  "

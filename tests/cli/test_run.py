@@ -13,13 +13,7 @@ import pytest
 
 from deputy_runtime import decode_event
 from deputy_runtime._cli.run import OFFLINE_MODEL, select_model
-from deputy_runtime.runtime._events import (
-    DelegationEnd,
-    DelegationStart,
-    RunStart,
-    StopEvent,
-    ToolStart,
-)
+from deputy_runtime.runtime import DelegationEnd, DelegationStart, RunStart, StopEvent, ToolStart
 from tests.cli._runhelp import EXAMPLE_AGENTS, REPO_ROOT, offline_env, run_cli, tool_free_agents
 
 pytestmark = pytest.mark.slow

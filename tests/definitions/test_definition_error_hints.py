@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from deputy_runtime.definitions import agent_definition, agent_definition_read
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
+from deputy_runtime.definitions import (
+    agent_definition,
+    agent_definition_from_markdown,
+    agent_definition_read,
+)
 from deputy_runtime.errors import DefinitionError, DefinitionFileError
 from tests.definitions._definition_helpers import MIN, write
 

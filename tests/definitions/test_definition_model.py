@@ -7,7 +7,7 @@ import pytest
 from deputy_runtime.definitions import AgentDefinition, agent_definition
 from deputy_runtime.errors import DefinitionError
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 from tests.definitions._definition_helpers import make_tool
 
 FIELDS = (

@@ -10,7 +10,7 @@ import pytest
 from deputy_runtime.definitions import agent_definition, agent_definition_read
 from deputy_runtime.errors import DefinitionFileError
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 from tests.definitions._definition_helpers import MIN, make_tool, write
 
 

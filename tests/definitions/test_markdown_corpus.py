@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from deputy_runtime.definitions import agent_definitions
-from deputy_runtime.definitions._markdown import (
+from deputy_runtime.definitions import (
     agent_definition_from_markdown,
+    agent_definitions,
     claude_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError

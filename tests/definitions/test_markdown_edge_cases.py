@@ -20,7 +20,7 @@ from deputy_runtime.definitions import (
     claude_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown as read_md
+from deputy_runtime.definitions import agent_definition_from_markdown as read_md
 from deputy_runtime.errors import DefinitionFileError
 from tests.definitions._markdown_helpers import (
     agent_file,

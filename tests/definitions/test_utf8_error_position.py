@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deputy_runtime.definitions import agent_definition_read
+from deputy_runtime.definitions import agent_definition_from_markdown, agent_definition_read
 from deputy_runtime.definitions._files import decode_definition_bytes
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.errors import DefinitionFileError
 from tests.definitions._definition_helpers import MIN
 

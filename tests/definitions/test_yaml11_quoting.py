@@ -18,9 +18,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deputy_runtime.definitions import AgentDefinition, agent_definition, agent_definition_read
+from deputy_runtime.definitions import (
+    AgentDefinition,
+    agent_definition,
+    agent_definition_from_markdown,
+    agent_definition_read,
+)
 from deputy_runtime.definitions._format import definition_to_yaml
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.definitions._markdown_write import markdown_text
 from deputy_runtime.definitions._yaml import YAML11_BOOL
 from tests.definitions._definition_helpers import make_tool
