@@ -10,6 +10,7 @@ at the end. No dependency beyond the standard library: the escape codes are plai
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -374,6 +375,7 @@ class LiveView:
         self._drawn = 0  # lines of the previous frame, to move back over
         self._last_draw = 0.0
         self._closed = False
+        self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
 
     def handle(self, event: Event) -> None:
         """Fold an event in and redraw (at most every few hundredths of a second)."""
@@ -401,6 +403,7 @@ class LiveView:
         out.append("\x1b[J")  # clear whatever the previous frame left below
         if not _write(self._stream, "".join(out)):
             self._closed = True
+            _notify(self.on_closed)
         self._drawn = len(lines)
         self._last_draw = self._state.now()
 
@@ -473,14 +476,18 @@ class PlainView:
     def __init__(self, stream: IO[str], state: RunState) -> None:
         self._stream = stream
         self._state = state
+        self._closed = False
+        self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
 
     def handle(self, event: Event) -> None:
         """Fold an event in and print its line, if it has one."""
         node = self._state.apply(event)
         text = plain_line(event, node)
-        if text is not None:
+        if text is not None and not self._closed:
             elapsed = self._state.now() - self._state.started
-            _write(self._stream, f"[{elapsed:7.2f}s] {text}\n")
+            if not _write(self._stream, f"[{elapsed:7.2f}s] {text}\n"):
+                self._closed = True
+                _notify(self.on_closed)
 
     def close(self) -> None:
         """Nothing to restore."""
@@ -535,14 +542,25 @@ class JsonView:
     def __init__(self, stream: IO[bytes], state: RunState) -> None:
         self._stream = stream
         self._state = state
+        self._closed = False
+        self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
 
     def handle(self, event: Event) -> None:
         """Fold the event in (for the exit status) and write its JSON line."""
         self._state.apply(event)
-        _write(self._stream, encode_event(event) + b"\n")
+        if not self._closed and not _write(self._stream, encode_event(event) + b"\n"):
+            self._closed = True
+            _notify(self.on_closed)
 
     def close(self) -> None:
         """Nothing to restore (every line is flushed as it is written)."""
+
+
+def _notify(callback: Callable[[], None] | None) -> None:
+    """Tell the command the reader went away; the event sink itself must never raise."""
+    if callback is not None:
+        with contextlib.suppress(Exception):
+            callback()
 
 
 def _write(stream: IO[Any], data: Any) -> bool:

@@ -8,6 +8,7 @@ from ._aliases import (
     is_model_alias,
     model_alias_map,
     resolve_model,
+    suggest_model_spec,
 )
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
 from ._context import (
@@ -110,6 +111,7 @@ __all__ = [
     "run_tools",
     "set_current_agent",
     "stream_request",
+    "suggest_model_spec",
     "tool_call",
     "tool_calls",
     "tool_error_text",

@@ -18,6 +18,7 @@ a definition's ``model`` into a :class:`ModelChoice`, never passing an alias on 
 
 from __future__ import annotations
 
+import difflib
 import enum
 import os
 import re
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ._registry import is_provider_name, parse_model_spec
+from ._registry import is_provider_name, parse_model_spec, provider_names
 
 __all__ = [
     "ALIASES_CHECKED",
@@ -35,6 +36,7 @@ __all__ = [
     "is_model_alias",
     "model_alias_map",
     "resolve_model",
+    "suggest_model_spec",
 ]
 
 #: The day :data:`CLAUDE_CODE_ALIASES` was last compared with Claude Code's model
@@ -216,3 +218,31 @@ def _foreign(model: str, lead_provider: str) -> str:
         f"{lead_provider!r} cannot serve: running on the lead's model instead (map it with "
         f"model_aliases or --model-alias {model.strip()}=provider/model)"
     )
+
+
+def suggest_model_spec(spec: str) -> str | None:
+    """What a mistyped ``provider/model`` spec probably meant, or ``None`` if it looks fine.
+
+    A bare model id gets its vendor's provider (``gpt-4o`` -> ``openai/gpt-4o``, a
+    Claude Code alias -> its ``anthropic/`` model id); an unknown provider gets the
+    closest registered name (``anthropc/x`` -> ``anthropic/x``). A bare word close to a
+    provider name gets that name.
+    """
+    text = spec.strip()
+    if not text:
+        return None
+    provider, slash, model = text.partition("/")
+    if is_provider_name(provider):
+        return None
+    names = provider_names()
+    if not slash:
+        if is_model_alias(text):
+            choice = resolve_model(text, "anthropic")
+            return f"anthropic/{choice.model}"
+        vendor = _vendor(text)
+        if vendor is not None:
+            return f"{_VENDOR_PROVIDERS[vendor]}/{text}"
+        close = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.75)
+        return close[0] if close else None
+    close = difflib.get_close_matches(provider.lower().replace("-", "_"), names, n=1, cutoff=0.75)
+    return f"{close[0]}/{model}" if close else None
