@@ -187,3 +187,22 @@ def test_model_alias_options_and_plugin_aliases_reach_the_provider(tmp_path: Pat
     ]
     warning = re.search(r"quick: warning: model 'haiku' is a Claude Code alias", done.stdout)
     assert warning is not None, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("max_requests: 1.5", "or null, got the number 1.5"),
+        ("permission_mode: admin", "or leave it out to inherit the lead's mode"),
+    ],
+)
+def test_definition_errors_speak_the_file_format(tmp_path: Path, line: str, expected: str) -> None:
+    agents = tool_free_agents(tmp_path / "agents", "alpha")
+    path = agents / "alpha.yaml"
+    key = line.split(":")[0]
+    text = "\n".join(
+        line if row.startswith(f"{key}:") else row for row in path.read_text().splitlines()
+    )
+    path.write_text(text + "\n", encoding="utf-8")
+    done = run_cli("run", "--agents", str(agents), "Do it", cwd=tmp_path)
+    _usage_error(done, "alpha.yaml", expected)
