@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,9 +12,12 @@ from hypothesis import strategies as st
 from deputy_runtime.chat import (
     CLAUDE_CODE_ALIASES,
     ModelSource,
+    TestProvider,
+    chat,
     is_model_alias,
     model_alias_map,
     resolve_model,
+    suggest_model_spec,
 )
 
 ALIASES = ["sonnet", "opus", "haiku", "fable", "best", "opusplan", "sonnet[1m]", "opus[1m]"]
@@ -163,3 +169,55 @@ def test_an_alias_is_never_passed_on_raw(model: str, provider: str) -> None:
     choice = resolve_model(model, provider, environ=NO_ENV)
     assert choice.model is None or not is_model_alias(choice.model)
     assert (choice.warning is None) == (provider == "anthropic")
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "definitions" / "corpus" / "valid"
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_compatible", "anthropic", "test"])
+def test_real_agent_files_models_are_never_sent_raw(provider: str) -> None:
+    """The markdown corpus (real Claude Code agent files): no alias reaches any provider."""
+    models = [
+        match.group(1).strip()
+        for path in sorted(CORPUS.glob("*.md"))
+        if (match := re.search(r"^model:(.*)$", path.read_text(encoding="utf-8"), re.M))
+    ]
+    assert {"sonnet", "opus", "haiku", "inherit"} <= set(models)
+    for model in models:
+        choice = resolve_model(model, provider, environ=NO_ENV)
+        if choice.source is ModelSource.LEAD_PROVIDER:
+            assert choice.model is not None
+            assert not is_model_alias(choice.model)
+            if provider != "anthropic":
+                assert not choice.model.startswith("claude-"), model
+        if is_model_alias(model):
+            assert (choice.warning is None) == (provider == "anthropic")
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("gpt-4o", "openai/gpt-4o"),
+        ("o3-mini", "openai/o3-mini"),
+        ("claude-sonnet-4-5", "anthropic/claude-sonnet-4-5"),
+        ("Sonnet", f"anthropic/{CLAUDE_CODE_ALIASES['sonnet'][0]}"),
+        ("anthropc/claude-x", "anthropic/claude-x"),
+        ("OpenAl/gpt-4o", "openai/gpt-4o"),
+        ("opena", "openai"),
+        ("openai/gpt-4o", None),  # nothing to correct
+        ("test", None),
+        ("nope/x", None),  # nothing close enough to guess
+        ("zzz", None),
+    ],
+)
+def test_suggestions_for_mistyped_model_specs(spec: str, expected: str | None) -> None:
+    assert suggest_model_spec(spec) == expected
+
+
+def test_the_test_models_fanout_is_configurable_and_checked() -> None:
+    provider = TestProvider(fanout=3)
+    assert provider.with_model("other").fanout == 3
+    assert chat("test", fanout=2).provider.fanout == 2  # type: ignore[attr-defined]
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="fanout must be a whole number of at least 1"):
+            TestProvider(fanout=bad)  # type: ignore[arg-type]
