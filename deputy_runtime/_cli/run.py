@@ -41,10 +41,12 @@ import anyio
 from ..chat import (
     Chat,
     chat,
+    is_model_alias,
     is_provider_name,
     model_alias_map,
     parse_model_spec,
     provider_names,
+    resolve_model,
     suggest_model_spec,
 )
 from ..definitions import AgentDefinition, agent_definitions
@@ -127,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         policy = loaded.policy or policy
         aliases.update(loaded.aliases)
     aliases.update(_alias_options(getattr(args, "model_alias", None) or ()))
-    spec, announcement = select_model(args.model, os.environ)
+    spec, announcement = _lead_alias(*select_model(args.model, os.environ))
     fanout = getattr(args, "test_fanout", None)
     lead_chat = _make_chat(spec, explicit=bool(args.model), fanout=fanout)
     lead = _build_lead(args, lead_chat, policy, aliases)
@@ -158,6 +160,24 @@ def _run(args: argparse.Namespace) -> int:
     elif interrupted:
         print("deputy-runtime run: interrupted", file=sys.stderr)
     return _exit_status(result, interrupted)
+
+
+def _lead_alias(spec: str, announcement: str) -> tuple[str, str]:
+    """``--model anthropic/sonnet``: the lead's own model is an alias too; resolve it.
+
+    On another provider an alias names no model at all, which is refused.
+    """
+    provider, _, model = spec.partition("/")
+    if not model or not is_model_alias(model):
+        return spec, announcement
+    if provider.strip().lower() != "anthropic":
+        raise _UsageError(
+            f"--model {spec!r}: {model.strip()!r} is a Claude Code alias, which provider "
+            f"{provider.strip()!r} does not serve; name one of its models, or use "
+            f"--model {suggest_model_spec(model)}"
+        )
+    resolved = f"anthropic/{resolve_model(model, 'anthropic').model}"
+    return resolved, f"Model: {resolved} (from --model {spec}, a Claude Code alias)"
 
 
 def _check_backend(backend: str) -> None:

@@ -18,6 +18,8 @@ from _runhelp import REPO_ROOT, offline_env, run_cli, tool_free_agents
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "chat"))
 from agent_server import AgentServer
 
+from deputy_runtime.chat import CLAUDE_CODE_ALIASES
+
 PYTHONISMS = re.compile(r"\bNone\b|=None|Traceback|importlib")
 
 
@@ -206,3 +208,36 @@ def test_definition_errors_speak_the_file_format(tmp_path: Path, line: str, expe
     path.write_text(text + "\n", encoding="utf-8")
     done = run_cli("run", "--agents", str(agents), "Do it", cwd=tmp_path)
     _usage_error(done, "alpha.yaml", expected)
+
+
+def test_a_lead_model_alias_resolves_on_anthropic_and_is_refused_elsewhere(
+    tmp_path: Path, agents: Path
+) -> None:
+    # The CLI has no setting for the Anthropic endpoint, so a plugin re-registers the
+    # built-in provider pointed at the loopback server (the provider class is the real one).
+    plugin = tmp_path / "loopback_anthropic.py"
+    plugin.write_text(
+        "import os\n"
+        "from deputy_runtime.chat import AnthropicProvider, register_provider\n"
+        "register_provider('anthropic', lambda model, **kw: AnthropicProvider(\n"
+        "    model=model, base_url=os.environ['LOOPBACK_URL'], api_key='k', **kw),\n"
+        "    replace=True)\n",
+        encoding="utf-8",
+    )
+    with AgentServer("anthropic") as server:
+        env = offline_env(LOOPBACK_URL=server.url)
+        env.pop("ANTHROPIC_DEFAULT_OPUS_MODEL", None)
+        done = run_cli(
+            *("run", "--agents", str(agents), "--plugin", str(plugin)),
+            *("--model", "anthropic/opus", "Go"),
+            cwd=tmp_path,
+            env=env,
+        )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    resolved = CLAUDE_CODE_ALIASES["opus"][0]
+    assert done.stdout.splitlines()[0] == (
+        f"Model: anthropic/{resolved} (from --model anthropic/opus, a Claude Code alias)"
+    )
+    assert set(server.models) == {resolved}  # the lead and its inheriting subagent
+    elsewhere = run_cli("run", "--agents", str(agents), "--model", "openai/sonnet", "Go")
+    _usage_error(elsewhere, "'sonnet' is a Claude Code alias, which provider 'openai' does not")
