@@ -40,6 +40,7 @@ import anyio
 
 from ..chat import (
     Chat,
+    TestProvider,
     chat,
     is_model_alias,
     is_provider_name,
@@ -225,9 +226,10 @@ def _check_target(label: str, target: str) -> None:
 
 def _fanout_note(lead_chat: Chat, agents: Sequence[str]) -> str | None:
     """Say which agents the offline test model leaves out (it fans out to a capped number)."""
-    fanout = getattr(lead_chat.provider, "fanout", None)
-    if not isinstance(fanout, int) or len(agents) <= fanout:
+    provider = lead_chat.provider
+    if not isinstance(provider, TestProvider) or len(agents) <= provider.fanout:
         return None
+    fanout = provider.fanout
     skipped = agents[fanout:]
     return (
         f"Note: the test model delegates to at most {fanout} agents per turn, so "
