@@ -171,9 +171,9 @@ def test_trio_backend_gives_the_same_run(tmp_path: Path) -> None:
     ("args", "expected"),
     [
         (["--agents", "no/such/dir"], "--agents 'no/such/dir' is not a directory"),
-        (["--model", "nope/x"], "unknown provider 'nope'"),
+        (["--model", "nope/x"], "no provider named 'nope'; a model is provider/model"),
         (["--plugin", "missing_plugin.py"], "--plugin 'missing_plugin.py': no such file"),
-        (["--max-requests", "-1"], "max_requests must be between 0"),
+        (["--max-requests", "-1"], "argument --max-requests: expected a whole number of at"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_clear_message(
