@@ -15,7 +15,7 @@ import json
 import threading
 from typing import Any, Literal
 
-from loopback import LoopbackServer, Reply, Seen, anthropic_sse, openai_sse
+from tests.chat.loopback import LoopbackServer, Reply, Seen, anthropic_sse, openai_sse
 
 Api = Literal["openai", "anthropic"]
 ROUTING_MARKER = "deputy-lead-routing"

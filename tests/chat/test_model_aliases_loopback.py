@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_server import AgentServer
 
 from deputy_runtime import LeadAgent, UsageLimits, agent_definitions
 from deputy_runtime.chat import CLAUDE_CODE_ALIASES, Chat, chat, is_model_alias
 from deputy_runtime.runtime import DelegationPolicy, Event, WarningEvent
+from tests.chat.agent_server import AgentServer
 
 pytestmark = pytest.mark.anyio
 

@@ -18,13 +18,15 @@ import threading
 from pathlib import Path
 
 import pytest
-from _runhelp import cli, offline_env, tool_free_agents
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "chat"))
-from agent_server import AgentServer
-from loopback import Reply, Seen
+from tests.chat.agent_server import AgentServer
+from tests.chat.loopback import Reply, Seen
+from tests.cli._runhelp import cli, offline_env, tool_free_agents
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGPIPE semantics")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="needs SIGPIPE semantics"),
+]
 
 AGENTS = ("alpha", "beta", "gamma")
 TIMEOUT = 60.0

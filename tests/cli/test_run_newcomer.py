@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from _runhelp import REPO_ROOT, offline_env, run_cli, tool_free_agents
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "chat"))
-from agent_server import AgentServer
 
 from deputy_runtime.chat import CLAUDE_CODE_ALIASES
+from tests.chat.agent_server import AgentServer
+from tests.cli._runhelp import REPO_ROOT, offline_env, run_cli, tool_free_agents
+
+pytestmark = pytest.mark.slow
 
 PYTHONISMS = re.compile(r"\bNone\b|=None|Traceback|importlib")
 
