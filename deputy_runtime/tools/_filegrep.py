@@ -49,6 +49,10 @@ def grep(
     matches: list[str] = []
     partial: list[str] = []
     budget = limits.grep_scan_bytes
+    stopped = (
+        f"[stopped after searching {limits.grep_scan_bytes} bytes, the limit of one call; "
+        "narrow the path or glob to search the rest]"
+    )
     for file in files:
         raise_if_cancelled()
         rel = root.rel(file)
@@ -58,14 +62,14 @@ def grep(
             matches.append(f"[stopped after {limits.grep_matches} matches; narrow the search]")
             break
         if budget <= 0:
-            matches.append(
-                f"[stopped after searching {limits.grep_scan_bytes} bytes, the limit of one "
-                "call; narrow the path or glob to search the rest]"
-            )
+            matches.append(stopped)
             break
         cap = min(limits.grep_file_bytes, budget)
         searched = _grep_file(regex, file, rel, matches, limits.grep_matches, cap)
         budget -= abs(searched)
+        if searched < 0 and cap < limits.grep_file_bytes:  # cut by the call's budget
+            matches.append(stopped)
+            break
         if searched < 0:
             partial.append(rel)
     matches = matches[: limits.grep_matches + 1]
