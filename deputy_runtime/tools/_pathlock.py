@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["path_lock"]
+__all__ = ["lock_key", "locks_in_use", "path_lock"]
 
 
 class _Entry:
