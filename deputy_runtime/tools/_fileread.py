@@ -122,8 +122,13 @@ def read_text(
 
 
 def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk`` without following symlinks, skipping SKIPPED_DIRS, in sorted order."""
+    """``os.walk`` without following symlinks, skipping SKIPPED_DIRS, in sorted order.
+
+    Checks for cancellation at each directory, so walking a tree of empty directories
+    stops promptly too.
+    """
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        raise_if_cancelled()
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
         yield dirpath, dirnames, sorted(filenames)
 
@@ -145,7 +150,6 @@ def _list_unchecked(root: Root, most: int, path: str, recursive: bool) -> str:
     truncated = False
     if recursive:
         for dirpath, dirnames, filenames in walk(real):
-            raise_if_cancelled()
             names = [os.path.join(dirpath, d) + "/" for d in dirnames]
             names += [os.path.join(dirpath, f) for f in filenames]
             for name in names:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +189,33 @@ async def test_cancelled_grep_of_a_large_tree_stops_promptly(
     assert scope.cancelled_caught
     await finished.wait()
     assert 1 <= len(opened) <= 2
+
+
+@pytest.mark.anyio
+async def test_cancelled_grep_of_empty_directories_stops_promptly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree of directories without files gives the search no file to check between;
+    the walk itself checks. Cancelled at the first directory (a spy on the walk that
+    also counts directories), it must not visit all 300."""
+    for i in range(300):
+        (tmp_path / f"d{i:03d}").mkdir()
+    finished = Finished(monkeypatch, _files, "grep")
+    visited: list[str] = []
+    scope = anyio.CancelScope()
+    real_walk = _filegrep.walk
+
+    def walk_and_cancel(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+        for entry in real_walk(top):
+            visited.append(entry[0])
+            if len(visited) == 1:
+                anyio.from_thread.run_sync(scope.cancel)
+            yield entry
+
+    monkeypatch.setattr(_filegrep, "walk", walk_and_cancel)
+    grep = tools(tmp_path)["grep_files"]
+    with scope:
+        await invoke_tool(grep, {"pattern": "needle"})
+    assert scope.cancelled_caught
+    await finished.wait()
+    assert 1 <= len(visited) <= 3
