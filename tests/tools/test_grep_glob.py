@@ -50,7 +50,7 @@ def test_the_costliest_allowed_globs_cost_about_a_plain_one(grep: Callable[..., 
 
     def took(glob: str) -> float:
         best = float("inf")
-        for _ in range(3):
+        for _ in range(5):
             start = time.perf_counter()
             grep(pattern="needle", glob=glob)
             best = min(best, time.perf_counter() - start)
