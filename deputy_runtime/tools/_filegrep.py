@@ -100,12 +100,13 @@ def _grep_file(
         return 0
     try:
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(cap)
+            head = handle.read(min(cap, BINARY_PROBE_BYTES))
+            if b"\x00" in head:  # binary: only the probe counts against the budget
+                return len(head)
+            data = head + handle.read(cap - len(head))
             more = len(data) == cap and bool(handle.read(1))
     except OSError:
         return 0
-    if b"\x00" in data[:BINARY_PROBE_BYTES]:
-        return len(data)
     lines = data.split(b"\n")
     if (more and len(lines) > 1) or lines[-1] == b"":
         lines.pop()  # half a line cut by the cap, or the empty rest after a final newline

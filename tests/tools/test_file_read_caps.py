@@ -219,3 +219,13 @@ async def test_cancelled_grep_of_empty_directories_stops_promptly(
     assert scope.cancelled_caught
     await finished.wait()
     assert 1 <= len(visited) <= 3
+
+
+def test_binary_files_cost_grep_only_their_probe(tmp_path: Path) -> None:
+    """Skipping a binary file reads its first bytes only, so a tree full of images does
+    not use up the per-call budget before the text files are reached."""
+    for i in range(20):
+        (tmp_path / f"a{i:02d}.bin").write_bytes(b"\x00" * MIB)
+    (tmp_path / "z.txt").write_text("needle\n")
+    grep = tools(tmp_path, grep_scan_bytes=2 * MIB)["grep_files"].function
+    assert grep(pattern="needle") == "z.txt:1: needle"
