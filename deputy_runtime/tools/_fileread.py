@@ -22,6 +22,7 @@ BINARY_PROBE_BYTES = 8192
 #: Directories list_files (recursive) and grep_files skip: version control and caches.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
 _SKIP_CHUNK = 1024 * 1024
+_LINES_PER_CHECK = 4096
 
 
 class _Scan:
@@ -86,6 +87,8 @@ def read_text(
         for line, cut in scan.lines(cap):
             line_no += 1
             if line_no < start_line:
+                if line_no % _LINES_PER_CHECK == 0:
+                    raise_if_cancelled()
                 continue
             full = max_lines is not None and len(chunks) >= max_lines
             # The first line shown always fits (it is cut to the cap), so every call

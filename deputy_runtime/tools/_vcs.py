@@ -4,7 +4,8 @@ A file written into ``.git`` (a hook, or a ``core.fsmonitor`` line in ``.git/con
 runs a command on the host's next git call, so the write tools refuse those paths. A
 plain ``== ".git"`` is not enough, because several spellings reach the same directory:
 
-- case-insensitive file systems (macOS, Windows) treat ``.GIT`` and ``.Git`` as ``.git``;
+- case-insensitive file systems (macOS, Windows) treat ``.GIT`` and ``.Git`` as ``.git``,
+  and NTFS upper-cases names to compare them, so ``.gıt`` (dotless i) is ``.git`` too;
 - HFS+ ignores some invisible code points, so ``.g\u200cit`` is ``.git`` there;
 - Windows drops trailing dots and spaces (``.git.``, ``.git ``), reads ``.git::$DATA``
   style suffixes as a stream of ``.git``, and answers to the 8.3 short name ``GIT~1``.
@@ -30,14 +31,21 @@ _IGNORABLE = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 _SHORT_NAME = re.compile(r"(?:git|hg|svn)~[0-9]+")
 
 
-def fold_name(name: str) -> str:
-    """``name`` as a case-insensitive, HFS+ or Windows file system compares it."""
-    folded = _IGNORABLE.sub("", unicodedata.normalize("NFC", name))
-    folded = folded.split(":", 1)[0]  # an NTFS stream suffix names the same entry
-    return folded.rstrip(". ").casefold()
+def folded_names(name: str) -> tuple[str, str]:
+    """``name`` as case-insensitive, HFS+ or Windows file systems may compare it.
+
+    Two foldings: lower-casing (``casefold``) and upper-casing first, as NTFS does, which
+    also maps letters such as the dotless ``ı`` to ``I`` (so ``.gıt`` matches ``.git``).
+    """
+    stripped = _IGNORABLE.sub("", unicodedata.normalize("NFC", name))
+    stripped = stripped.split(":", 1)[0]  # an NTFS stream suffix names the same entry
+    stripped = stripped.rstrip(". ")
+    return stripped.casefold(), stripped.upper().casefold()
 
 
 def is_vcs_metadata(name: str) -> bool:
     """Whether the single path component ``name`` may be a version-control directory."""
-    folded = fold_name(name)
-    return folded in VCS_DIRS or _SHORT_NAME.fullmatch(folded) is not None
+    return any(
+        folded in VCS_DIRS or _SHORT_NAME.fullmatch(folded) is not None
+        for folded in folded_names(name)
+    )

@@ -42,10 +42,18 @@ def make_repo(base: Path) -> Path:
     return base
 
 
+# Letters that upper-case (as NTFS compares names) to the ASCII letter of the key.
+LOOKALIKES = {"i": "\u0131", "s": "\u017f"}
+
+
 @st.composite
 def random_case(draw: st.DrawFn, word: str) -> str:
-    flips = draw(st.lists(st.booleans(), min_size=len(word), max_size=len(word)))
-    return "".join(c.upper() if flip else c for c, flip in zip(word, flips, strict=True))
+    """``word`` with each letter kept, upper-cased, or swapped for a lookalike."""
+    out = []
+    for c in word:
+        forms = [c, c.upper(), *([LOOKALIKES[c]] if c in LOOKALIKES else [])]
+        out.append(draw(st.sampled_from(forms)))
+    return "".join(out)
 
 
 @st.composite
