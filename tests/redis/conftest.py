@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from redis_support import RedisServer
+
+from tests.redis.redis_support import RedisServer
 
 try:
     import coredis  # noqa: F401

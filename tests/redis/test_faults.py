@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from redis_support import RedisServer
 
 from deputy_runtime.errors import (
     BudgetLedgerError,
@@ -20,8 +19,9 @@ from deputy_runtime.errors import (
     ResourceBusyError,
 )
 from deputy_runtime.redis import LostReason, RedisBudget, RedisCoordinator, RedisLeases
+from tests.redis.redis_support import RedisServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 WORKER = Path(__file__).with_name("worker.py")
 

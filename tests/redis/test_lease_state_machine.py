@@ -27,6 +27,8 @@ from hypothesis.stateful import (
 from deputy_runtime.errors import ResourceBusyError
 from deputy_runtime.redis import Lease, RedisLeases
 
+pytestmark = pytest.mark.slow
+
 holders = st.sampled_from(["a", "b", "c"])
 KEY = "k"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from redis_support import RedisServer
 
 from deputy_runtime.errors import (
     CoordinationError,
@@ -12,6 +11,7 @@ from deputy_runtime.errors import (
     ResourceBusyError,
 )
 from deputy_runtime.redis import Lease, LostReason, RedisLeases
+from tests.redis.redis_support import RedisServer
 
 pytestmark = pytest.mark.anyio
 

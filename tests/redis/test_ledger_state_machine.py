@@ -32,6 +32,8 @@ from hypothesis.stateful import (
 from deputy_runtime.errors import BudgetLedgerError
 from deputy_runtime.redis import RedisBudget
 
+pytestmark = pytest.mark.slow
+
 LIMIT_REQUESTS = 20
 LIMIT_MICRO = 1_000_000  # cost_usd 1.0
 counts = st.integers(min_value=0, max_value=12)

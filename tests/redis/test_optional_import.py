@@ -6,6 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -17,6 +17,8 @@ import pytest
 
 from deputy_runtime.redis import RedisBudget
 
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).with_name("worker.py")
 PROCESSES = 4
 BACKENDS = ("asyncio", "trio")
