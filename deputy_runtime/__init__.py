@@ -60,10 +60,6 @@ from .runtime import (
     UsageLimits,
     decode_event,
     encode_event,
-    permissions_full,
-    permissions_plan,
-    permissions_readonly,
-    permissions_standard,
 )
 from .skills import Skill, skill_load
 from .tools import Tool, ask_user, ask_user_tool, tool, tools_file
@@ -129,10 +125,6 @@ __all__ = [
     "claude_agent_definitions",
     "decode_event",
     "encode_event",
-    "permissions_full",
-    "permissions_plan",
-    "permissions_readonly",
-    "permissions_standard",
     "register_provider",
     "skill_load",
     "tool",

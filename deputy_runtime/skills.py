@@ -18,10 +18,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from .definitions._yaml import nesting_problem
+from ._yaml_depth import nesting_problem
 from .errors import SkillError, ToolArgumentError
-from .tools._schema import schema_validator
-from .tools._tool import Tool
+from .tools import Tool, schema_validator
 
 __all__ = ["Skill", "skill_load", "skills_prompt_section", "skills_tool"]
 

@@ -22,7 +22,7 @@ from typing import Any
 import anyio.lowlevel
 import msgspec
 
-from ..chat._types import (
+from ..chat import (
     AssistantTurn,
     ContentText,
     ContentToolRequest,
@@ -136,10 +136,10 @@ class DeputyContender:
             HookEvent,
             Hooks,
             LeadAgent,
+            Permissions,
             UsageLimits,
             __version__,
             agent_definition,
-            permissions_standard,
         )
         from ..chat import Chat
 
@@ -154,7 +154,7 @@ class DeputyContender:
             sub_agents=[
                 agent_definition(CHILD_NAME, CHILD_DESCRIPTION, CHILD_PROMPT, max_requests=1)
             ],
-            permissions=permissions_standard(),
+            permissions=Permissions(mode="standard"),
             usage_limits=UsageLimits(max_requests=_BIG, max_tool_calls=_BIG),
             hooks=hooks,
         )

@@ -18,10 +18,11 @@ import asyncio
 import sys
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
+from ..tools import Tool
 from ._stream import stream_request
 from ._toolloop import (
     CANCELLED_TOOL_CALL_ERROR,
@@ -41,9 +42,6 @@ from ._types import (
     Turn,
     Usage,
 )
-
-if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
-    from ..tools._tool import Tool
 
 __all__ = ["DEFAULT_MAX_TOOL_ROUNDS", "Chat"]
 
@@ -178,8 +176,6 @@ class Chat:
 
     def register_tool(self, tool: Tool) -> None:
         """Offer ``tool`` to the model; a tool with the same name is replaced."""
-        from ..tools._tool import Tool
-
         if not isinstance(tool, Tool):
             raise TypeError(f"register_tool() expects a Tool, got {type(tool).__name__}")
         self._tools[tool.name] = tool
@@ -191,8 +187,6 @@ class Chat:
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace all registered tools. Two tools with one name are an error."""
-        from ..tools._tool import Tool
-
         registry: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):

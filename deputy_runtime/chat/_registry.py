@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import DeputyError
+from ..tools import Tool
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
 from ._types import Provider
-
-if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
-    from ..tools._tool import Tool
 
 __all__ = [
     "ProviderFactory",

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from ..errors import ScriptError
-from ._context import _current_agent
+from ._context import current_agent_name
 from ._types import (
     AssistantTurn,
     Content,
@@ -191,7 +191,7 @@ class ScriptedProvider:
     async def complete(self, request: ModelRequest) -> AssistantTurn:
         """The next scripted reply for the current agent."""
         state = self._state
-        agent = _current_agent.get()
+        agent = current_agent_name()
         track = state.shared
         if track is None:
             track = state.tracks.get(agent)

@@ -6,21 +6,18 @@ own loop, can reuse the same error wording and history repair.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 import anyio
 
 from ..errors import DeputyError
+from ..tools import Tool, invoke_tool
 from ._types import (
     Content,
     ContentToolRequest,
     ContentToolResult,
     Turn,
 )
-
-if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
-    from ..tools._tool import Tool
 
 __all__ = [
     "CANCELLED_TOOL_CALL_ERROR",
@@ -55,19 +52,6 @@ def tool_error_text(error: BaseException | str) -> str:
     return TOOL_ERROR_PREFIX + error
 
 
-_invoke: Callable[[Tool, Mapping[str, Any]], Awaitable[Any]] | None = None
-
-
-def _resolve_invoke() -> Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]:
-    # Imported on first use: tools._tool imports this package, so a module-level import
-    # would be circular.
-    global _invoke
-    from ..tools._invoke import invoke_tool
-
-    _invoke = invoke_tool
-    return invoke_tool
-
-
 async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> ContentToolResult:
     """Run one tool request and return its result; every failure becomes an error result.
 
@@ -82,9 +66,8 @@ async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> Co
             request.id,
             error=tool_error_text(f"Unknown tool {request.name!r}; available tools: {known}"),
         )
-    invoke = _invoke or _resolve_invoke()
     try:
-        value = await invoke(tool, request.arguments)
+        value = await invoke_tool(tool, request.arguments)
     except Exception as exc:
         return ContentToolResult(request.id, error=tool_error_text(exc))
     return ContentToolResult(request.id, value=value)

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
+from .._toolspec import ToolSpec
+
 __all__ = [
     "AssistantTurn",
     "Content",
@@ -145,14 +147,6 @@ class StreamDelta(msgspec.Struct, frozen=True, gc=False):
 
     text: str = ""
     thinking: str = ""
-
-
-class ToolSpec(msgspec.Struct, frozen=True, gc=False):
-    """What a provider needs to offer a tool: name, description and JSON Schema."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 class ModelRequest(msgspec.Struct, frozen=True, gc=False):

@@ -9,20 +9,29 @@ wrong-typed value, this module raises DefinitionFileError with the file and line
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DefinitionError, DefinitionFileError
+from ._files import check_path_argument, read_definition_text
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._model import AgentDefinition, DefinitionFieldError, agent_definition
-from ._registry import REGISTRY_KEY_PATTERN, SkillRegistry, ToolRegistry
+from ._registry import (
+    REGISTRY_KEY_PATTERN,
+    SkillRegistry,
+    ToolRegistry,
+    check_skill_registry,
+    check_tool_registry,
+)
 
 __all__ = [
     "PERMISSION_MODE_NAMES",
     "READ_KEYS",
     "ParsedMarkdown",
+    "agent_definition_from_markdown",
     "build_definition",
     "parse_markdown",
 ]
@@ -357,3 +366,24 @@ def _item_line(fm: Frontmatter, key: str, name: str) -> int | None:
             if str(item).strip() == name:
                 return fm.line(key, index)
     return fm.line(key)
+
+
+def agent_definition_from_markdown(
+    path: str | os.PathLike[str],
+    tools: Mapping[str, Any] | None = None,
+    skills: Mapping[str, Any] | None = None,
+) -> AgentDefinition:
+    """Read a markdown agent file (YAML frontmatter + prompt body) into an AgentDefinition.
+
+    ``tools`` and ``skills`` are the host's registries: the file names registry keys, never
+    code or paths. Without a ``tools`` key the agent gets every tool in ``tools`` (the host
+    decides what "inherit" offers); ``tools: []`` gives none; a name missing from the
+    registry is an error. ``disallowedTools`` is kept on the definition and removes tools
+    whenever the agent is built. Raises DefinitionFileError (with path and line) for
+    anything wrong with the file, including a file without frontmatter.
+    """
+    file = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, file)
+    skill_registry = check_skill_registry(skills, file)
+    parsed = parse_markdown(read_definition_text(file, markdown=True), file)
+    return build_definition(parsed, tool_registry, skill_registry)

@@ -18,7 +18,7 @@ import msgspec
 
 from ..errors import DefinitionError
 from ..skills import Skill
-from ..tools._tool import Tool
+from ..tools import Tool
 
 __all__ = [
     "FIELD_NAMES",

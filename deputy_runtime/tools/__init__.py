@@ -4,6 +4,15 @@ from ._ask_user import ask_user, ask_user_tool
 from ._decorator import tool
 from ._files import tools_file
 from ._invoke import invoke_tool
+from ._schema import schema_validator
 from ._tool import Tool
 
-__all__ = ["Tool", "ask_user", "ask_user_tool", "invoke_tool", "tool", "tools_file"]
+__all__ = [
+    "Tool",
+    "ask_user",
+    "ask_user_tool",
+    "invoke_tool",
+    "schema_validator",
+    "tool",
+    "tools_file",
+]

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..chat._types import ToolSpec
+from .._toolspec import ToolSpec
 from ..errors import ToolDefinitionError
 
 __all__ = ["TOOL_NAME_PATTERN", "Tool"]
