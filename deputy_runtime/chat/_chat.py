@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 import anyio
 
+from ..errors import ToolLoopLimitError
 from ..tools import Tool
 from ._stream import stream_request
 from ._toolloop import (
     CANCELLED_TOOL_CALL_ERROR,
-    ToolLoopLimitError,
     run_tools,
     user_turn_after,
 )

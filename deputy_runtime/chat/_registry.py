@@ -12,14 +12,13 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import DeputyError
+from ..errors import UnknownProviderError
 from ..tools import Tool
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
 from ._types import Provider
 
 __all__ = [
     "ProviderFactory",
-    "UnknownProviderError",
     "chat",
     "is_provider_name",
     "parse_model_spec",
@@ -31,10 +30,6 @@ __all__ = [
 
 #: Builds a provider for a model name; extra keyword arguments come from ``chat(...)``.
 ProviderFactory = Callable[..., Provider]
-
-
-class UnknownProviderError(DeputyError, ValueError):
-    """A model spec named a provider that is not registered; the message lists the known ones."""
 
 
 class _Entry:

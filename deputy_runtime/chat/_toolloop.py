@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 
 import anyio
 
-from ..errors import DeputyError
 from ..tools import Tool, invoke_tool
 from ._types import (
     Content,
@@ -22,7 +21,6 @@ from ._types import (
 __all__ = [
     "CANCELLED_TOOL_CALL_ERROR",
     "TOOL_ERROR_PREFIX",
-    "ToolLoopLimitError",
     "repair_turns",
     "run_tool",
     "run_tools",
@@ -35,14 +33,6 @@ __all__ = [
 TOOL_ERROR_PREFIX = "Tool calling failed with error "
 #: Error result given to a tool request that never got an answer.
 CANCELLED_TOOL_CALL_ERROR = "Tool call was not answered (cancelled)"
-
-
-class ToolLoopLimitError(DeputyError, RuntimeError):
-    """The model kept calling tools for more than ``max_tool_rounds`` rounds."""
-
-    def __init__(self, message: str, *, max_tool_rounds: int) -> None:
-        super().__init__(message)
-        self.max_tool_rounds = max_tool_rounds
 
 
 def tool_error_text(error: BaseException | str) -> str:

@@ -30,6 +30,8 @@ __all__ = [
     "Usage",
 ]
 
+#: Who a turn is from: the user (task, tool results), the assistant (the model) or the
+#: system prompt.
 Role: TypeAlias = Literal["user", "assistant", "system"]
 
 
@@ -67,6 +69,8 @@ class ContentToolResult(msgspec.Struct, frozen=True, gc=False, tag="tool_result"
     error: str | None = None
 
 
+#: One piece of a turn: text, reasoning, a tool request or a tool result (a tagged union,
+#: tag field ``type``, so a conversation round-trips through JSON).
 Content: TypeAlias = ContentText | ContentThinking | ContentToolRequest | ContentToolResult
 
 
