@@ -14,6 +14,7 @@ import importlib
 import inspect
 import subprocess
 import sys
+import textwrap
 import types
 from pathlib import Path
 
@@ -457,3 +458,73 @@ def test_every_exported_name_has_a_docstring() -> None:
 def test_every_exported_runtime_name_has_a_docstring() -> None:
     missing = _undocumented(in_runtime=True)
     assert not missing, "no docstring:\n" + "\n".join(missing)
+
+
+def _google_sections_missing(function: object) -> list[str]:
+    """What a public function's docstring lacks for a generated reference."""
+    function = inspect.unwrap(function)  # type: ignore[arg-type]
+    doc = inspect.getdoc(function) or ""
+    missing = []
+    signature = inspect.signature(function)  # type: ignore[arg-type]
+    section: list[str] = []
+    if "\nArgs:\n" in doc:
+        for line in doc.split("\nArgs:\n", 1)[1].splitlines():
+            if line and not line[0].isspace():
+                break  # the next section
+            section.append(line)
+    documented = {
+        line.strip().split(":", 1)[0]
+        for line in textwrap.dedent("\n".join(section)).splitlines()
+        if line and not line[0].isspace() and ":" in line
+    }
+    for parameter in signature.parameters.values():
+        prefix = {"VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}.get(parameter.kind.name, "")
+        if f"{prefix}{parameter.name}" not in documented:
+            missing.append(f"Args: {prefix}{parameter.name}")
+    returns = signature.return_annotation not in (None, "None", inspect.Signature.empty)
+    if returns and "Returns:" not in doc:
+        missing.append("Returns:")
+    return missing
+
+
+def test_public_functions_document_args_and_returns() -> None:
+    """Google-style ``Args:`` (every parameter) and ``Returns:`` sections on every public
+    function outside the runtime, so the API reference lists each parameter."""
+    problems = []
+    for module_name, names in EXPECTED_ALL.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            value = getattr(module, name)
+            if not inspect.isfunction(value):
+                continue
+            source = Path(inspect.getsourcefile(inspect.unwrap(value)) or "")
+            if source.is_relative_to(RUNTIME_DIR):
+                continue
+            missing = _google_sections_missing(value)
+            if missing:
+                problems.append(f"{module_name}.{name}: {', '.join(missing)}")
+    assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_the_section_check_reads_google_style() -> None:
+    def documented(path: str, *names: str, strict: bool = False, **extra: object) -> int:
+        """Count things.
+
+        Args:
+            path: Where.
+            *names: Which.
+            strict: How.
+                Continued on a second line.
+            **extra: Anything else.
+
+        Returns:
+            The count.
+        """
+        return 0
+
+    def bare(path: str, strict: bool = False) -> int:
+        """Count things at ``path``; ``strict`` is mentioned but not in an Args section."""
+        return 0
+
+    assert _google_sections_missing(documented) == []
+    assert _google_sections_missing(bare) == ["Args: path", "Args: strict", "Returns:"]

@@ -6,7 +6,7 @@ lead's delegate calls), request and tool-call budgets large enough never to stop
 ``run_stream``. The definition sets ``max_requests=1`` (its model answers in one
 response): a child reserves min(definition, lead's remaining budget), so without it the
 first of N concurrent children would reserve the whole remaining budget and its siblings
-would start with none. Token and cost budgets are not set for the same reason: deputy's
+would start with none. Token and cost budgets are not set for the same reason: the
 budget arithmetic hands a child all the remaining tokens and cost, which leaves nothing to
 a concurrent sibling. The subagent is built fresh on every delegation from a small definition,
 as the runtime always does. One zero-cost provider answers both the lead and the children

@@ -172,7 +172,7 @@ def _write_markdown(
 
 
 def _truncation_warnings(parsed: ParsedMarkdown) -> list[str]:
-    """Say what the markdown reading rules cut (AgentLane's limits), and where."""
+    """Say what the markdown reading rules cut (description and body limits), and where."""
     source, fm, warnings = parsed.path, parsed.frontmatter, []
     if "description" in parsed.truncated:
         warnings.append(

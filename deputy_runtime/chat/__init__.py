@@ -1,9 +1,9 @@
 """The chat layer: conversation value types, the Provider protocol, providers and Chat.
 
 A :class:`Provider` turns one :class:`ModelRequest` into one :class:`AssistantTurn`; it
-keeps no conversation. :class:`Chat` keeps the conversation (ellmer-style) and runs the
-tool loop. :func:`chat` builds a Chat from a ``"provider/model"`` spec through the
-provider registry (:func:`register_provider` adds your own).
+keeps no conversation. :class:`Chat` keeps the conversation and runs the tool loop.
+:func:`chat` builds a Chat from a ``"provider/model"`` spec through the provider registry
+(:func:`register_provider` adds your own).
 
 The HTTP providers (:class:`OpenAIProvider`, :class:`AnthropicProvider`, ...) and
 :class:`RetryPolicy` import httpx, so they are loaded on first access: importing this

@@ -1,4 +1,4 @@
-"""ellmer-style Chat: a conversation with one provider, plus a tool loop.
+"""Chat: a conversation with one provider, plus a tool loop.
 
 Your input enters the history together with the assistant turn that answered it, so a
 first request that is cancelled or fails rolls your input back (send it again to retry).
@@ -53,7 +53,7 @@ _CONTENT_TYPES = (ContentText, ContentThinking, ContentToolRequest, ContentToolR
 
 
 class Chat:
-    """A conversation with one model provider, with ellmer's methods.
+    """A conversation with one model provider: send input, run tools, keep the turns.
 
     ``chat_async``/``stream_async``/``chat`` send your input, run the tool loop
     (concurrent tool calls, errors returned to the model) and record the turns. The

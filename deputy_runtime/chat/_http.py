@@ -532,7 +532,7 @@ _encoder = msgspec.json.Encoder()
 
 
 def tool_result_text(value: Any, error: str | None) -> str:
-    """What the model sees for a tool result (ellmer's rules).
+    """What the model sees for a tool result.
 
     Errors become ``Tool calling failed with error <message>``; strings go as they are;
     anything else is sent as JSON.

@@ -56,7 +56,15 @@ _call_ids = itertools.count(1)
 
 
 def reply(text: str, *, usage: Usage | None = None) -> AssistantTurn:
-    """A scripted assistant text reply."""
+    """A scripted assistant text reply.
+
+    Args:
+        text: What the model says.
+        usage: The usage the turn reports (the scripted provider's default when omitted).
+
+    Returns:
+        An assistant turn holding ``text``.
+    """
     return AssistantTurn((ContentText(text),), usage or Usage(), finish_reason="stop")
 
 
@@ -68,7 +76,18 @@ def tool_call(
     text: str | None = None,
     usage: Usage | None = None,
 ) -> AssistantTurn:
-    """A scripted assistant turn requesting one tool call (ids are unique when omitted)."""
+    """A scripted assistant turn requesting one tool call.
+
+    Args:
+        name: The tool to call.
+        arguments: Its arguments (none when omitted).
+        id: The call id; a unique one is generated when omitted.
+        text: Text the model says alongside the call.
+        usage: The usage the turn reports (the scripted provider's default when omitted).
+
+    Returns:
+        An assistant turn holding one tool request.
+    """
     return tool_calls((name, arguments or {}, id), text=text, usage=usage)
 
 
@@ -81,8 +100,17 @@ def tool_calls(
 ) -> AssistantTurn:
     """A scripted assistant turn requesting several tool calls at once (parallel calls).
 
-    Each call is ``(name, arguments)``, ``(name, arguments, id)`` or a ready
-    :class:`ContentToolRequest`.
+    Args:
+        *calls: Each ``(name, arguments)``, ``(name, arguments, id)`` or a ready
+            :class:`~deputy_runtime.chat.ContentToolRequest`.
+        text: Text the model says alongside the calls.
+        usage: The usage the turn reports (the scripted provider's default when omitted).
+
+    Returns:
+        An assistant turn holding the tool requests, in order.
+
+    Raises:
+        TypeError: A call is neither a tuple of that shape nor a ContentToolRequest.
     """
     contents: list[Content] = [ContentText(text)] if text else []
     for call in calls:

@@ -121,7 +121,14 @@ def _argument_sets(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Schema-valid arguments for a tool whose parameters are the object ``schema``."""
+    """Schema-valid arguments for a tool, as the offline ``test`` model makes them up.
+
+    Args:
+        schema: The tool's parameters, a JSON Schema object.
+
+    Returns:
+        Arguments that validate against ``schema``.
+    """
     value = example_value(schema, schema)
     return value if isinstance(value, dict) else {}
 

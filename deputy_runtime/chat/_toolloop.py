@@ -29,7 +29,7 @@ __all__ = [
     "user_turn_after",
 ]
 
-#: Prefix of every tool error the model sees (ellmer's wording).
+#: Prefix of every tool error the model sees, one wording for every provider.
 TOOL_ERROR_PREFIX = "Tool calling failed with error "
 #: Error result given to a tool request that never got an answer.
 CANCELLED_TOOL_CALL_ERROR = "Tool call was not answered (cancelled)"

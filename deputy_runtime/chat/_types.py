@@ -58,7 +58,7 @@ class ContentToolRequest(msgspec.Struct, frozen=True, gc=False, tag="tool_reques
 
 
 class ContentToolResult(msgspec.Struct, frozen=True, gc=False, tag="tool_result"):
-    """The answer to one tool request; lives in a user turn, as in ellmer.
+    """The answer to one tool request; it lives in the user turn after the request.
 
     ``error`` is set (and ``value`` is ``None``) when the call failed or was denied; the
     model sees the error text.

@@ -59,13 +59,25 @@ def agent_definitions(
     *,
     markdown: bool = False,
 ) -> dict[str, AgentDefinition]:
-    """Read every definition file in the directory ``path``; map canonical names to them.
+    """Read every definition file in a directory; map canonical names to them.
 
-    Reads top-level ``*.yaml``/``*.yml`` files (any case; hidden files skipped; also
-    ``*.md`` agent files when ``markdown=True``) in code point order of their names.
-    Any invalid file, or two files with the same canonical name, aborts the whole
-    discovery with a DefinitionFileError naming the file(s). A missing directory gives
-    ``{}``; the result can be passed straight to a LeadAgent as its subagents.
+    Reads top-level ``*.yaml``/``*.yml`` files (any case; hidden files skipped; also ``*.md``
+    agent files when ``markdown=True``) in code point order of their names. All valid or
+    none: any invalid file aborts the whole discovery.
+
+    Args:
+        path: The directory.
+        tools: Registry key -> Tool, for the files' ``tools`` names.
+        skills: Registry key -> Skill or approved skill path.
+        markdown: Also read ``*.md`` agent files.
+
+    Returns:
+        Canonical name -> definition (``{}`` for a missing directory); it can be passed
+        straight to a :class:`~deputy_runtime.LeadAgent` as its subagents.
+
+    Raises:
+        DefinitionFileError: A file is invalid, two files have the same canonical name, or
+            ``path`` is not a directory; the error names the file(s).
     """
     directory = check_path_argument(path)
     tool_registry = check_tool_registry(tools, directory)

@@ -1,14 +1,15 @@
-"""Markdown agent files (Claude Code ``.claude/agents/*.md`` and AgentLane style).
+"""Markdown agent files (Claude Code ``.claude/agents/*.md`` style).
 
 A markdown agent file is YAML frontmatter between ``---`` fences plus a body that becomes
 the agent's prompt. Splitting, line handling, YAML typing, coercion and truncation follow
-AgentLane so real files load the same way; the keys map onto :class:`AgentDefinition` as
-DESIGN 3.2 fixes. Reading has the YAML reader's safety rules (regular files only, 1 MiB,
-non-blocking open, no code execution, tools and skills only through registries) and every
-problem is a :class:`~deputy_runtime.errors.DefinitionFileError` naming the file and,
-where known, the line. The work is split over ``_frontmatter`` (fences and YAML),
-``_markdown_read`` (keys to fields) and ``_markdown_write`` (rendering); this module is
-the public face.
+the common agent-file readers so real files load the same way; the keys map onto
+:class:`AgentDefinition` fields as ``docs/markdown-format.md`` lists them. Reading has the
+YAML reader's safety rules (regular files only, 1 MiB, non-blocking open, no code
+execution, tools and skills only through registries) and every problem is a
+:class:`~deputy_runtime.errors.DefinitionFileError` naming the file and, where known, the
+line. The work is split over ``_frontmatter`` (fences and YAML), ``_markdown_read`` (keys
+to fields and reading one file), ``_markdown_write`` (rendering) and ``_discovery``
+(directories); this module is the public face.
 """
 
 from __future__ import annotations
@@ -38,7 +39,18 @@ def claude_agent_definitions(
     """Discover Claude Code's project agents: every file in ``<project_dir>/.claude/agents``.
 
     Uses :func:`agent_definitions` with ``markdown=True`` (top level only, hidden files
-    skipped, sorted by name, any invalid file aborts). A missing directory gives ``{}``.
+    skipped, sorted by name, any invalid file aborts).
+
+    Args:
+        project_dir: The project whose ``.claude/agents`` directory is read.
+        tools: Registry key -> Tool.
+        skills: Registry key -> Skill or approved skill path.
+
+    Returns:
+        Canonical name -> definition (``{}`` when the directory is missing).
+
+    Raises:
+        DefinitionFileError: A file is invalid or two files share a name.
     """
     directory = check_path_argument(project_dir) / ".claude" / "agents"
     return agent_definitions(directory, tools, skills, markdown=True)

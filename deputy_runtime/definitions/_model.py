@@ -314,7 +314,32 @@ def agent_definition(
     permission_mode: str | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> AgentDefinition:
-    """Build a validated :class:`AgentDefinition` (the same as calling the class)."""
+    """Build a validated :class:`AgentDefinition` (the same as calling the class).
+
+    Args:
+        name: The routing key; trimmed, lowercased, ``^[a-z][a-z0-9_-]*$``.
+        description: When the lead should use this agent (shown to the lead's model).
+        prompt: The subagent's system prompt.
+        tools: The tools the subagent gets.
+        model: ``"inherit"`` (a fresh copy of the lead's chat), ``"provider/model"``, or a
+            model id on the lead's provider.
+        skills: Skills (or approved skill paths) whose instructions the subagent may load.
+        disallowed_tools: Tool names removed from every tool source, skills' included.
+        memory: Lines appended to the prompt under ``# Memory``.
+        mcp_servers: MCP server names the host builds (owned resource mode only).
+        initial_prompt: Sent to the subagent with every brief.
+        max_requests: Cap on the subagent's model requests per delegation.
+        permission_mode: ``readonly``, ``plan``, ``standard`` or ``full``; ``None`` takes
+            the lead's current mode.
+        params: Model parameters for the subagent's requests.
+
+    Returns:
+        The frozen definition.
+
+    Raises:
+        DefinitionError: A field is invalid; the message names the field and what was
+            expected.
+    """
     return AgentDefinition(
         name,
         description,

@@ -356,9 +356,8 @@ class _CanonicalDumper(yaml.SafeDumper):
 
 
 #: Every string YAML 1.1 reads as a boolean when unquoted (https://yaml.org/type/bool.html).
-#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers (such as R's yaml
-#: package, with which the R deputy package reads these files) do, so the writers quote all
-#: of them.
+#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers type them as booleans
+#: too, so the writers quote all of them and every reader gets the same string.
 YAML11_BOOL = re.compile(
     r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
 )

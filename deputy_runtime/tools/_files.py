@@ -415,16 +415,24 @@ def _meta(description: str, example: object) -> msgspec.Meta:
 
 
 def tools_file(working_dir: str | os.PathLike[str]) -> tuple[Tool, ...]:
-    """The five file tools, confined to ``working_dir`` (which must exist).
+    """The five file tools, confined to ``working_dir``.
 
-    Returns ``(read_file, list_files, grep_files, write_file, edit_file)``. Reads are
-    capped at 256 KiB per call (with a notice saying how to read on), writes and edits at
-    1 MiB, listings at 1000 entries and searches at 200 matches. The tools run in worker
-    threads so file I/O never blocks the event loop. grep_files refuses patterns over
-    1000 characters and patterns nesting an unbounded repeat inside another (``(a+)+``),
-    the usual exponential-backtracking shapes. Python's ``re`` cannot be interrupted and
-    keeps the GIL for a whole match, so a slow pattern the check misses stalls the
-    process (cancellation and Ctrl-C included) until that match finishes.
+    Reads are capped at 256 KiB per call (with a notice saying how to read on), writes and
+    edits at 1 MiB, listings at 1000 entries and searches at 200 matches. The tools run in
+    worker threads so file I/O never blocks the event loop. grep_files refuses patterns over
+    1000 characters and patterns nesting an unbounded repeat inside another (``(a+)+``), the
+    usual exponential-backtracking shapes. Python's ``re`` cannot be interrupted and keeps
+    the GIL for a whole match, so a slow pattern the check misses stalls the process
+    (cancellation and Ctrl-C included) until that match finishes.
+
+    Args:
+        working_dir: The directory the tools are confined to (after resolving symlinks).
+
+    Returns:
+        ``(read_file, list_files, grep_files, write_file, edit_file)``.
+
+    Raises:
+        ToolDefinitionError: ``working_dir`` does not exist or is not a directory.
     """
     root = _Root(working_dir)
     tools = (*_read_tools(root), *_write_tools(root))
