@@ -1,0 +1,94 @@
+"""The documentation site builds with ``mkdocs build --strict``.
+
+Strict mode turns every warning into an error: a broken link or anchor between pages, a
+missing snippet file, or an API reference entry mkdocstrings cannot resolve fails the
+build, so it fails this test. A page that exists but is not in ``nav`` is only reported
+(the ``validation`` settings in mkdocs.yml), so new pages can land before nav lists them.
+
+The build needs the ``docs`` extra (part of the ``test`` extra). Without mkdocs the tests
+fail when the ``CI`` environment variable is set (CI must build the docs) and are skipped
+with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def _require_mkdocs() -> None:
+    missing = [name for name in DOCS_MODULES if not _importable(name)]
+    if not missing:
+        return
+    reason = (
+        f"the docs build needs {', '.join(missing)}: install the docs extra "
+        "(pip install -e '.[docs]')"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set and {reason}")
+    pytest.skip(reason)
+
+
+#: What ``mkdocs build`` with this site's configuration imports.
+DOCS_MODULES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # the parent package is missing
+        return False
+
+
+def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=config.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    _require_mkdocs()
+    done = _build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for page in ("index.html", "getting-started/index.html", "reference/runtime/index.html"):
+        assert (tmp_path / "site" / page).is_file(), page
+    # The API reference is generated from the package, not written by hand.
+    reference = (tmp_path / "site" / "reference" / "runtime" / "index.html").read_text()
+    assert 'id="deputy_runtime.runtime.LeadAgent"' in reference
+    chat = (tmp_path / "site" / "reference" / "chat" / "index.html").read_text()
+    assert 'id="deputy_runtime.chat.OpenAIProvider"' in chat  # a lazily loaded export
+
+
+def test_a_broken_link_fails_and_an_unlisted_page_does_not(tmp_path: Path) -> None:
+    """The strictness is real: the site's own settings, one unlisted page, one bad link."""
+    _require_mkdocs()
+    settings = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    settings["nav"] = [{"Home": "index.md"}]  # a small site, built with the same rules
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nSee [the new page](unlisted.md).\n")
+    (docs / "unlisted.md").write_text("# Not in nav yet\n\nBack [home](index.md).\n")
+    passed = _build(config, tmp_path / "site-ok")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+    (docs / "unlisted.md").write_text("# Not in nav yet\n\nSee [gone](no-such-page.md).\n")
+    failed = _build(config, tmp_path / "site-broken")
+    assert failed.returncode != 0
+    assert "no-such-page.md" in failed.stdout + failed.stderr
