@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +23,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-
-pytestmark = pytest.mark.slow
 
 
 def _require_mkdocs() -> None:
@@ -61,6 +60,7 @@ def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     _require_mkdocs()
     done = _build(ROOT / "mkdocs.yml", tmp_path / "site")
@@ -74,6 +74,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert 'id="deputy_runtime.chat.OpenAIProvider"' in chat  # a lazily loaded export
 
 
+@pytest.mark.slow
 def test_a_broken_link_fails_and_an_unlisted_page_does_not(tmp_path: Path) -> None:
     """The strictness is real: the site's own settings, one unlisted page, one bad link."""
     _require_mkdocs()
@@ -92,3 +93,17 @@ def test_a_broken_link_fails_and_an_unlisted_page_does_not(tmp_path: Path) -> No
     failed = _build(config, tmp_path / "site-broken")
     assert failed.returncode != 0
     assert "no-such-page.md" in failed.stdout + failed.stderr
+
+
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_getting_started_shows_the_readme_embedding_example() -> None:
+    """The README's embedding example runs in tests/test_examples.py; the copy in the
+    getting-started page is checked to be the same code, so the two cannot drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Embedding", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    (example,) = _python_blocks(section)
+    assert example in _python_blocks(page)
