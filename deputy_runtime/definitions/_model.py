@@ -34,7 +34,7 @@ __all__ = [
 NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*\Z")
 #: Permission modes a definition may ask for (the lead's ceiling still applies).
 PERMISSION_MODES: Final = ("standard", "plan", "readonly", "full")
-#: Largest ``max_requests`` (the int32 maximum, as in deputy).
+#: Largest ``max_requests``: the int32 maximum, so every reader of the file can hold it.
 MAX_REQUESTS_LIMIT: Final = 2**31 - 1
 #: The fields of AgentDefinition, in order.
 FIELD_NAMES: Final = (
