@@ -210,15 +210,19 @@ _LAZY = frozenset(
 )
 
 
-def __getattr__(name: str) -> object:
-    """Load an HTTP provider class (or RetryPolicy) the first time it is asked for."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+# Hidden from type checkers: they see the TYPE_CHECKING imports above instead, so an
+# attribute that does not exist is still a type error.
+if not TYPE_CHECKING:
 
-    value = getattr(importlib.import_module(".chat", __name__), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> object:
+        """Load an HTTP provider class (or RetryPolicy) the first time it is asked for."""
+        if name not in _LAZY:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(".chat", __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
