@@ -107,3 +107,43 @@ def test_getting_started_shows_the_readme_embedding_example() -> None:
     page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     (example,) = _python_blocks(section)
     assert example in _python_blocks(page)
+
+
+def _page_example(page: str) -> dict[str, object]:
+    """Run the first python block of a docs page; return the names it defined."""
+    (code, *_) = _python_blocks((ROOT / "docs" / page).read_text(encoding="utf-8"))
+    namespace: dict[str, object] = {"definitions": []}  # the one name pages take as given
+    exec(compile(code, page, "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.anyio
+async def test_events_page_handler_sees_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from deputy_runtime import LeadAgent, UsageLimits, agent_definition, chat
+
+    on_event = _page_example("concepts/events.md")["on_event"]
+    helper = agent_definition("helper", "Helps.", "Be helpful.", max_requests=2)
+    lead = LeadAgent(chat("test"), [helper], usage_limits=UsageLimits(max_requests=5))
+    await lead.run("Help with this.", on_event=on_event)  # type: ignore[arg-type]
+    lines = capsys.readouterr().out.splitlines()
+    assert "lead: delegate_to_agent" in lines
+    assert "helper stopped: complete" in lines
+    assert lines[-1] == "lead stopped: complete"
+    assert any(line.startswith("delegation ") and line.endswith(" settled") for line in lines)
+
+
+def test_tools_and_hooks_page_examples_build_what_they_say() -> None:
+    from deputy_runtime import HookEvent, Hooks, LeadAgent, Tool
+
+    word_count = _page_example("concepts/tools.md")["word_count"]
+    assert isinstance(word_count, Tool)
+    assert word_count.read_only
+    assert word_count.parameters["properties"]["unique"]["description"] == (
+        "Count each distinct word once."
+    )
+    assert word_count.function(text="a b a", unique=True) == 2
+    hooks_page = _page_example("concepts/hooks.md")
+    hooks, lead = hooks_page["hooks"], hooks_page["lead"]
+    assert isinstance(hooks, Hooks)
+    assert hooks.has(HookEvent.PreToolUse)
+    assert isinstance(lead, LeadAgent)
