@@ -72,6 +72,9 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert 'id="deputy_runtime.runtime.LeadAgent"' in reference
     chat = (tmp_path / "site" / "reference" / "chat" / "index.html").read_text()
     assert 'id="deputy_runtime.chat.OpenAIProvider"' in chat  # a lazily loaded export
+    # The docstrings' Sphinx roles are rendered as code (docs/_griffe/sphinx_roles.py).
+    assert ":class:`" not in chat
+    assert "<code>AssistantTurn</code>" in chat
 
 
 @pytest.mark.slow
