@@ -528,3 +528,25 @@ def test_the_section_check_reads_google_style() -> None:
 
     assert _google_sections_missing(documented) == []
     assert _google_sections_missing(bare) == ["Args: path", "Args: strict", "Returns:"]
+
+
+def test_public_methods_document_args_and_returns() -> None:
+    """The same for the methods of every public class outside the runtime."""
+    problems, seen = [], set()
+    for module_name, names in EXPECTED_ALL.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            cls = getattr(module, name)
+            if not inspect.isclass(cls) or cls in seen:
+                continue
+            seen.add(cls)
+            if Path(inspect.getsourcefile(cls) or "").is_relative_to(RUNTIME_DIR):
+                continue
+            for attribute, member in vars(cls).items():
+                own = getattr(member, "__qualname__", "").startswith(f"{cls.__qualname__}.")
+                if attribute.startswith("_") or not inspect.isfunction(member) or not own:
+                    continue
+                missing = [m for m in _google_sections_missing(member) if m != "Args: self"]
+                if missing:
+                    problems.append(f"{cls.__module__}.{cls.__qualname__}.{attribute}: {missing}")
+    assert not problems, "\n".join(sorted(problems))

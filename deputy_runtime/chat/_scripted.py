@@ -217,7 +217,17 @@ class ScriptedProvider:
     # -- Provider protocol ---------------------------------------------------------------
 
     async def complete(self, request: ModelRequest) -> AssistantTurn:
-        """The next scripted reply for the current agent."""
+        """The next scripted reply for the current agent.
+
+        Args:
+            request: The request; a callable script entry gets it.
+
+        Returns:
+            The scripted assistant turn.
+
+        Raises:
+            ScriptError: The script ran out, has no entry for the agent, or rejected the request.
+        """
         state = self._state
         agent = current_agent_name()
         track = state.shared
@@ -251,7 +261,17 @@ class ScriptedProvider:
     async def stream(
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamDelta | AssistantTurn, None]:
-        """The scripted reply as one thinking delta, one text delta, then the turn."""
+        """The scripted reply as one thinking delta, one text delta, then the turn.
+
+        Args:
+            request: The request.
+
+        Returns:
+            An async generator of deltas followed by the turn.
+
+        Raises:
+            ScriptError: As for :meth:`complete`.
+        """
         turn = await self.complete(request)
         thinking = "".join(c.thinking for c in turn.contents if isinstance(c, ContentThinking))
         if thinking:
@@ -262,7 +282,14 @@ class ScriptedProvider:
         yield turn
 
     def with_model(self, model: str) -> ScriptedProvider:
-        """The same script (and position, and log) under another model name."""
+        """The same script (and position, and log) under another model name.
+
+        Args:
+            model: The model name.
+
+        Returns:
+            A provider sharing this one's script.
+        """
         new = ScriptedProvider.__new__(ScriptedProvider)
         new.name = self.name
         new.model = model
@@ -286,11 +313,25 @@ class ScriptedProvider:
         return list(self._state.log)
 
     def requests_for(self, agent: str | None) -> list[ModelRequest]:
-        """The requests made while ``agent`` was the current agent name."""
+        """The requests made while ``agent`` was the current agent name.
+
+        Args:
+            agent: The agent name (``None`` for requests made outside any agent).
+
+        Returns:
+            The requests, oldest first.
+        """
         return [request for name, request in self._state.log if name == agent]
 
     def remaining(self, agent: str | None = None) -> int:
-        """Unplayed entries of ``agent``'s script (of the shared script when not keyed)."""
+        """Unplayed entries of a script.
+
+        Args:
+            agent: The agent whose script to count; ``None`` for the shared script.
+
+        Returns:
+            How many entries are left.
+        """
         state = self._state
         track = state.shared if state.shared is not None else state.tracks.get(agent)
         if track is None:

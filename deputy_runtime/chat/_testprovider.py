@@ -66,7 +66,15 @@ class TestProvider:
         return f"TestProvider(model={self.model!r})"
 
     async def complete(self, request: ModelRequest) -> AssistantTurn:
-        """Call every offered tool, or answer once the results of those calls are back."""
+        """Call every offered tool, or answer once the results of those calls are back.
+
+        Args:
+            request: The request.
+
+        Returns:
+            A turn calling each offered tool once (with arguments made from its schema), or a
+            text summarising the tool results.
+        """
         turns = request.turns
         if request.tools and not _answers_own_calls(turns):
             calls = _tool_calls(request.tools, len(turns))
@@ -78,14 +86,28 @@ class TestProvider:
     async def stream(
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamDelta | AssistantTurn, None]:
-        """The reply of :meth:`complete` as one text delta, then the turn."""
+        """The reply of :meth:`complete` as one text delta, then the turn.
+
+        Args:
+            request: The request.
+
+        Returns:
+            An async generator of one delta followed by the turn.
+        """
         turn = await self.complete(request)
         if turn.text:
             yield StreamDelta(text=turn.text)
         yield turn
 
     def with_model(self, model: str) -> TestProvider:
-        """The same provider under another model name."""
+        """The same provider under another model name.
+
+        Args:
+            model: The model name.
+
+        Returns:
+            A new test provider.
+        """
         return TestProvider(model=model, name=self.name, usage=self.usage)
 
 

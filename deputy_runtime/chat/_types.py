@@ -142,7 +142,11 @@ class AssistantTurn(msgspec.Struct, frozen=True, gc=False):
         return tuple(c for c in self.contents if isinstance(c, ContentToolRequest))
 
     def turn(self) -> Turn:
-        """This reply as a history :class:`Turn` with role ``assistant``."""
+        """This reply as a history turn.
+
+        Returns:
+            A :class:`Turn` with role ``assistant`` and this reply's contents.
+        """
         return Turn("assistant", self.contents)
 
 
@@ -174,8 +178,36 @@ class Provider(Protocol):
     name: str
     model: str
 
-    async def complete(self, request: ModelRequest) -> AssistantTurn: ...
+    async def complete(self, request: ModelRequest) -> AssistantTurn:
+        """Send one request and return the model's whole turn.
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]: ...
+        Args:
+            request: The system prompt, the turns, the offered tools and the parameters.
 
-    def with_model(self, model: str) -> Provider: ...
+        Returns:
+            The model's turn, with the usage of the request.
+        """
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]:
+        """Send one request, yield deltas as they arrive, then the whole turn.
+
+        A provider without streaming may leave this out: :func:`stream_request` then falls back
+        to one :meth:`complete` call.
+
+        Args:
+            request: As for :meth:`complete`.
+
+        Returns:
+            An async iterator of :class:`StreamDelta` values followed by the final
+            :class:`AssistantTurn`, exactly once.
+        """
+
+    def with_model(self, model: str) -> Provider:
+        """The same provider for another model (how ``model: some-id`` in a definition runs).
+
+        Args:
+            model: The model name.
+
+        Returns:
+            A provider for that model.
+        """

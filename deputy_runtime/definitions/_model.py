@@ -277,7 +277,17 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             msgspec.structs.force_setattr(self, field, value)
 
     def replace(self, **changes: Any) -> AgentDefinition:
-        """Return a new definition with ``changes`` applied, validated again."""
+        """A new definition with ``changes`` applied, validated again.
+
+        Args:
+            **changes: Field names and their new values.
+
+        Returns:
+            The new definition.
+
+        Raises:
+            DefinitionError: A changed field is invalid.
+        """
         unknown = sorted(set(changes) - set(FIELD_NAMES))
         if unknown:
             raise DefinitionError(
