@@ -90,7 +90,7 @@ from .runtime import (
     encode_event,
 )
 from .skills import Skill, skill_load
-from .tools import Tool, ask_user, ask_user_tool, tool, tools_file
+from .tools import FileToolLimits, Tool, ask_user, ask_user_tool, tool, tools_file
 
 if TYPE_CHECKING:  # loaded lazily by __getattr__ below; these lines only inform type checkers
     from .chat import (
@@ -129,6 +129,7 @@ __all__ = [
     "DeputyError",
     "Event",
     "EventLogWriter",
+    "FileToolLimits",
     "HTTPProvider",
     "HookDecision",
     "HookEvent",

@@ -13,6 +13,16 @@ package, or a command that never talks to a model, does not pay for the HTTP sta
 from typing import TYPE_CHECKING
 
 from ..errors import ToolLoopLimitError, UnknownProviderError
+from ._aliases import (
+    ALIASES_CHECKED,
+    CLAUDE_CODE_ALIASES,
+    ModelChoice,
+    ModelSource,
+    is_model_alias,
+    model_alias_map,
+    resolve_model,
+    suggest_model_spec,
+)
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
 from ._context import agent_name_scope, current_agent_name
 from ._registry import (
@@ -67,7 +77,9 @@ if TYPE_CHECKING:  # loaded lazily by __getattr__ below; these lines only inform
     from ._openai import OllamaProvider, OpenAICompatibleProvider, OpenAIProvider
 
 __all__ = [
+    "ALIASES_CHECKED",
     "CANCELLED_TOOL_CALL_ERROR",
+    "CLAUDE_CODE_ALIASES",
     "DEFAULT_MAX_TOOL_ROUNDS",
     "DEFAULT_SCRIPTED_USAGE",
     "DEFAULT_TEST_USAGE",
@@ -80,7 +92,9 @@ __all__ = [
     "ContentToolRequest",
     "ContentToolResult",
     "HTTPProvider",
+    "ModelChoice",
     "ModelRequest",
+    "ModelSource",
     "OllamaProvider",
     "OpenAICompatibleProvider",
     "OpenAIProvider",
@@ -100,13 +114,17 @@ __all__ = [
     "chat",
     "current_agent_name",
     "example_arguments",
+    "is_model_alias",
     "is_provider_name",
+    "model_alias_map",
     "parse_model_spec",
     "provider_names",
     "register_provider",
     "reply",
+    "resolve_model",
     "resolve_provider",
     "stream_request",
+    "suggest_model_spec",
     "tool_call",
     "tool_calls",
     "unregister_provider",

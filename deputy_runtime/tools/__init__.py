@@ -9,6 +9,7 @@ from ._ask_user import ask_user, ask_user_tool
 from ._decorator import tool
 from ._files import tools_file
 from ._invoke import invoke_tool
+from ._limits import FileToolLimits
 from ._schema import schema_validator
 from ._tool import Tool
 
@@ -18,6 +19,7 @@ from ._tool import Tool
 from ._invoke import tool_validator as tool_validator
 
 __all__ = [
+    "FileToolLimits",
     "Tool",
     "ask_user",
     "ask_user_tool",
