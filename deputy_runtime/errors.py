@@ -34,6 +34,8 @@ __all__ = [
     "SkillError",
     "ToolArgumentError",
     "ToolDefinitionError",
+    "ToolLoopLimitError",
+    "UnknownProviderError",
     "UsageLimitExceeded",
 ]
 
@@ -181,3 +183,18 @@ class ProviderTimeoutError(ProviderError):
 
 class BadRequestError(ProviderError):
     """The provider rejected the request as malformed (400/404/422); never retried."""
+
+
+class UnknownProviderError(DeputyError, ValueError):
+    """A model spec named a provider that is not registered; the message lists the known ones."""
+
+
+class ToolLoopLimitError(DeputyError, RuntimeError):
+    """The model kept calling tools for more than ``max_tool_rounds`` rounds.
+
+    ``max_tool_rounds`` is the limit that was reached.
+    """
+
+    def __init__(self, message: str, *, max_tool_rounds: int) -> None:
+        super().__init__(message)
+        self.max_tool_rounds = max_tool_rounds

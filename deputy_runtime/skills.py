@@ -18,10 +18,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from .definitions._yaml import nesting_problem
+from ._yaml_depth import nesting_problem
 from .errors import SkillError, ToolArgumentError
-from .tools._schema import schema_validator
-from .tools._tool import Tool
+from .tools import Tool, schema_validator
 
 __all__ = ["Skill", "skill_load", "skills_prompt_section", "skills_tool"]
 
@@ -50,9 +49,18 @@ def skill_load(path: str | os.PathLike[str]) -> Skill:
     """Load an Agent Skills directory (or its ``SKILL.md``) into a :class:`Skill`.
 
     ``SKILL.md`` starts with YAML frontmatter between ``---`` lines holding ``name`` and
-    ``description`` (other keys such as ``license`` are allowed and ignored); the rest
-    is the instructions. The file must be a regular UTF-8 file of at most 256 KiB.
-    Any problem raises :class:`SkillError` naming the path.
+    ``description`` (other keys such as ``license`` are allowed and ignored); the rest is the
+    instructions.
+
+    Args:
+        path: The skill directory, or its ``SKILL.md``.
+
+    Returns:
+        The skill.
+
+    Raises:
+        SkillError: Any problem (not a regular UTF-8 file of at most 256 KiB, bad
+            frontmatter, a missing name or description); the error names the path.
     """
     given = Path(path)
     file = given / SKILL_FILE if given.is_dir() else given
@@ -155,6 +163,15 @@ def skills_tool(skills: Iterable[Skill]) -> Tool:
     """The read-only ``load_skill(name)`` tool returning a skill's instructions.
 
     An unknown name is a tool error listing the available names, so the model can retry.
+
+    Args:
+        skills: The skills the tool can load.
+
+    Returns:
+        The ``load_skill`` tool.
+
+    Raises:
+        SkillError: Two skills share a name.
     """
     by_name = _check_skills(skills)
     folded = {name.lower(): skill for name, skill in by_name.items()}
@@ -201,7 +218,17 @@ def skills_tool(skills: Iterable[Skill]) -> Tool:
 
 
 def skills_prompt_section(skills: Iterable[Skill]) -> str:
-    """The system-prompt section listing skills by name and description ("" if none)."""
+    """The system-prompt section listing skills by name and description.
+
+    Args:
+        skills: The skills an agent has.
+
+    Returns:
+        The section's text, or ``""`` when there are no skills.
+
+    Raises:
+        SkillError: Two skills share a name.
+    """
     by_name = _check_skills(skills)
     if not by_name:
         return ""

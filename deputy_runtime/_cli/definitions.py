@@ -14,13 +14,19 @@ from collections.abc import Iterator, Mapping, ValuesView
 from pathlib import Path
 from typing import Any
 
-from ..definitions import AGENT_DEFINITION_SCHEMA, AgentDefinition, agent_definitions
-from ..definitions._discovery import candidate_names, definition_format, markdown_reader
-from ..definitions._files import read_definition_text
-from ..definitions._format import definition_from_yaml
-from ..definitions._registry import REGISTRY_KEY_PATTERN
+from ..definitions import (
+    AGENT_DEFINITION_SCHEMA,
+    REGISTRY_KEY_PATTERN,
+    AgentDefinition,
+    agent_definition_from_markdown,
+    agent_definitions,
+    candidate_names,
+    definition_format,
+    definition_from_yaml,
+    read_definition_text,
+)
 from ..errors import DefinitionFileError
-from ..tools._tool import Tool
+from ..tools import Tool
 
 __all__ = ["ALL_HOST_TOOLS", "list_agents", "schema", "validate"]
 
@@ -85,11 +91,7 @@ def _read(file: Path, out: list[str]) -> AgentDefinition | None:
     tools, skills = _registries()
     try:
         if definition_format(file) == "markdown":
-            reader = markdown_reader()
-            if reader is None:
-                print(f"{file}: skipped: markdown agent files are not supported by this build")
-                return None
-            return reader(file, tools, skills)
+            return agent_definition_from_markdown(file, tools, skills)
         return definition_from_yaml(read_definition_text(file), file, tools, skills)
     except DefinitionFileError as exc:
         out.append(_problem(exc))
@@ -139,9 +141,7 @@ def list_agents(args: argparse.Namespace) -> int:
     """
     tools, skills = _registries()
     try:
-        found = agent_definitions(
-            args.directory, tools, skills, markdown=markdown_reader() is not None
-        )
+        found = agent_definitions(args.directory, tools, skills, markdown=True)
     except DefinitionFileError as exc:
         print(_problem(exc), file=sys.stderr)
         return 1

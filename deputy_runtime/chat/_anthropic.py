@@ -3,8 +3,8 @@
 Tool requests travel as ``tool_use`` blocks and results as ``tool_result`` blocks at the
 front of the next user message; ``thinking`` and ``redacted_thinking`` blocks are kept with
 their signatures so they can be replayed, as Anthropic requires when thinking precedes tool
-use. Like ellmer, the system prompt and the last block of the final user message are
-marked cacheable (``cache="5m"`` by default).
+use. The system prompt and the last block of the final user message are marked cacheable
+(``cache="5m"`` by default), so a growing conversation re-reads its cached prefix.
 """
 
 from __future__ import annotations
@@ -356,7 +356,7 @@ class AnthropicProvider(HTTPProvider):
         if isinstance(c, ContentText):
             if not c.text:
                 return None
-            # Whitespace-only text blocks are rejected by the API (ellmer does the same).
+            # The API rejects whitespace-only text blocks, so they are sent as a placeholder.
             return {"type": "text", "text": c.text if c.text.strip() else "[empty string]"}
         if isinstance(c, ContentToolResult) and role == "user":
             return {

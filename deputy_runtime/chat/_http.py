@@ -81,7 +81,14 @@ class RetryPolicy:
                 raise ValueError(f"{name} must be a number >= 0 seconds, got {value!r}")
 
     def backoff(self, retry_number: int) -> float:
-        """The jittered exponential wait before retry ``retry_number`` (0-based)."""
+        """The jittered exponential wait before a retry.
+
+        Args:
+            retry_number: Which retry, 0-based.
+
+        Returns:
+            Seconds to wait.
+        """
         base = min(self.initial_delay * (2.0**retry_number), self.max_delay)
         return base * (1.0 - 0.25 * random.random())
 
@@ -441,7 +448,14 @@ class HTTPProvider:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
     def with_model(self, model: str) -> Self:
-        """A provider for another model sharing this one's client and settings."""
+        """A provider for another model sharing this one's client and settings.
+
+        Args:
+            model: The model name.
+
+        Returns:
+            The new provider.
+        """
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}.with_model: model must be a non-empty string")
         other = copy.copy(self)
@@ -475,7 +489,19 @@ class HTTPProvider:
             ) from exc
 
     async def complete(self, request: ModelRequest) -> AssistantTurn:
-        """Send one request and return the model's whole turn (usage.requests == 1)."""
+        """Send one request and return the model's whole turn (``usage.requests == 1``).
+
+        Args:
+            request: The request.
+
+        Returns:
+            The model's turn.
+
+        Raises:
+            ProviderError: The request failed after the retries the policy allows (a subclass
+                says why: ``AuthenticationError``, ``RateLimitError``, ``BadRequestError``,
+                ``ProviderTimeoutError``).
+        """
         body = self._encode(request, stream=False)
         start = time.perf_counter()
         raw = await self._session.post(self._path, body)
@@ -484,9 +510,17 @@ class HTTPProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]:
         """Send one streaming request; yield text/thinking deltas, then the whole turn.
 
-        A stream that breaks, reports an error or ends without its final event raises
-        :class:`ProviderError`; no partial turn is yielded. Closing or cancelling the
-        iteration closes the HTTP response.
+        Closing or cancelling the iteration closes the HTTP response.
+
+        Args:
+            request: The request.
+
+        Returns:
+            An async iterator of deltas followed by the turn.
+
+        Raises:
+            ProviderError: The stream broke, reported an error or ended without its final
+                event; no partial turn is yielded.
         """
         body = self._encode(request, stream=True)
         start = time.perf_counter()
@@ -532,7 +566,7 @@ _encoder = msgspec.json.Encoder()
 
 
 def tool_result_text(value: Any, error: str | None) -> str:
-    """What the model sees for a tool result (ellmer's rules).
+    """What the model sees for a tool result.
 
     Errors become ``Tool calling failed with error <message>``; strings go as they are;
     anything else is sent as JSON.

@@ -1,10 +1,10 @@
 """OpenAI Chat Completions providers: ``openai``, ``openai_compatible`` and ``ollama``.
 
-Turns are serialised as ellmer does (tool results become ``role: "tool"`` messages ahead of
-the user's text; tool-call arguments travel as JSON strings), responses and SSE chunks are
-decoded into typed structs at the boundary, and streamed tool calls are reassembled
-leniently: compatible servers omit, repeat or null the ``index`` of tool-call deltas, or
-send a whole call in one chunk.
+Turns are serialised as Chat Completions expects them (tool results become
+``role: "tool"`` messages ahead of the user's text; tool-call arguments travel as JSON
+strings), responses and SSE chunks are decoded into typed structs at the boundary, and
+streamed tool calls are reassembled leniently: compatible servers omit, repeat or null
+the ``index`` of tool-call deltas, or send a whole call in one chunk.
 """
 
 from __future__ import annotations
@@ -490,7 +490,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
 class OllamaProvider(OpenAICompatibleProvider):
     """Ollama through its OpenAI-compatible endpoint (default ``http://localhost:11434/v1``).
 
-    Construction does no network I/O (unlike ellmer's ``chat_ollama``). A key is optional
+    Construction does no network I/O (no model listing or probing). A key is optional
     (``api_key`` or ``OLLAMA_API_KEY``, for proxies that want one).
     """
 

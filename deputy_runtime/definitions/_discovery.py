@@ -6,15 +6,14 @@ skipped, sorted by name in code point order so the result never depends on the l
 
 from __future__ import annotations
 
-import importlib
 import os
 import stat
-from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import DefinitionFileError
 from ._files import check_path_argument, read_definition_text
 from ._format import definition_from_yaml
+from ._markdown_read import agent_definition_from_markdown
 from ._model import AgentDefinition
 from ._registry import SkillRegistry, ToolRegistry, check_skill_registry, check_tool_registry
 
@@ -23,7 +22,6 @@ __all__ = [
     "agent_definitions",
     "candidate_names",
     "definition_format",
-    "markdown_reader",
 ]
 
 #: The format of a single named definition file by its extension, compared in lower case
@@ -38,21 +36,6 @@ _MARKDOWN_SUFFIX = ".md"
 def definition_format(path: Path) -> str | None:
     """``"yaml"`` or ``"markdown"`` by the extension of ``path`` (any case), else ``None``."""
     return FORMAT_BY_SUFFIX.get(path.suffix.lower())
-
-
-MarkdownReader = Callable[[Path, ToolRegistry, SkillRegistry], AgentDefinition]
-
-
-def markdown_reader() -> MarkdownReader | None:
-    """The markdown agent-file reader, or None if this build does not have one."""
-    try:
-        module = importlib.import_module("deputy_runtime.definitions._markdown")
-    except ModuleNotFoundError as exc:
-        if exc.name != "deputy_runtime.definitions._markdown":
-            raise
-        return None
-    reader: MarkdownReader = module.agent_definition_from_markdown
-    return reader
 
 
 def candidate_names(directory: Path, *, markdown: bool) -> list[str]:
@@ -76,13 +59,25 @@ def agent_definitions(
     *,
     markdown: bool = False,
 ) -> dict[str, AgentDefinition]:
-    """Read every definition file in the directory ``path``; map canonical names to them.
+    """Read every definition file in a directory; map canonical names to them.
 
-    Reads top-level ``*.yaml``/``*.yml`` files (any case; hidden files skipped; also
-    ``*.md`` agent files when ``markdown=True``) in code point order of their names.
-    Any invalid file, or two files with the same canonical name, aborts the whole
-    discovery with a DefinitionFileError naming the file(s). A missing directory gives
-    ``{}``; the result can be passed straight to a LeadAgent as its subagents.
+    Reads top-level ``*.yaml``/``*.yml`` files (any case; hidden files skipped; also ``*.md``
+    agent files when ``markdown=True``) in code point order of their names. All valid or
+    none: any invalid file aborts the whole discovery.
+
+    Args:
+        path: The directory.
+        tools: Registry key -> Tool, for the files' ``tools`` names.
+        skills: Registry key -> Skill or approved skill path.
+        markdown: Also read ``*.md`` agent files.
+
+    Returns:
+        Canonical name -> definition (``{}`` for a missing directory); it can be passed
+        straight to a :class:`~deputy_runtime.LeadAgent` as its subagents.
+
+    Raises:
+        DefinitionFileError: A file is invalid, two files have the same canonical name, or
+            ``path`` is not a directory; the error names the file(s).
     """
     directory = check_path_argument(path)
     tool_registry = check_tool_registry(tools, directory)
@@ -101,18 +96,12 @@ def agent_definitions(
             "agent_definition_read() for a single file",
             path=directory,
         )
-    reader = markdown_reader() if markdown else None
-    if markdown and reader is None:
-        raise DefinitionFileError(
-            "markdown=True needs markdown agent-file support, which this build lacks",
-            path=directory,
-        )
     result: dict[str, AgentDefinition] = {}
     origin: dict[str, str] = {}
     for name in candidate_names(directory, markdown=markdown):
         file = directory / name
-        if reader is not None and name.lower().endswith(_MARKDOWN_SUFFIX):
-            definition = reader(file, tool_registry, skill_registry)
+        if markdown and name.lower().endswith(_MARKDOWN_SUFFIX):
+            definition = agent_definition_from_markdown(file, tool_registry, skill_registry)
         else:
             text = read_definition_text(file)
             definition = definition_from_yaml(text, file, tool_registry, skill_registry)

@@ -241,10 +241,17 @@ def agent_definition_read(
 ) -> AgentDefinition:
     """Read one YAML definition file (format version 1), resolving names via the registries.
 
-    Registries map case-sensitive keys to Tool objects / Skill objects or approved skill
-    paths; they are checked before the file is touched. Every problem raises
-    :class:`~deputy_runtime.errors.DefinitionFileError` with ``path`` (and ``line`` and
-    ``column`` where known).
+    Args:
+        path: The YAML file.
+        tools: Registry key -> Tool, for the file's ``tools`` names (case-sensitive).
+        skills: Registry key -> Skill or approved skill path, for its ``skills`` names.
+
+    Returns:
+        The definition the file describes.
+
+    Raises:
+        DefinitionFileError: Any problem, with ``path`` (and ``line`` and ``column`` where
+            known); the registries are checked before the file is touched.
     """
     file = check_path_argument(path)
     tool_registry = check_tool_registry(tools, file)
@@ -304,13 +311,28 @@ def agent_definition_write(
     skills: SkillRegistry | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write ``definition`` as a canonical format-1 YAML file, atomically; return the path.
+    """Write ``definition`` as a canonical format-1 YAML file, atomically.
 
-    Each tool and skill must match exactly one registry entry (tools and Skill objects by
-    identity, skill paths by equality). The text is checked to read back equal before it
-    is written; the file is UTF-8 with LF line endings, at most 1 MiB. Without
-    ``overwrite`` an existing file (even one created concurrently) is never replaced. On
-    any failure the destination is unchanged and no temporary file remains.
+    The text is checked to read back equal before it is written; the file is UTF-8 with LF
+    line endings, at most 1 MiB. On any failure the destination is unchanged and no
+    temporary file remains.
+
+    Args:
+        definition: The definition to write.
+        path: The destination file.
+        tools: The registry whose keys name the definition's tools; each tool must match
+            exactly one entry, by identity.
+        skills: The registry whose keys name its skills (Skill objects by identity, skill
+            paths by equality).
+        overwrite: Replace an existing file; without it an existing file (even one created
+            concurrently) is never replaced.
+
+    Returns:
+        The path written.
+
+    Raises:
+        DefinitionFileError: A tool or skill has no single registry entry, the file exists
+            and ``overwrite`` is false, or the write failed.
     """
     file = check_path_argument(path)
     tool_registry = check_tool_registry(tools, file)

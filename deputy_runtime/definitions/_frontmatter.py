@@ -1,15 +1,15 @@
-"""Splitting a markdown agent file into YAML frontmatter and body, AgentLane-compatible.
+"""Splitting a markdown agent file into YAML frontmatter and body.
 
-The rules follow AgentLane 0.22's shared frontmatter parser exactly, so real Claude Code
-and AgentLane files split the same way here: the text must start with ``---`` at offset
+The rules are those of the common agent-file frontmatter parsers, so real Claude Code
+agent files split the same way here as elsewhere: the text must start with ``---`` at offset
 0; lines are split with :meth:`str.splitlines` (so CR, CRLF, VT, FF, FS/GS/RS, NEL,
 U+2028 and U+2029 all end a line); the first line and the closing fence are lines whose
 whitespace-stripped text is exactly ``---`` (the first such line wins, even inside a YAML
 block scalar); frontmatter and body are the lines in between and after, joined with
 ``\\n``. The frontmatter is loaded with PyYAML's safe loader (YAML 1.1 typing, duplicate
-keys: last wins). Where AgentLane silently returns "no agent" we raise
-:class:`~deputy_runtime.errors.DefinitionFileError` with the line, and unlike AgentLane we
-also reject YAML aliases (they let a small file expand without bound when coerced to text).
+keys: last wins). Where a lenient parser would silently return "no agent", this raises
+:class:`~deputy_runtime.errors.DefinitionFileError` with the line; YAML aliases are
+rejected too (they let a small file expand without bound when coerced to text).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ __all__ = [
     "parse_frontmatter",
 ]
 
-#: AgentLane's AGENT_MAX_DESCRIPTION_LENGTH, in code points.
+#: Longest description kept, in code points; longer ones are cut.
 MAX_DESCRIPTION_LENGTH = 1024
-#: AgentLane's AGENT_MAX_INSTRUCTIONS_LINES.
+#: Most body lines read as the prompt; a longer body is cut with a pointer to the file.
 MAX_BODY_LINES = 1000
 #: Deepest nesting of lists and mappings accepted in frontmatter (the YAML format's limit).
 MAX_NESTING = 64

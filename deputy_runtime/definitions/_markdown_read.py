@@ -1,34 +1,45 @@
 """Reading markdown agent files: frontmatter keys to AgentDefinition fields.
 
-Coercion and truncation follow AgentLane 0.22 (``str()``-then-strip scalars, comma string
-or list name lists with duplicates dropped, description cut at 1024 code points after
-stripping, body cut at 1000 lines plus a pointer line naming the file); the key mapping,
-including Claude Code's keys, is DESIGN 3.2's. Where AgentLane silently defaults a
-wrong-typed value, this module raises DefinitionFileError with the file and line.
+Coercion and truncation follow the common agent-file readers, so a file loads here as it
+does elsewhere: scalars are ``str()``-then-stripped, name lists are a comma string or a
+list with duplicates dropped, the description is cut at 1024 code points after stripping,
+and the body at 1000 lines plus a pointer line naming the file. Claude Code's keys map
+onto AgentDefinition fields (:data:`READ_KEYS`, :data:`PERMISSION_MODE_NAMES`). Where a
+lenient reader would silently default a wrong-typed value, this module raises
+DefinitionFileError with the file and line.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DefinitionError, DefinitionFileError
+from ._files import check_path_argument, read_definition_text
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._model import AgentDefinition, DefinitionFieldError, agent_definition
-from ._registry import REGISTRY_KEY_PATTERN, SkillRegistry, ToolRegistry
+from ._registry import (
+    REGISTRY_KEY_PATTERN,
+    SkillRegistry,
+    ToolRegistry,
+    check_skill_registry,
+    check_tool_registry,
+)
 
 __all__ = [
     "PERMISSION_MODE_NAMES",
     "READ_KEYS",
     "ParsedMarkdown",
+    "agent_definition_from_markdown",
     "build_definition",
     "parse_markdown",
 ]
 
-#: Frontmatter keys that are read; every other key is ignored, as Claude Code and
-#: AgentLane do.
+#: Frontmatter keys that are read; every other key (``color``, ``hooks``, ...) is ignored,
+#: as Claude Code ignores keys it does not know.
 READ_KEYS = (
     "name",
     "description",
@@ -43,7 +54,7 @@ READ_KEYS = (
     "initialPrompt",
 )
 
-#: Claude Code permission modes, and deputy's own mode names, -> deputy modes.
+#: Claude Code permission modes, and this package's own mode names, -> permission modes.
 PERMISSION_MODE_NAMES = {
     "default": "standard",
     "acceptEdits": "standard",
@@ -174,12 +185,12 @@ def _field_error(exc: DefinitionError, parsed: ParsedMarkdown) -> DefinitionFile
 
 
 def _text(value: Any) -> str | None:
-    """AgentLane's scalar coercion: null stays None, anything else is ``str()`` stripped."""
+    """Scalar coercion: null stays None, anything else is ``str()`` stripped."""
     return None if value is None else str(value).strip()
 
 
 def _name(fm: Frontmatter, path: Path) -> str:
-    # Deliberate difference: AgentLane invents a random name; the file stem is stable.
+    # A missing or blank name falls back to the file's stem, which is stable across reads.
     return _text(fm.data.get("name")) or path.stem
 
 
@@ -192,8 +203,7 @@ def _description(fm: Frontmatter, path: Path) -> str:
             path=path,
             line=fm.line("description") or 1,
         )
-    # Strip first, then cut at 1024 code points, as AgentLane does (a trailing space may
-    # survive the cut).
+    # Strip first, then cut at 1024 code points (a trailing space may survive the cut).
     return text[:MAX_DESCRIPTION_LENGTH]
 
 
@@ -249,8 +259,8 @@ def _kind(value: Any) -> str:
 
 
 def _names(fm: Frontmatter, path: Path, key: str, value: Any) -> tuple[str, ...]:
-    """AgentLane's name-list rule: a comma string or a list; str()-strip, drop empties
-    and exact duplicates (first kept). Other types are an error here (AgentLane: empty)."""
+    """A name list: a comma string or a list; str()-strip, drop empties and exact
+    duplicates (first kept). Any other type is an error naming the key."""
     if isinstance(value, str):
         items: list[Any] = value.split(",")
     elif isinstance(value, list):
@@ -357,3 +367,34 @@ def _item_line(fm: Frontmatter, key: str, name: str) -> int | None:
             if str(item).strip() == name:
                 return fm.line(key, index)
     return fm.line(key)
+
+
+def agent_definition_from_markdown(
+    path: str | os.PathLike[str],
+    tools: Mapping[str, Any] | None = None,
+    skills: Mapping[str, Any] | None = None,
+) -> AgentDefinition:
+    """Read a markdown agent file (YAML frontmatter + prompt body) into an AgentDefinition.
+
+    The file names registry keys, never code or paths. Without a ``tools`` key the agent
+    gets every tool in ``tools`` (the host decides what "inherit" offers); ``tools: []``
+    gives none. ``disallowedTools`` is kept on the definition and removes tools whenever the
+    agent is built.
+
+    Args:
+        path: The ``.md`` file.
+        tools: The host's tool registry, registry key -> Tool.
+        skills: The host's skill registry, registry key -> Skill or approved skill path.
+
+    Returns:
+        The definition the file describes.
+
+    Raises:
+        DefinitionFileError: Anything wrong with the file (with path and, where known,
+            line), including a file without frontmatter or a name missing from a registry.
+    """
+    file = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, file)
+    skill_registry = check_skill_registry(skills, file)
+    parsed = parse_markdown(read_definition_text(file, markdown=True), file)
+    return build_definition(parsed, tool_registry, skill_registry)

@@ -18,7 +18,7 @@ import msgspec
 
 from ..errors import DefinitionError
 from ..skills import Skill
-from ..tools._tool import Tool
+from ..tools import Tool
 
 __all__ = [
     "FIELD_NAMES",
@@ -34,7 +34,7 @@ __all__ = [
 NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*\Z")
 #: Permission modes a definition may ask for (the lead's ceiling still applies).
 PERMISSION_MODES: Final = ("standard", "plan", "readonly", "full")
-#: Largest ``max_requests`` (the int32 maximum, as in deputy).
+#: Largest ``max_requests``: the int32 maximum, so every reader of the file can hold it.
 MAX_REQUESTS_LIMIT: Final = 2**31 - 1
 #: The fields of AgentDefinition, in order.
 FIELD_NAMES: Final = (
@@ -277,7 +277,17 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             msgspec.structs.force_setattr(self, field, value)
 
     def replace(self, **changes: Any) -> AgentDefinition:
-        """Return a new definition with ``changes`` applied, validated again."""
+        """A new definition with ``changes`` applied, validated again.
+
+        Args:
+            **changes: Field names and their new values.
+
+        Returns:
+            The new definition.
+
+        Raises:
+            DefinitionError: A changed field is invalid.
+        """
         unknown = sorted(set(changes) - set(FIELD_NAMES))
         if unknown:
             raise DefinitionError(
@@ -314,7 +324,32 @@ def agent_definition(
     permission_mode: str | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> AgentDefinition:
-    """Build a validated :class:`AgentDefinition` (the same as calling the class)."""
+    """Build a validated :class:`AgentDefinition` (the same as calling the class).
+
+    Args:
+        name: The routing key; trimmed, lowercased, ``^[a-z][a-z0-9_-]*$``.
+        description: When the lead should use this agent (shown to the lead's model).
+        prompt: The subagent's system prompt.
+        tools: The tools the subagent gets.
+        model: ``"inherit"`` (a fresh copy of the lead's chat), ``"provider/model"``, or a
+            model id on the lead's provider.
+        skills: Skills (or approved skill paths) whose instructions the subagent may load.
+        disallowed_tools: Tool names removed from every tool source, skills' included.
+        memory: Lines appended to the prompt under ``# Memory``.
+        mcp_servers: MCP server names the host builds (owned resource mode only).
+        initial_prompt: Sent to the subagent with every brief.
+        max_requests: Cap on the subagent's model requests per delegation.
+        permission_mode: ``readonly``, ``plan``, ``standard`` or ``full``; ``None`` takes
+            the lead's current mode.
+        params: Model parameters for the subagent's requests.
+
+    Returns:
+        The frozen definition.
+
+    Raises:
+        DefinitionError: A field is invalid; the message names the field and what was
+            expected.
+    """
     return AgentDefinition(
         name,
         description,

@@ -76,5 +76,9 @@ AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
 
 
 def agent_definition_schema() -> dict[str, Any]:
-    """A fresh copy of :data:`AGENT_DEFINITION_SCHEMA` (safe to modify)."""
+    """The JSON Schema of definition format version 1, for editors and validators.
+
+    Returns:
+        A fresh copy of :data:`AGENT_DEFINITION_SCHEMA` (safe to modify).
+    """
     return copy.deepcopy(AGENT_DEFINITION_SCHEMA)

@@ -17,10 +17,10 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-try:
-    from yaml import CSafeLoader as _BaseLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+from .._yaml_depth import BaseLoader as _BaseLoader
+from .._yaml_depth import Mark, may_nest_deeper, nesting_problem
+from .._yaml_depth import is_libyaml_depth_limit as _is_libyaml_depth_limit
+from .._yaml_depth import yaml_mark as _mark
 
 __all__ = [
     "SCALAR_ERRORS",
@@ -38,9 +38,6 @@ __all__ = [
     "tag_problem_message",
 ]
 
-#: A 1-based (line, column) position in the file.
-Mark = tuple[int, int]
-
 _CORE = "tag:yaml.org,2002:"
 _STR = _CORE + "str"
 _MERGE = _CORE + "merge"
@@ -55,12 +52,6 @@ class YAMLProblem(Exception):
         super().__init__(message)
         self.message = message
         self.mark = mark
-
-
-def _mark(node_mark: Any) -> Mark | None:
-    if node_mark is None:
-        return None
-    return (node_mark.line + 1, node_mark.column + 1)
 
 
 class StrictLoader(_BaseLoader):
@@ -283,58 +274,6 @@ def _reader_index(position: int, char: str, text: str) -> int | None:
     return found if found >= 0 else None
 
 
-#: Characters that open a collection: a flow '[' or '{', a block '-' entry, or the ':' or
-#: '?' of a mapping key. Every collection needs at least one of its own.
-_OPENERS = "[{-:?"
-
-
-def may_nest_deeper(text: str, limit: int) -> bool:
-    """Whether ``text`` could hold collections nested more than ``limit`` levels deep.
-
-    A cheap, conservative bound (see :data:`_OPENERS`) so that most files skip the
-    event-level pass of :func:`nesting_problem`.
-    """
-    return sum(map(text.count, _OPENERS)) > limit
-
-
-def nesting_problem(text: str, limit: int) -> Mark | None:
-    """Where ``text`` first nests collections more than ``limit`` levels deep, or ``None``.
-
-    libyaml's composer recurses in C once per level (a few hundred bytes of C stack each,
-    invisible to Python's recursion limit), so composing a deeply nested document can
-    overflow a small thread stack and kill the process. Its parser is iterative, so the
-    depth is checked on the event stream before anything is composed, by every reader of
-    YAML; most files skip that pass (:func:`may_nest_deeper`). Syntax errors are left for
-    the real load to report.
-    """
-    if not may_nest_deeper(text, limit):
-        return None
-    parser = _BaseLoader(text)
-    depth = 0
-    try:
-        while parser.check_event():
-            event = parser.get_event()
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > limit:
-                    return _mark(event.start_mark)
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
-    except yaml.MarkedYAMLError as exc:
-        return _mark(exc.problem_mark) if _is_libyaml_depth_limit(exc) else None
-    except yaml.YAMLError:
-        return None
-    finally:
-        parser.dispose()
-    return None
-
-
-def _is_libyaml_depth_limit(exc: yaml.MarkedYAMLError) -> bool:
-    # libyaml's scanner looks ahead, so past its own limit (1000 levels) it fails before
-    # the parser emits the events that would have shown the depth.
-    return "maximum nesting depth" in (exc.problem or "")
-
-
 def _reject_anchors(text: str) -> None:
     # An anchor needs a '&', so most files skip this second, event-level pass entirely.
     parser = _BaseLoader(text)
@@ -417,9 +356,8 @@ class _CanonicalDumper(yaml.SafeDumper):
 
 
 #: Every string YAML 1.1 reads as a boolean when unquoted (https://yaml.org/type/bool.html).
-#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers (such as R's yaml
-#: package, with which the R deputy package reads these files) do, so the writers quote all
-#: of them.
+#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers type them as booleans
+#: too, so the writers quote all of them and every reader gets the same string.
 YAML11_BOOL = re.compile(
     r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
 )
