@@ -108,6 +108,7 @@ _LAZY = {
     "OllamaProvider": "._openai",
     "AnthropicProvider": "._anthropic",
     "RetryPolicy": "._http",
+    "ResponseLimits": "._limits",
     "HTTPProvider": "._http",
 }
 

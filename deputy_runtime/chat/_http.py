@@ -6,6 +6,12 @@ backoff and jitter on 408, 409, 429, 5xx and connection errors, honouring ``retr
 within a retry budget. Streams are retried only until their headers arrive: once events may
 have been seen, an error is raised instead. Failures become typed errors that carry the
 HTTP status and the provider's own error message.
+
+Nothing a server sends is trusted to be finite or well formed: bodies are decoded in
+bounded pieces under the size caps of :class:`ResponseLimits`, every call runs under a
+total deadline and streams under an idle deadline, retry hints that are not finite
+non-negative numbers are ignored, reported usage is validated, and every error leaving a
+provider has its credentials masked.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import copy
 import dataclasses
 import email.utils
 import functools
+import math
 import os
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
@@ -30,27 +38,48 @@ import msgspec
 from ..errors import (
     AuthenticationError,
     BadRequestError,
+    InvalidUsageError,
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
+    ResponseTooLargeError,
 )
-from ._sse import ServerSentEvent, SSEDecoder
-from ._types import AssistantTurn, ModelRequest, StreamDelta
+from ._limits import ACCEPT_ENCODING, BodyDecoder, ResponseLimits, UnsupportedEncoding
+from ._redact import Redactor, display_url, header_secrets, url_secrets
+from ._sse import EventTooLarge, ServerSentEvent, SSEDecoder
+from ._types import AssistantTurn, ModelRequest, StreamDelta, Usage
 
 __all__ = [
     "HTTPProvider",
     "HttpSession",
+    "ResponseLimits",
     "RetryPolicy",
     "StreamAccumulator",
     "error_from_response",
     "merge_params",
     "parse_arguments",
     "tool_result_text",
+    "wire_usage",
 ]
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _DEFAULT_TIMEOUT = 600.0  # seconds per read/write/pool wait; long generations are slow
 _DEFAULT_CONNECT_TIMEOUT = 5.0
+_ERROR_BODY_BYTES = 64 * 1024  # an error body is read this far for its message, no further
+# No real response reports more tokens than this; a larger count is a broken or hostile
+# server, and Python ints would let it grow without bound.
+_MAX_TOKENS = 2**53
+# Malformed data in a response makes the parsers raise these; they become ProviderError.
+_PARSE_ERRORS = (
+    TypeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+    msgspec.MsgspecError,
+)
 
 
 @dataclass(frozen=True)
@@ -86,34 +115,50 @@ class RetryPolicy:
         return base * (1.0 - 0.25 * random.random())
 
 
+def _seconds(value: str, scale: float = 1.0) -> float | None:
+    """A hint in (milli)seconds as seconds; ``None`` unless a finite number >= 0."""
+    try:
+        seconds = float(value.strip()) / scale
+    except (ValueError, OverflowError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
 def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, then ``retry-after``)."""
+    """Seconds the server asked us to wait (``retry-after-ms``, then ``retry-after``).
+
+    A hint that is not a finite non-negative number (``nan``, ``inf``, ``-1``, garbage) is
+    ignored, and our own backoff applies; a hint longer than the retry budget or the total
+    deadline ends the retries instead of being waited for.
+    """
     value = headers.get("retry-after-ms")
     if value is not None:
-        try:
-            return max(float(value) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        seconds = _seconds(value, 1000.0)
+        if seconds is not None:
+            return seconds
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:  # the HTTP-date form
         parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        wait = parsed.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None  # unparseable: fall back to our own backoff
-    return max(parsed.timestamp() - time.time(), 0.0)
+    return max(wait, 0.0) if math.isfinite(wait) else None
 
 
-def _error_details(body: bytes) -> tuple[str | None, str | None, object]:
+def _error_details(
+    body: bytes, redact: Callable[[str], str]
+) -> tuple[str | None, str | None, object]:
     """(message, type) from the error body shapes real servers use, plus the parsed body."""
     try:
         parsed: object = msgspec.json.decode(body)
     except msgspec.DecodeError:
-        text = body.decode("utf-8", errors="replace").strip()
+        # Masked before it is cut, so a truncation cannot leave part of a secret behind.
+        text = redact(body.decode("utf-8", errors="replace")).strip()
         return (text[:500] or None), None, text
     message = kind = None
     if isinstance(parsed, dict):
@@ -130,9 +175,15 @@ def _error_details(body: bytes) -> tuple[str | None, str | None, object]:
     return message, kind, parsed
 
 
-def error_from_response(provider: str, status: int, body: bytes) -> ProviderError:
-    """Map an HTTP error status and body to the typed error, with the server's message."""
-    message, kind, parsed = _error_details(body)
+def error_from_response(
+    provider: str, status: int, body: bytes, redactor: Redactor | None = None
+) -> ProviderError:
+    """Map an HTTP error status and body to the typed error, with the server's message.
+
+    With a ``redactor``, secrets the server echoed are masked in the message and the body.
+    """
+    redact = redactor.text if redactor is not None else _same
+    message, kind, parsed = _error_details(body, redact)
     text = f"{provider} API error (HTTP {status}): {message or 'no error message'}"
     if kind:
         text += f" [{kind}]"
@@ -147,7 +198,65 @@ def error_from_response(provider: str, status: int, body: bytes) -> ProviderErro
         cls = ProviderTimeoutError
     else:
         cls = ProviderError
-    return cls(text, provider=provider, status=status, body=parsed)
+    error = cls(text, provider=provider, status=status, body=parsed)
+    if redactor is not None:
+        redactor.scrub(error)
+    return error
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _count(provider: str, name: str, value: int | None) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKENS:
+        raise InvalidUsageError(
+            f"{provider}: invalid usage: {name} is {value!r}, expected an int from 0 to 2**53; "
+            "the response was rejected and not counted",
+            provider=provider,
+        )
+    return value
+
+
+def wire_usage(
+    provider: str,
+    *,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    cached_input_tokens: int | None = None,
+    extra_input_tokens: Mapping[str, int | None] | None = None,
+    cost_usd: float | None = None,
+) -> Usage:
+    """The usage of one response as a server reported it, validated.
+
+    Negative, absurd (over 2**53) or non-integer token counts and a cost that is not a
+    finite number >= 0 raise :class:`InvalidUsageError`: such a value would silently
+    disable a token or cost limit. ``extra_input_tokens`` are named counts that add to
+    the input (Anthropic's cache reads and writes), each validated on its own.
+    """
+    total_input = _count(provider, "input_tokens", input_tokens)
+    for name, value in (extra_input_tokens or {}).items():
+        total_input += _count(provider, name, value)
+    if cost_usd is not None and (
+        isinstance(cost_usd, bool)
+        or not isinstance(cost_usd, int | float)
+        or not math.isfinite(cost_usd)
+        or cost_usd < 0
+    ):
+        raise InvalidUsageError(
+            f"{provider}: invalid usage: cost is {cost_usd!r}, expected a finite number >= 0; "
+            "the response was rejected and not counted",
+            provider=provider,
+        )
+    return Usage(
+        requests=1,
+        input_tokens=total_input,
+        output_tokens=_count(provider, "output_tokens", output_tokens),
+        cached_input_tokens=_count(provider, "cached_input_tokens", cached_input_tokens),
+        cost_usd=None if cost_usd is None else float(cost_usd),
+    )
 
 
 def _should_retry(response: httpx.Response, error: ProviderError) -> bool:
@@ -170,7 +279,7 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 class HttpSession:
-    """The HTTP client, headers, timeouts and retry policy one provider (family) uses.
+    """The HTTP client, headers, timeouts, limits and retry policy one provider (family) uses.
 
     The client is created lazily on first use (so constructing a provider does no I/O)
     and re-created if the previous one belongs to an event loop that has since ended,
@@ -188,10 +297,20 @@ class HttpSession:
         connect_timeout: float | None,
         retry: RetryPolicy,
         client: httpx.AsyncClient | None,
+        limits: ResponseLimits | None = None,
+        secrets: tuple[str | None, ...] = (),
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
-        self._headers = dict(headers)  # holds the API key: never logged, never in repr
+        parts = urllib.parse.urlsplit(base_url)
+        # Request paths go after the base path and before its query (``?api-version=``).
+        self._prefix = urllib.parse.urlunsplit(
+            (parts.scheme, parts.netloc, parts.path.rstrip("/"), "", "")
+        )
+        self._query = f"?{parts.query}" if parts.query else ""
+        # Bounded decoding handles exactly these; a client default (br, zstd) is not used.
+        self._headers = {"accept-encoding": ACCEPT_ENCODING, **headers}  # holds the API key
+        self.redactor = Redactor((*secrets, *url_secrets(base_url), *header_secrets(self._headers)))
         # Explicit timeouts apply to every request, even on an injected client; without
         # them an injected client keeps its own and an owned one gets the defaults.
         self._explicit_timeout = timeout is not None or connect_timeout is not None
@@ -203,12 +322,13 @@ class HttpSession:
                 connect=_DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
             )
         self.retry = retry
+        self.limits = limits or ResponseLimits()
         self._client = client
         self._owned = client is None
         self._token: object = None
 
     def __repr__(self) -> str:
-        return f"HttpSession(provider={self.provider!r}, base_url={self.base_url!r})"
+        return f"HttpSession(provider={self.provider!r}, base_url={display_url(self.base_url)!r})"
 
     def client(self) -> httpx.AsyncClient:
         """The client to use now (created on first use when not injected)."""
@@ -231,38 +351,56 @@ class HttpSession:
             # else: its connections belong to an event loop that has ended and cannot be
             # closed from this one; they went away with that loop.
 
+    def deadline(self) -> float:
+        """The total deadline (event-loop clock) of a call that starts now."""
+        return anyio.current_time() + self.limits.total_timeout
+
     def _request(self, client: httpx.AsyncClient, path: str, body: bytes) -> httpx.Request:
-        url = self.base_url + path
+        url = self._prefix + path + self._query
         if self._explicit_timeout:
             return client.build_request(
                 "POST", url, content=body, headers=self._headers, timeout=self.timeout
             )
         return client.build_request("POST", url, content=body, headers=self._headers)
 
-    async def post(self, path: str, body: bytes) -> bytes:
-        """POST ``body``; return the 2xx response body, retrying as the policy allows."""
-        return await self._attempts(path, body, stream=False)  # type: ignore[no-any-return]
+    async def post(self, path: str, body: bytes, deadline: float | None = None) -> bytes:
+        """POST ``body``; return the 2xx response body, retrying as the policy allows.
 
-    async def open_stream(self, path: str, body: bytes) -> httpx.Response:
+        The whole call, retries and their waits included, ends by ``deadline`` (the
+        event-loop clock; a fresh total deadline when omitted).
+        """
+        when = self.deadline() if deadline is None else deadline
+        return await self._attempts(path, body, stream=False, deadline=when)  # type: ignore[no-any-return]
+
+    async def open_stream(
+        self, path: str, body: bytes, deadline: float | None = None
+    ) -> httpx.Response:
         """POST ``body`` and return the 2xx streaming response with its body unread.
 
         The caller must ``aclose()`` the response (in a ``finally``).
         """
-        return await self._attempts(path, body, stream=True)  # type: ignore[no-any-return]
+        when = self.deadline() if deadline is None else deadline
+        return await self._attempts(path, body, stream=True, deadline=when)  # type: ignore[no-any-return]
 
-    async def _attempts(self, path: str, body: bytes, *, stream: bool) -> Any:
+    async def _attempts(self, path: str, body: bytes, *, stream: bool, deadline: float) -> Any:
         policy = self.retry
         waited = 0.0
         retry_number = 0
         while True:
             retry_after: float | None = None
-            try:
-                result = await self._attempt(path, body, stream=stream)
-            except _Retryable as exc:
-                error, retry_after = exc.error, exc.retry_after
-            else:
-                return result
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                raise self.total_timeout_error()
+            with anyio.move_on_after(remaining) as scope:
+                try:
+                    return await self._attempt(path, body, stream=stream)
+                except _Retryable as exc:
+                    error, retry_after = exc.error, exc.retry_after
+            if scope.cancelled_caught:
+                raise self.total_timeout_error()
             delay = policy.backoff(retry_number) if retry_after is None else retry_after
+            if not math.isfinite(delay) or delay < 0:  # a policy subclass's odd backoff
+                delay = policy.initial_delay
             attempts = retry_number + 1
             if retry_number >= policy.max_retries:
                 raise _with_note(error, f"gave up after {attempts} attempt(s)")
@@ -272,6 +410,12 @@ class HttpSession:
                     f"gave up after {attempts} attempt(s): waiting {delay:.3g}s more "
                     f"would exceed the retry budget of {policy.budget:g}s",
                 )
+            if anyio.current_time() + delay >= deadline:
+                raise _with_note(
+                    error,
+                    f"gave up after {attempts} attempt(s): waiting {delay:.3g}s more would "
+                    f"pass the total deadline of {self.limits.total_timeout:g}s",
+                )
             await policy.sleep(delay)
             waited += delay
             retry_number += 1
@@ -279,26 +423,99 @@ class HttpSession:
     async def _attempt(self, path: str, body: bytes, *, stream: bool) -> Any:
         client = self.client()
         request = self._request(client, path, body)
+        response: httpx.Response | None = None
         try:
-            # Without stream=True httpx reads the whole body (and closes the response,
-            # shielded by httpcore, even when cancelled) before returning.
-            response = await client.send(request, stream=stream)
-            if response.is_success:
-                return response if stream else response.content
-            if stream:
-                try:
-                    await response.aread()
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await response.aclose()
-        except httpx.TimeoutException as exc:
-            raise _Retryable(self._timeout_error(exc)) from exc
-        except httpx.TransportError as exc:
-            raise _Retryable(self._connection_error(exc)) from exc
-        error = error_from_response(self.provider, response.status_code, response.content)
+            try:
+                response = await client.send(request, stream=True)
+                if response.is_success:
+                    if stream:
+                        opened, response = response, None  # the caller closes it
+                        return opened
+                    return await self.read_body(response)
+                error_body = await self.read_body(response, _ERROR_BODY_BYTES, truncate=True)
+            except httpx.TimeoutException as exc:
+                raise _Retryable(self._timeout_error(exc)) from exc
+            except httpx.RequestError as exc:
+                raise _Retryable(self._connection_error(exc)) from exc
+        finally:
+            if response is not None:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+        error = error_from_response(self.provider, response.status_code, error_body, self.redactor)
         if _should_retry(response, error):
             raise _Retryable(error, _retry_after(response.headers))
         raise error
+
+    async def read_body(
+        self, response: httpx.Response, limit: int | None = None, *, truncate: bool = False
+    ) -> bytes:
+        """The decoded body, at most ``limit`` bytes (``max_body_bytes`` by default).
+
+        Past the limit the body is cut there when ``truncate`` (error bodies, read only for
+        their message), else :class:`ResponseTooLargeError` is raised. The body is
+        inflated piecewise, so a compression bomb is stopped at the limit.
+        """
+        cap = self.limits.max_body_bytes if limit is None else limit
+        status = response.status_code
+        try:
+            decoder = BodyDecoder(response.headers.get("content-encoding"))
+        except UnsupportedEncoding as exc:
+            if truncate:
+                return b""
+            raise self._undecodable(exc, status) from exc
+        declared = response.headers.get("content-length", "")
+        if not truncate and declared.isdigit() and decoder.identity and int(declared) > cap:
+            raise self.too_large("max_body_bytes", cap, status)
+        out = bytearray()
+        try:
+            async for raw in response.aiter_raw():
+                for piece in decoder.decode(raw):
+                    if len(out) + len(piece) > cap:
+                        if truncate:
+                            out += piece[: cap - len(out)]
+                            return bytes(out)
+                        raise self.too_large("max_body_bytes", cap, status)
+                    out += piece
+            decoder.end()
+        except UnsupportedEncoding as exc:
+            if truncate:
+                return bytes(out)
+            raise self._undecodable(exc, status) from exc
+        return bytes(out)
+
+    def too_large(self, what: str, limit: int, status: int | None = None) -> ResponseTooLargeError:
+        """The error for a response that went over the ``what`` cap of ``limit`` bytes."""
+        return ResponseTooLargeError(
+            f"{self.provider}: the response exceeded ResponseLimits.{what}={limit} bytes "
+            "(decoded) and was abandoned",
+            provider=self.provider,
+            status=status,
+            limit=limit,
+            what=what,
+        )
+
+    def total_timeout_error(self) -> ProviderTimeoutError:
+        """The error for a call that ran past its total deadline."""
+        return ProviderTimeoutError(
+            f"{self.provider}: no complete response within the total deadline of "
+            f"{self.limits.total_timeout:g}s (ResponseLimits.total_timeout)",
+            provider=self.provider,
+        )
+
+    def idle_timeout_error(self) -> ProviderTimeoutError:
+        """The error for a stream that sent no event for the idle deadline."""
+        return ProviderTimeoutError(
+            f"{self.provider}: the stream sent no event for {self.limits.idle_timeout:g}s "
+            "(ResponseLimits.idle_timeout; keep-alive comments and pings do not count)",
+            provider=self.provider,
+        )
+
+    def _undecodable(self, exc: UnsupportedEncoding, status: int | None) -> ProviderError:
+        return ProviderError(
+            f"{self.provider}: the response body could not be decoded ({exc})",
+            provider=self.provider,
+            status=status,
+        )
 
     def _timeout_error(self, exc: httpx.TimeoutException) -> ProviderError:
         error = ProviderTimeoutError(
@@ -308,7 +525,7 @@ class HttpSession:
         error.__cause__ = exc
         return error
 
-    def _connection_error(self, exc: httpx.TransportError) -> ProviderError:
+    def _connection_error(self, exc: httpx.RequestError) -> ProviderError:
         error = ProviderError(
             f"{self.provider}: connection failed ({type(exc).__name__}: {exc or 'no detail'})",
             provider=self.provider,
@@ -325,12 +542,82 @@ class _Retryable(Exception):
 
 
 def _with_note(error: ProviderError, note: str) -> ProviderError:
-    """The same error, its message extended with why retrying stopped."""
-    final = type(error)(
-        f"{error} ({note})", provider=error.provider, status=error.status, body=error.body
-    )
+    """The same error (type and attributes), its message extended with why retrying stopped."""
+    final = copy.copy(error)
+    final.args = (f"{error} ({note})",)
     final.__cause__ = error.__cause__
     return final
+
+
+class _StreamReader:
+    """Decoded pieces of a streamed body, under the size cap and both deadlines."""
+
+    __slots__ = ("_deadline", "_decoder", "_idle_at", "_pieces", "_raw", "_seen", "_session")
+
+    def __init__(self, session: HttpSession, response: httpx.Response, deadline: float) -> None:
+        self._session = session
+        self._deadline = deadline
+        self._idle_at = anyio.current_time() + session.limits.idle_timeout
+        try:
+            self._decoder = BodyDecoder(response.headers.get("content-encoding"))
+        except UnsupportedEncoding as exc:
+            raise session._undecodable(exc, response.status_code) from exc
+        self._raw = response.aiter_raw()
+        self._pieces: Iterator[bytes] = iter(())
+        self._seen = 0
+
+    def progress(self) -> None:
+        """An event arrived: the idle deadline starts again."""
+        self._idle_at = anyio.current_time() + self._session.limits.idle_timeout
+
+    async def next(self) -> bytes | None:
+        """The next decoded piece, or ``None`` at the end of the body."""
+        session = self._session
+        while True:
+            try:
+                piece = next(self._pieces, None)
+            except UnsupportedEncoding as exc:
+                raise session._undecodable(exc, None) from exc
+            if piece is not None:
+                self._seen += len(piece)
+                cap = session.limits.max_stream_bytes
+                if self._seen > cap:
+                    raise session.too_large("max_stream_bytes", cap)
+                return piece
+            idle = self._idle_at <= self._deadline
+            wait = min(self._idle_at, self._deadline) - anyio.current_time()
+            raw: bytes | None = None
+            if wait > 0:
+                with anyio.move_on_after(wait):
+                    raw = await self._read_raw()
+                    if raw is None:
+                        return None
+            if raw is None:
+                raise session.idle_timeout_error() if idle else session.total_timeout_error()
+            self._pieces = self._decoder.decode(raw)
+
+    async def _read_raw(self) -> bytes | None:
+        session = self._session
+        try:
+            raw = await self._raw.__anext__()
+        except StopAsyncIteration:
+            try:
+                self._decoder.end()
+            except UnsupportedEncoding as exc:
+                raise session._undecodable(exc, None) from exc
+            return None
+        except httpx.TimeoutException as exc:
+            raise ProviderTimeoutError(
+                f"{session.provider}: stream stalled (read timeout) before it was complete",
+                provider=session.provider,
+            ) from exc
+        except httpx.RequestError as exc:
+            raise ProviderError(
+                f"{session.provider}: stream interrupted "
+                f"({type(exc).__name__}: {exc or 'no detail'})",
+                provider=session.provider,
+            ) from exc
+        return raw
 
 
 class StreamAccumulator(Protocol):
@@ -373,6 +660,7 @@ class HTTPProvider:
         retry: RetryPolicy | None = None,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        limits: ResponseLimits | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}: model must be a non-empty string")
@@ -385,6 +673,8 @@ class HTTPProvider:
             raise TypeError(f"{type(self).__name__}: client must be an httpx.AsyncClient")
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"{type(self).__name__}: params must be a mapping")
+        if limits is not None and not isinstance(limits, ResponseLimits):
+            raise TypeError(f"{type(self).__name__}: limits must be a ResponseLimits")
         policy = retry or RetryPolicy()
         if max_retries is not None:
             policy = dataclasses.replace(policy, max_retries=max_retries)
@@ -406,6 +696,8 @@ class HTTPProvider:
             connect_timeout=connect_timeout,
             retry=policy,
             client=client,
+            limits=limits,
+            secrets=(api_key,),
         )
 
     # -- subclass hooks -------------------------------------------------------------------
@@ -437,8 +729,14 @@ class HTTPProvider:
         """The retry policy in force."""
         return self._session.retry
 
+    @property
+    def limits(self) -> ResponseLimits:
+        """The size caps and deadlines in force."""
+        return self._session.limits
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        shown = display_url(self.base_url)  # without user info or query values
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def with_model(self, model: str) -> Self:
         """A provider for another model sharing this one's client and settings."""
@@ -477,55 +775,112 @@ class HTTPProvider:
     async def complete(self, request: ModelRequest) -> AssistantTurn:
         """Send one request and return the model's whole turn (usage.requests == 1)."""
         body = self._encode(request, stream=False)
+        session = self._session
         start = time.perf_counter()
-        raw = await self._session.post(self._path, body)
-        return self._parse(raw, time.perf_counter() - start)
+        try:
+            raw = await session.post(self._path, body, session.deadline())
+            return self._checked_parse(raw, start)
+        except ProviderError as exc:
+            session.redactor.scrub(exc)
+            raise
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]:
         """Send one streaming request; yield text/thinking deltas, then the whole turn.
 
-        A stream that breaks, reports an error or ends without its final event raises
-        :class:`ProviderError`; no partial turn is yielded. Closing or cancelling the
-        iteration closes the HTTP response.
+        A stream that breaks, reports an error, ends without its final event, goes over
+        a size cap or past a deadline raises :class:`ProviderError`; no partial turn is
+        yielded. Closing or cancelling the iteration closes the HTTP response.
         """
         body = self._encode(request, stream=True)
+        session = self._session
         start = time.perf_counter()
-        response = await self._session.open_stream(self._path, body)
+        deadline = session.deadline()
+        try:
+            response = await session.open_stream(self._path, body, deadline)
+        except ProviderError as exc:
+            session.redactor.scrub(exc)
+            raise
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # Some compatible servers ignore "stream": true and answer in one piece.
-                whole = self._parse(await response.aread(), time.perf_counter() - start)
+                whole = await self._whole_body(response, start, deadline)
                 text = whole.text
                 if text:
                     yield StreamDelta(text=text)
                 yield whole
                 return
             accumulator = self._accumulator()
-            decoder = SSEDecoder()
-            try:
-                async for chunk in response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        for delta in accumulator.feed(event):
-                            yield delta
-                        if accumulator.done:
-                            break
+            decoder = SSEDecoder(session.limits.max_event_bytes)
+            reader = _StreamReader(session, response, deadline)
+            while not accumulator.done:
+                chunk = await reader.next()
+                if chunk is None:
+                    break
+                for event in self._events(decoder, chunk):
+                    if event.event != "ping":
+                        reader.progress()
+                    for delta in self._feed(accumulator, event):
+                        yield delta
                     if accumulator.done:
                         break
-            except httpx.TimeoutException as exc:
-                raise ProviderTimeoutError(
-                    f"{self.name}: stream stalled (read timeout) before it was complete",
-                    provider=self.name,
-                ) from exc
-            except httpx.TransportError as exc:
-                raise ProviderError(
-                    f"{self.name}: stream interrupted ({type(exc).__name__}: {exc or 'no detail'})",
-                    provider=self.name,
-                ) from exc
-            turn = accumulator.finish(time.perf_counter() - start)
+            turn = self._finish(accumulator, start)
+        except ProviderError as exc:
+            session.redactor.scrub(exc)
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
         yield turn
+
+    async def _whole_body(
+        self, response: httpx.Response, start: float, deadline: float
+    ) -> AssistantTurn:
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            try:
+                raw = await self._session.read_body(response)
+            except httpx.TimeoutException as exc:
+                raise self._session._timeout_error(exc) from exc
+            except httpx.RequestError as exc:
+                raise self._session._connection_error(exc) from exc
+            return self._checked_parse(raw, start)
+        raise self._session.total_timeout_error()
+
+    def _checked_parse(self, raw: bytes, start: float) -> AssistantTurn:
+        try:
+            return self._parse(raw, time.perf_counter() - start)
+        except _PARSE_ERRORS as exc:
+            raise self._malformed(exc) from exc
+
+    def _events(self, decoder: SSEDecoder, chunk: bytes) -> list[ServerSentEvent]:
+        try:
+            return decoder.feed(chunk)
+        except EventTooLarge as exc:
+            raise self._session.too_large("max_event_bytes", exc.limit) from exc
+
+    def _feed(self, accumulator: StreamAccumulator, event: ServerSentEvent) -> list[StreamDelta]:
+        try:
+            return accumulator.feed(event)
+        except _PARSE_ERRORS as exc:
+            raise self._malformed(exc) from exc
+
+    def _finish(self, accumulator: StreamAccumulator, start: float) -> AssistantTurn:
+        try:
+            return accumulator.finish(time.perf_counter() - start)
+        except _PARSE_ERRORS as exc:
+            raise self._malformed(exc) from exc
+
+    def _malformed(self, exc: BaseException) -> ProviderError:
+        # The parsers reject what they expect to be wrong; anything else that breaks them
+        # on a server's data is still the server's malformed response, not a crash.
+        return ProviderError(
+            f"{self.name}: malformed response ({type(exc).__name__}: "
+            f"{self._session.redactor.text(str(exc))[:200]})",
+            provider=self.name,
+        )
+
+    @property
+    def _redactor(self) -> Redactor:
+        return self._session.redactor
 
 
 _encoder = msgspec.json.Encoder()

@@ -17,11 +17,14 @@ import msgspec
 from ..errors import BadRequestError, ProviderError
 from ._http import (
     HTTPProvider,
+    ResponseLimits,
     RetryPolicy,
     merge_params,
     parse_arguments,
     tool_result_text,
+    wire_usage,
 )
+from ._redact import Redactor
 from ._sse import ServerSentEvent
 from ._types import (
     AssistantTurn,
@@ -77,6 +80,7 @@ class _Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    cost: float | None = None  # USD, reported by some gateways (OpenRouter)
 
 
 class _Completion(msgspec.Struct):
@@ -88,22 +92,25 @@ class _Completion(msgspec.Struct):
 _decode_completion = msgspec.json.Decoder(_Completion).decode
 
 
-def _usage(usage: _Usage | None) -> Usage:
+def _usage(provider: str, usage: _Usage | None) -> Usage:
     if usage is None:
         return Usage(requests=1)
     details = usage.prompt_tokens_details
-    return Usage(
-        requests=1,
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cached_input_tokens=(details.cached_tokens or 0) if details is not None else 0,
+    return wire_usage(
+        provider,
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=details.cached_tokens if details is not None else None,
+        cost_usd=usage.cost,
     )
 
 
 def _text_of(content: str | list[Any] | None) -> str:
     if content is None or isinstance(content, str):
         return content or ""
-    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return "".join(
+        text for p in content if isinstance(p, dict) and isinstance(text := p.get("text"), str)
+    )
 
 
 def _stream_error(provider: str, error: Any) -> ProviderError:
@@ -194,9 +201,10 @@ def _starts_new_call(slot: _CallSlot, call: _ToolCall) -> bool:
 class _ChatStream:
     """Accumulates Chat Completions chunks into one turn."""
 
-    def __init__(self, provider: str, require_done: bool) -> None:
+    def __init__(self, provider: str, require_done: bool, redactor: Redactor | None = None) -> None:
         self.done = False
         self._provider = provider
+        self._redactor = redactor or Redactor(())
         self._require_done = require_done
         self._text: list[str] = []
         self._thinking: list[str] = []
@@ -217,7 +225,7 @@ class _ChatStream:
             if event.event == "error":
                 raise _stream_error(self._provider, data) from exc
             raise ProviderError(
-                f"{self._provider}: malformed stream chunk ({exc}): {data[:200]!r}",
+                f"{self._provider}: malformed stream chunk ({exc}): {self._redactor.excerpt(data)}",
                 provider=self._provider,
             ) from exc
         if chunk.error is not None or event.event == "error":
@@ -302,7 +310,8 @@ class _ChatStream:
                 )
             args = parse_arguments(self._provider, slot.name, call_id, "".join(slot.args))
             contents.append(ContentToolRequest(call_id, slot.name, args))
-        return AssistantTurn(tuple(contents), _usage(self._usage), self._finish, duration)
+        usage = _usage(self._provider, self._usage)
+        return AssistantTurn(tuple(contents), usage, self._finish, duration)
 
 
 class OpenAIProvider(HTTPProvider):
@@ -342,6 +351,7 @@ class OpenAIProvider(HTTPProvider):
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         preserve_thinking: bool = False,
+        limits: ResponseLimits | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -355,6 +365,7 @@ class OpenAIProvider(HTTPProvider):
             retry=retry,
             params=params,
             headers=headers,
+            limits=limits,
         )
         self.preserve_thinking = bool(preserve_thinking)
 
@@ -431,7 +442,8 @@ class OpenAIProvider(HTTPProvider):
             completion = _decode_completion(raw)
         except msgspec.DecodeError as exc:
             raise ProviderError(
-                f"{self.name}: malformed response ({exc}): {raw[:200]!r}", provider=self.name
+                f"{self.name}: malformed response ({exc}): {self._redactor.excerpt(raw)}",
+                provider=self.name,
             ) from exc
         if completion.error is not None:
             raise _stream_error(self.name, completion.error)
@@ -461,11 +473,11 @@ class OpenAIProvider(HTTPProvider):
                 args = parse_arguments(self.name, fn.name, call_id, raw_args)
             contents.append(ContentToolRequest(call_id, fn.name, args))
         return AssistantTurn(
-            tuple(contents), _usage(completion.usage), choice.finish_reason, duration
+            tuple(contents), _usage(self.name, completion.usage), choice.finish_reason, duration
         )
 
     def _accumulator(self) -> _ChatStream:
-        return _ChatStream(self.name, self._require_done)
+        return _ChatStream(self.name, self._require_done, self._redactor)
 
 
 class OpenAICompatibleProvider(OpenAIProvider):

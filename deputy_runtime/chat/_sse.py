@@ -5,13 +5,25 @@ a line, a line ending (``\\r`` in one chunk, ``\\n`` in the next) or a multi-byt
 character can be split anywhere. The decoder buffers bytes until a full line is available,
 splits lines on ``\\r\\n``, ``\\n`` or ``\\r`` as the SSE specification says, and decodes
 UTF-8 per complete line, so no split can corrupt text.
+
+A record's size is bounded (``max_event_bytes``): the fields gathered so far plus the
+partial line still buffered. A server that sends one endless line or one endless record
+gets :class:`EventTooLarge` instead of all the memory it wants.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-__all__ = ["SSEDecoder", "ServerSentEvent", "aiter_sse"]
+__all__ = ["EventTooLarge", "SSEDecoder", "ServerSentEvent", "aiter_sse"]
+
+
+class EventTooLarge(ValueError):
+    """One server-sent event (or one line of it) exceeded the decoder's ``max_event_bytes``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a server-sent event exceeded {limit} bytes")
+        self.limit = limit
 
 
 class ServerSentEvent:
@@ -48,11 +60,25 @@ class SSEDecoder:
 
     ``pending`` tells whether a record was started but not terminated by a blank line; a
     stream that ends in that state was cut off (the specification says to drop the record).
+    ``max_event_bytes`` (``None``: unbounded) caps one record, partial line included;
+    ``feed`` raises :class:`EventTooLarge` past it.
     """
 
-    __slots__ = ("_buf", "_cr_pending", "_data", "_event", "_id", "_retry", "_started")
+    __slots__ = (
+        "_buf",
+        "_cr_pending",
+        "_data",
+        "_event",
+        "_id",
+        "_limit",
+        "_retry",
+        "_size",
+        "_started",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int | None = None) -> None:
+        self._limit = max_event_bytes
+        self._size = 0  # bytes of the lines of the record being gathered
         self._buf = bytearray()
         self._cr_pending = False  # last chunk ended in \r: a following \n belongs to it
         self._data: list[str] = []
@@ -98,8 +124,12 @@ class SSEDecoder:
             event = self._line(bytes(buf[start:end]))
             if event is not None:
                 out.append(event)
+            elif self._limit is not None and self._size > self._limit:
+                raise EventTooLarge(self._limit)
             start = nxt
         del buf[:start]
+        if self._limit is not None and len(buf) + self._size > self._limit:
+            raise EventTooLarge(self._limit)
         return out
 
     def _line(self, raw: bytes) -> ServerSentEvent | None:
@@ -109,6 +139,7 @@ class SSEDecoder:
         if line[0] == ":":
             return None  # comment / keep-alive
         self._started = True
+        self._size += len(raw)
         name, sep, value = line.partition(":")
         if sep and value[:1] == " ":
             value = value[1:]
@@ -127,6 +158,7 @@ class SSEDecoder:
         if not self._started:
             return None
         self._started = False
+        self._size = 0
         event_name, self._event = self._event or "message", ""
         retry, self._retry = self._retry, None
         if not self._data:
