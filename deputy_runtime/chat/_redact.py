@@ -9,6 +9,7 @@ echoes the key back in an error body cannot leak it, not even in part.
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -44,7 +45,7 @@ def display_url(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The credentials a URL carries: user name, password and every query value."""
+    """The credentials a URL carries: user info (also as Basic auth) and every query value."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
@@ -55,6 +56,9 @@ def url_secrets(url: str) -> list[str]:
         user, _, password = userinfo.partition(":")
         for raw in (userinfo, user, password):
             found += [raw, urllib.parse.unquote(raw)]
+        # HTTP clients send URL user info as a Basic authorization header.
+        plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+        found.append(base64.b64encode(plain.encode()).decode())
     for _, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
         found.append(value)
         found.append(urllib.parse.quote(value, safe=""))
