@@ -9,6 +9,7 @@ marked cacheable (``cache="5m"`` by default).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import httpx
@@ -281,7 +282,7 @@ class AnthropicProvider(HTTPProvider):
         max_tokens: int = 4096,
         cache: Literal["5m", "1h", "none"] = "5m",
         beta_headers: tuple[str, ...] | list[str] = (),
-        limits: ResponseLimits | None = None,
+        limits: ResponseLimits | Mapping[str, Any] | None = None,
     ) -> None:
         if cache not in ("5m", "1h", "none"):
             raise ValueError(

@@ -660,7 +660,7 @@ class HTTPProvider:
         retry: RetryPolicy | None = None,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
-        limits: ResponseLimits | None = None,
+        limits: ResponseLimits | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}: model must be a non-empty string")
@@ -673,8 +673,18 @@ class HTTPProvider:
             raise TypeError(f"{type(self).__name__}: client must be an httpx.AsyncClient")
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"{type(self).__name__}: params must be a mapping")
+        if isinstance(limits, Mapping):  # e.g. from a definition file's model_args
+            unknown = sorted(set(limits) - {f.name for f in dataclasses.fields(ResponseLimits)})
+            if unknown:
+                raise ValueError(
+                    f"{type(self).__name__}: unknown limits {unknown}; expected fields of "
+                    "ResponseLimits"
+                )
+            limits = ResponseLimits(**limits)
         if limits is not None and not isinstance(limits, ResponseLimits):
-            raise TypeError(f"{type(self).__name__}: limits must be a ResponseLimits")
+            raise TypeError(
+                f"{type(self).__name__}: limits must be a ResponseLimits or a mapping of its fields"
+            )
         policy = retry or RetryPolicy()
         if max_retries is not None:
             policy = dataclasses.replace(policy, max_retries=max_retries)

@@ -9,6 +9,8 @@ send a whole call in one chunk.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import httpx
@@ -163,23 +165,77 @@ def _tool_json(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
+_JSON_SPECIAL = re.compile(r'[\\"{}\[\]]')
+
+
 class _CallSlot:
-    __slots__ = ("args", "id", "name")
+    """One streamed tool call: its id, name and argument fragments.
+
+    Whether the arguments so far form a whole JSON object is tracked as fragments arrive
+    (nesting depth outside strings), so asking costs nothing per fragment: re-parsing all
+    the arguments on every fragment would let a server make a stream quadratic.
+    """
+
+    __slots__ = ("_complete", "_depth", "_escaped", "_in_string", "_opened", "args", "id", "name")
 
     def __init__(self, call_id: str | None) -> None:
         self.id = call_id
         self.name: str | None = None
         self.args: list[str] = []
+        self._depth = 0
+        self._opened = False  # an object or array was opened
+        self._in_string = False
+        self._escaped = False  # the previous fragment ended inside an escape
+        self._complete: bool | None = None  # decided once the top-level value closed
+
+    def add(self, fragment: str) -> None:
+        self.args.append(fragment)
+        if self._complete is not None:
+            if fragment.strip():
+                self._complete = False  # content after a whole value: never valid JSON
+            return
+        escaped_at = 0 if self._escaped else -1
+        for match in _JSON_SPECIAL.finditer(fragment):
+            at = match.start()
+            char = fragment[at]
+            if at == escaped_at:
+                continue
+            if self._in_string:
+                if char == "\\":
+                    escaped_at = at + 1
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+                self._opened = True
+            elif char in "}]":
+                self._depth -= 1
+                if self._depth <= 0:
+                    # The top-level value closed (or closed too often): parse it once.
+                    self._complete = self._depth == 0 and _parses("".join(self.args))
+                    if fragment[at + 1 :].strip():
+                        self._complete = False
+                    return
+        self._escaped = escaped_at == len(fragment)
+
+    def replace(self, text: str) -> None:
+        """Arguments sent whole (as an object): they replace what came before."""
+        self.args = [text]
+        self._complete = _parses(text)
 
     def is_complete(self) -> bool:
         """Whether the call has a name and its arguments so far are a whole JSON value."""
-        if not self.name or not self.args:
-            return False
-        try:
-            msgspec.json.decode("".join(self.args))
-        except msgspec.DecodeError:
-            return False
-        return True
+        return bool(self.name and self.args and self._complete)
+
+
+def _parses(text: str) -> bool:
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def _starts_new_call(slot: _CallSlot, call: _ToolCall) -> bool:
@@ -285,9 +341,9 @@ class _ChatStream:
         if fn.name and not slot.name:
             slot.name = fn.name
         if isinstance(fn.arguments, dict):
-            slot.args = [msgspec.json.encode(fn.arguments).decode()]
+            slot.replace(msgspec.json.encode(fn.arguments).decode())
         elif fn.arguments:
-            slot.args.append(fn.arguments)
+            slot.add(fn.arguments)
 
     def finish(self, duration: float) -> AssistantTurn:
         if not self.done and (self._require_done or self._finish is None):
@@ -351,7 +407,7 @@ class OpenAIProvider(HTTPProvider):
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         preserve_thinking: bool = False,
-        limits: ResponseLimits | None = None,
+        limits: ResponseLimits | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             model,

@@ -72,6 +72,7 @@ class SSEDecoder:
         "_id",
         "_limit",
         "_retry",
+        "_scanned",
         "_size",
         "_started",
     )
@@ -79,6 +80,7 @@ class SSEDecoder:
     def __init__(self, max_event_bytes: int | None = None) -> None:
         self._limit = max_event_bytes
         self._size = 0  # bytes of the lines of the record being gathered
+        self._scanned = 0  # leading bytes of _buf known to hold no line ending
         self._buf = bytearray()
         self._cr_pending = False  # last chunk ended in \r: a following \n belongs to it
         self._data: list[str] = []
@@ -105,10 +107,13 @@ class SSEDecoder:
         out: list[ServerSentEvent] = []
         start = 0
         n = len(buf)
-        while start < n:
-            lf = buf.find(b"\n", start)
-            cr = buf.find(b"\r", start, lf if lf >= 0 else n)
-            if cr >= 0:
+        # Each byte is searched once: the held-back partial line is known to have no line
+        # ending, and a found ending is only searched again once it has been passed. (A
+        # rescan per line or per chunk would let a server make decoding quadratic.)
+        lf = buf.find(b"\n", self._scanned)
+        cr = buf.find(b"\r", self._scanned)
+        while lf >= 0 or cr >= 0:
+            if cr >= 0 and (lf < 0 or cr < lf):
                 end = cr
                 if cr + 1 < n:
                     nxt = cr + 2 if buf[cr + 1] == 0x0A else cr + 1
@@ -117,17 +122,20 @@ class SSEDecoder:
                     # chunk and must not count as a second (empty) line.
                     nxt = n
                     self._cr_pending = True
-            elif lf >= 0:
-                end, nxt = lf, lf + 1
             else:
-                break
+                end, nxt = lf, lf + 1
             event = self._line(bytes(buf[start:end]))
             if event is not None:
                 out.append(event)
             elif self._limit is not None and self._size > self._limit:
                 raise EventTooLarge(self._limit)
             start = nxt
+            if 0 <= lf < start:
+                lf = buf.find(b"\n", start)
+            if 0 <= cr < start:
+                cr = buf.find(b"\r", start)
         del buf[:start]
+        self._scanned = len(buf)
         if self._limit is not None and len(buf) + self._size > self._limit:
             raise EventTooLarge(self._limit)
         return out

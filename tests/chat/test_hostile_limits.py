@@ -7,6 +7,7 @@ as a ratio to a baseline run (a plain stall ended by the idle deadline) in the s
 from __future__ import annotations
 
 import itertools
+import json
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,6 +34,8 @@ from hostile import (
 
 from deputy_runtime.chat import AssistantTurn
 from deputy_runtime.chat._limits import MiB, ResponseLimits
+from deputy_runtime.chat._openai import _ChatStream
+from deputy_runtime.chat._sse import ServerSentEvent, SSEDecoder
 from deputy_runtime.errors import ProviderError, ProviderTimeoutError, ResponseTooLargeError
 
 pytestmark = pytest.mark.anyio
@@ -255,5 +258,68 @@ def test_response_limits_validation() -> None:
     ]:
         with pytest.raises(ValueError, match=f"ResponseLimits.{field} must be"):
             ResponseLimits(**{field: value})
-    with pytest.raises(TypeError, match="limits must be a ResponseLimits"):
-        make("openai", "http://127.0.0.1:9", limits={"max_body_bytes": 1})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="limits must be a ResponseLimits or a mapping"):
+        make("openai", "http://127.0.0.1:9", limits=[1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"unknown limits \['max_bytes'\]"):
+        make("openai", "http://127.0.0.1:9", limits={"max_bytes": 1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"ResponseLimits\.idle_timeout must be"):
+        make("anthropic", "http://127.0.0.1:9", limits={"idle_timeout": 0})  # type: ignore[arg-type]
+
+
+def test_limits_from_a_mapping() -> None:
+    """A definition file's ``model_args`` can only hold plain values."""
+    provider = make("anthropic", "http://127.0.0.1:9", limits={"total_timeout": 30})  # type: ignore[arg-type]
+    assert provider.limits == ResponseLimits(total_timeout=30)
+
+
+# -- decoding cost stays linear in what the server sends -------------------------------------
+
+
+def best_of(runs: int, work: Callable[[], object]) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def linear_ratio(work: Callable[[int], object], n: int) -> float:
+    """Time for 4n over time for n: about 4 when linear, about 16 when quadratic."""
+    small = best_of(3, lambda: work(n))
+    large = best_of(3, lambda: work(4 * n))
+    return large / small
+
+
+def test_a_chunk_of_cr_only_lines_decodes_in_linear_time() -> None:
+    def work(n: int) -> None:
+        SSEDecoder().feed(b"data: x\r\r" * n)
+
+    assert linear_ratio(work, 16_000) < 8
+
+
+def test_one_long_line_in_many_chunks_decodes_in_linear_time() -> None:
+    def work(n: int) -> None:
+        decoder = SSEDecoder()
+        decoder.feed(b"data: ")
+        for _ in range(n):
+            decoder.feed(b"y" * 64)
+
+    assert linear_ratio(work, 20_000) < 8
+
+
+def test_tool_call_fragments_that_never_complete_cost_linear_time() -> None:
+    """Each fragment names the function again, which asks whether the call is complete."""
+
+    def work(n: int) -> None:
+        stream = _ChatStream("openai_compatible", require_done=False)
+        stream.feed(ServerSentEvent(tool_delta("[")))
+        for _ in range(n):
+            stream.feed(ServerSentEvent(tool_delta('"x}",')))
+
+    assert linear_ratio(work, 2500) < 8
+
+
+def tool_delta(arguments: str) -> str:
+    call = {"index": 0, "function": {"name": "f", "arguments": arguments}}
+    return json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
