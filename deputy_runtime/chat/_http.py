@@ -302,7 +302,11 @@ class HttpSession:
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
-        parts = urllib.parse.urlsplit(base_url)
+        try:
+            parts = urllib.parse.urlsplit(base_url)
+            parts.port  # noqa: B018 -- parsing the port validates it
+        except ValueError as exc:
+            raise ValueError(f"{provider}: base_url is not a valid URL ({exc})") from None
         # Request paths go after the base path and before its query (``?api-version=``).
         self._prefix = urllib.parse.urlunsplit(
             (parts.scheme, parts.netloc, parts.path.rstrip("/"), "", "")
@@ -422,7 +426,12 @@ class HttpSession:
 
     async def _attempt(self, path: str, body: bytes, *, stream: bool) -> Any:
         client = self.client()
-        request = self._request(client, path, body)
+        try:
+            request = self._request(client, path, body)
+        except httpx.InvalidURL as exc:
+            raise ProviderError(
+                f"{self.provider}: invalid request URL ({exc})", provider=self.provider
+            ) from None
         response: httpx.Response | None = None
         try:
             try:

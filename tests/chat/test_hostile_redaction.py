@@ -206,3 +206,9 @@ async def test_a_valid_response_is_not_altered_by_redaction(kind: str) -> None:
         result = await outcome(make(kind, server.url), stream=False)
     assert isinstance(result, AssistantTurn)
     assert result.text == f"your key is {KEY}"
+
+
+@pytest.mark.parametrize("url", ["http://[bad/v1", "http://h:99999/v1", "http://h:abc/v1"])
+def test_an_invalid_base_url_is_a_value_error_naming_it(url: str) -> None:
+    with pytest.raises(ValueError, match="base_url is not a valid URL"):
+        OpenAIProvider("m", api_key=KEY, base_url=url)
