@@ -156,7 +156,7 @@ def _error_details(
     """(message, type) from the error body shapes real servers use, plus the parsed body."""
     try:
         parsed: object = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nested past the parser's depth limit
         # Masked before it is cut, so a truncation cannot leave part of a secret behind.
         text = redact(body.decode("utf-8", errors="replace")).strip()
         return (text[:500] or None), None, text
@@ -171,7 +171,10 @@ def _error_details(
             raw_kind = err.get("type") or err.get("code")
             kind = raw_kind if isinstance(raw_kind, str) else None
             if message is None and raw_msg is not None:
-                message = msgspec.json.encode(raw_msg).decode()
+                try:
+                    message = msgspec.json.encode(raw_msg).decode()
+                except RecursionError:
+                    message = "(an error message nested too deeply to show)"
     return message, kind, parsed
 
 

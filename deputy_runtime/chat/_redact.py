@@ -108,17 +108,39 @@ class Redactor:
         return text
 
     def value(self, value: Any) -> Any:
-        """A parsed JSON value (or any str/list/dict tree) with secrets masked in strings."""
+        """A parsed JSON value with secrets masked in its strings (lists and dicts in place).
+
+        Iterative, so a body nested as deeply as the JSON parser allows cannot exhaust
+        the stack while being masked.
+        """
         if not self._secrets:
             return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, bytes | bytearray):
             return self.text(bytes(value).decode("utf-8", errors="replace"))
-        if isinstance(value, list | tuple):
-            return type(value)(self.value(v) for v in value)
-        if isinstance(value, dict):
-            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, tuple):
+            value = list(value)
+        stack = [value] if isinstance(value, list | dict) else []
+        while stack:
+            node = stack.pop()
+            if isinstance(node, list):
+                for index, item in enumerate(node):
+                    if isinstance(item, str):
+                        node[index] = self.text(item)
+                    elif isinstance(item, list | dict):
+                        stack.append(item)
+                continue
+            for key in list(node):
+                item = node[key]
+                if isinstance(item, str):
+                    item = self.text(item)
+                elif isinstance(item, list | dict):
+                    stack.append(item)
+                masked = self.text(key) if isinstance(key, str) else key
+                if masked != key:
+                    del node[key]
+                node[masked] = item
         return value
 
     def excerpt(self, data: bytes | str, limit: int = 200) -> str:

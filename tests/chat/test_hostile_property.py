@@ -89,6 +89,7 @@ def attacks(draw: st.DrawFn, kind: str, stream: bool) -> tuple[str, Behaviour]:
                 "endless-events",
                 "keepalive",
                 "mutated",
+                "deep-json",
                 "error-status",
             ]
         )
@@ -141,6 +142,15 @@ def attacks(draw: st.DrawFn, kind: str, stream: bool) -> tuple[str, Behaviour]:
             at = draw(st.integers(0, len(mutated) - 1))
             mutated[at] = draw(st.integers(0, 255))
         return name, respond(200, headers, bytes(mutated))
+    if name == "deep-json":
+        depth = draw(st.integers(500, 20_000))
+        opener = draw(st.sampled_from([b"[", b'{"a":']))
+        closer = b"]" if opener == b"[" else b"}"
+        nested = opener * depth + b"1" + closer * depth
+        if stream:
+            nested = b"data: " + nested + b"\n\n"
+        status = draw(st.sampled_from([200, 400, 500]))
+        return name, respond(status, headers, nested)
     status = draw(st.sampled_from([400, 401, 404, 408, 429, 500, 503, 529, 302, 101]))
     hint = draw(st.sampled_from(["nan", "inf", "-1", "0", "1e309", "0.001", "soon", ""]))
     junk = draw(st.binary(max_size=200))

@@ -212,3 +212,19 @@ async def test_a_valid_response_is_not_altered_by_redaction(kind: str) -> None:
 def test_an_invalid_base_url_is_a_value_error_naming_it(url: str) -> None:
     with pytest.raises(ValueError, match="base_url is not a valid URL"):
         OpenAIProvider("m", api_key=KEY, base_url=url)
+
+
+@pytest.mark.parametrize("status", [200, 401, 500])
+async def test_a_body_nested_past_the_parsers_depth_is_a_typed_error(
+    kind: str, status: int
+) -> None:
+    """Deep nesting exhausts a recursive parser; it must not escape as RecursionError."""
+    deep = b'{"error": {"message": ' + b"[" * 5000 + KEY.encode() + b"]" * 5000 + b"}}"
+    shallow_enough = b'{"error": {"message": ' + b"[" * 900 + b'"' + KEY.encode() + b'"'
+    shallow_enough += b"]" * 900 + b"}}"
+    for body in (deep, shallow_enough):
+        reply = Reply(status, {"content-type": "application/json"}, body)
+        with LoopbackServer([reply] * 3) as server:
+            result = await outcome(make(kind, server.url), stream=False)
+        assert isinstance(result, ProviderError)
+        assert KEY not in str(result)
