@@ -11,7 +11,7 @@ import json
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -234,11 +234,14 @@ async def test_the_total_deadline_covers_retries(kind: str) -> None:
     """Truncated bodies are retried, but not past the total deadline."""
     baseline = await stall_baseline(kind)
     truncated = respond(200, JSON_HEADERS, b'{"choices": []}' * 100, cut=10)
-    slow_truncated = chunked(trickle(b'{"choices": [' * 20), headers=JSON_HEADERS, end="close")
+    # About 0.1 s per attempt: several attempts fit before the deadline, not all of them.
+    slow_truncated = chunked(
+        trickle(b'{"choices":'), headers=JSON_HEADERS, interval=0.01, end="close"
+    )
     limits = ResponseLimits(total_timeout=DEADLINE)
     for behaviour in (truncated, slow_truncated):
         with HostileServer(behaviour) as server, anyio.fail_after(60):
-            provider: Any = make(kind, server.url, limits, timeout=SLOW_READ, max_retries=10_000)
+            provider = make(kind, server.url, limits, timeout=SLOW_READ, max_retries=10_000)
             start = time.perf_counter()
             result = await outcome(provider, stream=False)
             elapsed = time.perf_counter() - start
