@@ -23,7 +23,6 @@ from ._http import (
     merge_params,
     parse_arguments,
     tool_result_text,
-    wire_usage,
 )
 from ._redact import Redactor
 from ._sse import ServerSentEvent
@@ -38,6 +37,7 @@ from ._types import (
     StreamDelta,
     Usage,
 )
+from ._wire_usage import wire_usage
 
 __all__ = ["AnthropicProvider"]
 

@@ -26,7 +26,7 @@ import random
 import ssl
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
@@ -38,16 +38,15 @@ import msgspec
 from ..errors import (
     AuthenticationError,
     BadRequestError,
-    InvalidUsageError,
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
-    ResponseTooLargeError,
 )
-from ._limits import ACCEPT_ENCODING, BodyDecoder, ResponseLimits, UnsupportedEncoding
+from ._bounded import ResponseReader
+from ._limits import ACCEPT_ENCODING, ResponseLimits
 from ._redact import Redactor, display_url, header_secrets, url_secrets
 from ._sse import EventTooLarge, ServerSentEvent, SSEDecoder
-from ._types import AssistantTurn, ModelRequest, StreamDelta, Usage
+from ._types import AssistantTurn, ModelRequest, StreamDelta
 
 __all__ = [
     "HTTPProvider",
@@ -59,16 +58,12 @@ __all__ = [
     "merge_params",
     "parse_arguments",
     "tool_result_text",
-    "wire_usage",
 ]
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _DEFAULT_TIMEOUT = 600.0  # seconds per read/write/pool wait; long generations are slow
 _DEFAULT_CONNECT_TIMEOUT = 5.0
 _ERROR_BODY_BYTES = 64 * 1024  # an error body is read this far for its message, no further
-# No real response reports more tokens than this; a larger count is a broken or hostile
-# server, and Python ints would let it grow without bound.
-_MAX_TOKENS = 2**53
 # Malformed data in a response makes the parsers raise these; they become ProviderError.
 _PARSE_ERRORS = (
     TypeError,
@@ -211,57 +206,6 @@ def _same(text: str) -> str:
     return text
 
 
-def _count(provider: str, name: str, value: int | None) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKENS:
-        raise InvalidUsageError(
-            f"{provider}: invalid usage: {name} is {value!r}, expected an int from 0 to 2**53; "
-            "the response was rejected and not counted",
-            provider=provider,
-        )
-    return value
-
-
-def wire_usage(
-    provider: str,
-    *,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    cached_input_tokens: int | None = None,
-    extra_input_tokens: Mapping[str, int | None] | None = None,
-    cost_usd: float | None = None,
-) -> Usage:
-    """The usage of one response as a server reported it, validated.
-
-    Negative, absurd (over 2**53) or non-integer token counts and a cost that is not a
-    finite number >= 0 raise :class:`InvalidUsageError`: such a value would silently
-    disable a token or cost limit. ``extra_input_tokens`` are named counts that add to
-    the input (Anthropic's cache reads and writes), each validated on its own.
-    """
-    total_input = _count(provider, "input_tokens", input_tokens)
-    for name, value in (extra_input_tokens or {}).items():
-        total_input += _count(provider, name, value)
-    if cost_usd is not None and (
-        isinstance(cost_usd, bool)
-        or not isinstance(cost_usd, int | float)
-        or not math.isfinite(cost_usd)
-        or cost_usd < 0
-    ):
-        raise InvalidUsageError(
-            f"{provider}: invalid usage: cost is {cost_usd!r}, expected a finite number >= 0; "
-            "the response was rejected and not counted",
-            provider=provider,
-        )
-    return Usage(
-        requests=1,
-        input_tokens=total_input,
-        output_tokens=_count(provider, "output_tokens", output_tokens),
-        cached_input_tokens=_count(provider, "cached_input_tokens", cached_input_tokens),
-        cost_usd=None if cost_usd is None else float(cost_usd),
-    )
-
-
 def _should_retry(response: httpx.Response, error: ProviderError) -> bool:
     forced = response.headers.get("x-should-retry")
     if forced == "true":
@@ -330,6 +274,7 @@ class HttpSession:
             )
         self.retry = retry
         self.limits = limits or ResponseLimits()
+        self.reader = ResponseReader(provider, self.limits)
         self._client = client
         self._owned = client is None
         self._token: object = None
@@ -397,14 +342,14 @@ class HttpSession:
             retry_after: float | None = None
             remaining = deadline - anyio.current_time()
             if remaining <= 0:
-                raise self.total_timeout_error()
+                raise self.reader.total_timeout_error()
             with anyio.move_on_after(remaining) as scope:
                 try:
                     return await self._attempt(path, body, stream=stream)
                 except _Retryable as exc:
                     error, retry_after = exc.error, exc.retry_after
             if scope.cancelled_caught:
-                raise self.total_timeout_error()
+                raise self.reader.total_timeout_error()
             delay = policy.backoff(retry_number) if retry_after is None else retry_after
             if not math.isfinite(delay) or delay < 0:  # a policy subclass's odd backoff
                 delay = policy.initial_delay
@@ -443,8 +388,8 @@ class HttpSession:
                     if stream:
                         opened, response = response, None  # the caller closes it
                         return opened
-                    return await self.read_body(response)
-                error_body = await self.read_body(response, _ERROR_BODY_BYTES, truncate=True)
+                    return await self.reader.read_body(response)
+                error_body = await self.reader.read_body(response, _ERROR_BODY_BYTES, truncate=True)
             except httpx.TimeoutException as exc:
                 raise _Retryable(self._timeout_error(exc)) from exc
             except httpx.RequestError as exc:
@@ -457,77 +402,6 @@ class HttpSession:
         if _should_retry(response, error):
             raise _Retryable(error, _retry_after(response.headers))
         raise error
-
-    async def read_body(
-        self, response: httpx.Response, limit: int | None = None, *, truncate: bool = False
-    ) -> bytes:
-        """The decoded body, at most ``limit`` bytes (``max_body_bytes`` by default).
-
-        Past the limit the body is cut there when ``truncate`` (error bodies, read only for
-        their message), else :class:`ResponseTooLargeError` is raised. The body is
-        inflated piecewise, so a compression bomb is stopped at the limit.
-        """
-        cap = self.limits.max_body_bytes if limit is None else limit
-        status = response.status_code
-        try:
-            decoder = BodyDecoder(response.headers.get("content-encoding"))
-        except UnsupportedEncoding as exc:
-            if truncate:
-                return b""
-            raise self._undecodable(exc, status) from exc
-        declared = response.headers.get("content-length", "")
-        if not truncate and declared.isdigit() and decoder.identity and int(declared) > cap:
-            raise self.too_large("max_body_bytes", cap, status)
-        out = bytearray()
-        try:
-            async for raw in response.aiter_raw():
-                for piece in decoder.decode(raw):
-                    if len(out) + len(piece) > cap:
-                        if truncate:
-                            out += piece[: cap - len(out)]
-                            return bytes(out)
-                        raise self.too_large("max_body_bytes", cap, status)
-                    out += piece
-            decoder.end()
-        except UnsupportedEncoding as exc:
-            if truncate:
-                return bytes(out)
-            raise self._undecodable(exc, status) from exc
-        return bytes(out)
-
-    def too_large(self, what: str, limit: int, status: int | None = None) -> ResponseTooLargeError:
-        """The error for a response that went over the ``what`` cap of ``limit`` bytes."""
-        return ResponseTooLargeError(
-            f"{self.provider}: the response exceeded ResponseLimits.{what}={limit} bytes "
-            "(decoded) and was abandoned",
-            provider=self.provider,
-            status=status,
-            limit=limit,
-            what=what,
-        )
-
-    def total_timeout_error(self) -> ProviderTimeoutError:
-        """The error for a call that ran past its total deadline."""
-        return ProviderTimeoutError(
-            f"{self.provider}: no complete response within the total deadline of "
-            f"{self.limits.total_timeout:g}s (ResponseLimits.total_timeout)",
-            provider=self.provider,
-        )
-
-    def idle_timeout_error(self) -> ProviderTimeoutError:
-        """The error for a stream that sent no event for the idle deadline."""
-        return ProviderTimeoutError(
-            f"{self.provider}: the stream sent no event for {self.limits.idle_timeout:g}s "
-            "(ResponseLimits.idle_timeout; keep-alive comments and pings do not count)",
-            provider=self.provider,
-        )
-
-    def _undecodable(self, exc: UnsupportedEncoding, status: int | None) -> ProviderError:
-        return ProviderError(
-            f"{self.provider}: the response body could not be decoded ({exc})",
-            provider=self.provider,
-            status=status,
-        )
 
     def _timeout_error(self, exc: httpx.TimeoutException) -> ProviderError:
         error = ProviderTimeoutError(
@@ -559,77 +433,6 @@ def _with_note(error: ProviderError, note: str) -> ProviderError:
     final.args = (f"{error} ({note})",)
     final.__cause__ = error.__cause__
     return final
-
-
-class _StreamReader:
-    """Decoded pieces of a streamed body, under the size cap and both deadlines."""
-
-    __slots__ = ("_deadline", "_decoder", "_idle_at", "_pieces", "_raw", "_seen", "_session")
-
-    def __init__(self, session: HttpSession, response: httpx.Response, deadline: float) -> None:
-        self._session = session
-        self._deadline = deadline
-        self._idle_at = anyio.current_time() + session.limits.idle_timeout
-        try:
-            self._decoder = BodyDecoder(response.headers.get("content-encoding"))
-        except UnsupportedEncoding as exc:
-            raise session._undecodable(exc, response.status_code) from exc
-        self._raw = response.aiter_raw()
-        self._pieces: Iterator[bytes] = iter(())
-        self._seen = 0
-
-    def progress(self) -> None:
-        """An event arrived: the idle deadline starts again."""
-        self._idle_at = anyio.current_time() + self._session.limits.idle_timeout
-
-    async def next(self) -> bytes | None:
-        """The next decoded piece, or ``None`` at the end of the body."""
-        session = self._session
-        while True:
-            try:
-                piece = next(self._pieces, None)
-            except UnsupportedEncoding as exc:
-                raise session._undecodable(exc, None) from exc
-            if piece is not None:
-                self._seen += len(piece)
-                cap = session.limits.max_stream_bytes
-                if self._seen > cap:
-                    raise session.too_large("max_stream_bytes", cap)
-                return piece
-            idle = self._idle_at <= self._deadline
-            wait = min(self._idle_at, self._deadline) - anyio.current_time()
-            raw: bytes | None = None
-            if wait > 0:
-                with anyio.move_on_after(wait):
-                    raw = await self._read_raw()
-                    if raw is None:
-                        return None
-            if raw is None:
-                raise session.idle_timeout_error() if idle else session.total_timeout_error()
-            self._pieces = self._decoder.decode(raw)
-
-    async def _read_raw(self) -> bytes | None:
-        session = self._session
-        try:
-            raw = await self._raw.__anext__()
-        except StopAsyncIteration:
-            try:
-                self._decoder.end()
-            except UnsupportedEncoding as exc:
-                raise session._undecodable(exc, None) from exc
-            return None
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeoutError(
-                f"{session.provider}: stream stalled (read timeout) before it was complete",
-                provider=session.provider,
-            ) from exc
-        except httpx.RequestError as exc:
-            raise ProviderError(
-                f"{session.provider}: stream interrupted "
-                f"({type(exc).__name__}: {exc or 'no detail'})",
-                provider=session.provider,
-            ) from exc
-        return raw
 
 
 class StreamAccumulator(Protocol):
@@ -833,7 +636,7 @@ class HTTPProvider:
                 return
             accumulator = self._accumulator()
             decoder = SSEDecoder(session.limits.max_event_bytes)
-            reader = _StreamReader(session, response, deadline)
+            reader = session.reader.stream(response, deadline)
             while not accumulator.done:
                 chunk = await reader.next()
                 if chunk is None:
@@ -859,13 +662,13 @@ class HTTPProvider:
     ) -> AssistantTurn:
         with anyio.move_on_after(deadline - anyio.current_time()):
             try:
-                raw = await self._session.read_body(response)
+                raw = await self._session.reader.read_body(response)
             except httpx.TimeoutException as exc:
                 raise self._session._timeout_error(exc) from exc
             except httpx.RequestError as exc:
                 raise self._session._connection_error(exc) from exc
             return self._checked_parse(raw, start)
-        raise self._session.total_timeout_error()
+        raise self._session.reader.total_timeout_error()
 
     def _checked_parse(self, raw: bytes, start: float) -> AssistantTurn:
         try:
@@ -877,7 +680,7 @@ class HTTPProvider:
         try:
             return decoder.feed(chunk)
         except EventTooLarge as exc:
-            raise self._session.too_large("max_event_bytes", exc.limit) from exc
+            raise self._session.reader.too_large("max_event_bytes", exc.limit) from exc
 
     def _feed(self, accumulator: StreamAccumulator, event: ServerSentEvent) -> list[StreamDelta]:
         try:

@@ -24,7 +24,6 @@ from ._http import (
     merge_params,
     parse_arguments,
     tool_result_text,
-    wire_usage,
 )
 from ._redact import Redactor
 from ._sse import ServerSentEvent
@@ -40,6 +39,7 @@ from ._types import (
     ToolSpec,
     Usage,
 )
+from ._wire_usage import wire_usage
 
 __all__ = ["OllamaProvider", "OpenAICompatibleProvider", "OpenAIProvider"]
 
