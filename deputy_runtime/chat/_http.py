@@ -412,8 +412,14 @@ class HttpSession:
         return error
 
     def _connection_error(self, exc: httpx.RequestError) -> ProviderError:
+        # A protocol error is the server speaking broken HTTP, not a network failure.
+        what = (
+            "malformed HTTP response"
+            if isinstance(exc, httpx.ProtocolError)
+            else "connection failed"
+        )
         error = ProviderError(
-            f"{self.provider}: connection failed ({type(exc).__name__}: {exc or 'no detail'})",
+            f"{self.provider}: {what} ({type(exc).__name__}: {exc or 'no detail'})",
             provider=self.provider,
         )
         error.__cause__ = exc

@@ -35,6 +35,7 @@ __all__ = [
     "Conn",
     "HostileServer",
     "chunked",
+    "drip",
     "gzip_bomb",
     "raw",
     "respond",
@@ -140,6 +141,17 @@ def raw(data: bytes, *, then: str = "close") -> Behaviour:
         conn.send(data)
         if then == "hang":
             conn.pause(-1)
+
+    return run
+
+
+def drip(data: Callable[[], Iterable[bytes]], *, interval: float) -> Behaviour:
+    """Raw bytes (the status line and headers too), one piece every ``interval`` seconds."""
+
+    def run(conn: Conn) -> None:
+        for piece in data():
+            conn.send(piece)
+            conn.pause(interval)
 
     return run
 

@@ -27,6 +27,7 @@ from hostile import (
     HostileServer,
     bomb_bytes,
     chunked,
+    drip,
     forever,
     make,
     once,
@@ -90,6 +91,8 @@ def attacks(draw: st.DrawFn, kind: str, stream: bool) -> tuple[str, Behaviour]:
                 "keepalive",
                 "mutated",
                 "deep-json",
+                "header-flood",
+                "slow-headers",
                 "error-status",
             ]
         )
@@ -142,6 +145,13 @@ def attacks(draw: st.DrawFn, kind: str, stream: bool) -> tuple[str, Behaviour]:
             at = draw(st.integers(0, len(mutated) - 1))
             mutated[at] = draw(st.integers(0, 255))
         return name, respond(200, headers, bytes(mutated))
+    if name == "header-flood":
+        line = b"x-filler: " + b"f" * draw(st.integers(1, 200)) + b"\r\n"
+        status_line = [b"HTTP/1.1 200 OK\r\n"]
+        return name, drip(lambda: itertools.chain(status_line, itertools.repeat(line)), interval=0)
+    if name == "slow-headers":
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-a: b\r\n"
+        return name, drip(trickle(head, repeat=True), interval=0.005)
     if name == "deep-json":
         depth = draw(st.integers(500, 20_000))
         opener = draw(st.sampled_from([b"[", b'{"a":']))
