@@ -236,9 +236,7 @@ class HostileServer:
                     with suppress(OSError):
                         sock.shutdown(socket.SHUT_RDWR)
 
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,))
         self._thread.daemon = True
 
@@ -256,6 +254,11 @@ class HostileServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True  # a connection thread never keeps the test process alive
 
 
 def _read_request(sock: socket.socket) -> bool:
