@@ -83,9 +83,11 @@ class RetryPolicy:
 
     ``max_retries`` extra attempts are made at most; the waits between attempts are
     ``min(initial_delay * 2**n, max_delay)`` reduced by up to 25% of jitter, or what the
-    server's ``retry-after``/``retry-after-ms`` header asks for. ``budget`` caps the total
-    seconds spent waiting for one request: a retry whose wait would exceed it is not made,
-    and the last error is raised. ``sleep`` is injectable so tests need not wait.
+    server's ``retry-after``/``retry-after-ms`` header asks for (when that is a finite number
+    >= 0; other hints are ignored). ``budget`` caps the total seconds spent waiting for one
+    request: a retry whose wait would exceed it (or pass the call's total deadline, see
+    :class:`ResponseLimits`) is not made, and the last error is raised. ``sleep`` is
+    injectable so tests need not wait.
     """
 
     max_retries: int = 2
