@@ -21,6 +21,7 @@ __all__ = [
     "DefinitionFileError",
     "DelegationBindingError",
     "DeputyError",
+    "InvalidUsageError",
     "PermissionCeilingError",
     "PermissionModeWideningError",
     "PermissionsError",
@@ -29,6 +30,7 @@ __all__ = [
     "RateLimitError",
     "RequestLimitExceeded",
     "ResourceBusyError",
+    "ResponseTooLargeError",
     "RunActiveError",
     "ScriptError",
     "SkillError",
@@ -198,3 +200,32 @@ class ToolLoopLimitError(DeputyError, RuntimeError):
     def __init__(self, message: str, *, max_tool_rounds: int) -> None:
         super().__init__(message)
         self.max_tool_rounds = max_tool_rounds
+
+
+class ResponseTooLargeError(ProviderError):
+    """A response went over a configured size cap and was abandoned.
+
+    ``limit`` is the cap in bytes and ``what`` the thing it bounds (``"max_body_bytes"``,
+    ``"max_event_bytes"`` or ``"max_stream_bytes"``), so the message and the attributes
+    name the setting to raise.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        body: object | None = None,
+        limit: int | None = None,
+        what: str | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status, body=body)
+        self.limit = limit
+        self.what = what
+
+
+class InvalidUsageError(ProviderError):
+    """A response reported usage that cannot be true (negative, non-finite or absurd counts
+    or cost); the response is rejected so a usage limit is never fed a value that would
+    disable it."""

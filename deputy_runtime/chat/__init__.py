@@ -74,6 +74,7 @@ from ._toolloop import user_turn_after as user_turn_after
 if TYPE_CHECKING:  # loaded lazily by __getattr__ below; these lines only inform type checkers
     from ._anthropic import AnthropicProvider
     from ._http import HTTPProvider, RetryPolicy
+    from ._limits import ResponseLimits
     from ._openai import OllamaProvider, OpenAICompatibleProvider, OpenAIProvider
 
 __all__ = [
@@ -100,6 +101,7 @@ __all__ = [
     "OpenAIProvider",
     "Provider",
     "ProviderFactory",
+    "ResponseLimits",
     "RetryPolicy",
     "Role",
     "ScriptedProvider",
@@ -133,6 +135,7 @@ __all__ = [
 #: Attribute -> the module that defines it, imported on first access.
 _LAZY = {
     "AnthropicProvider": "._anthropic",
+    "ResponseLimits": "._limits",
     "HTTPProvider": "._http",
     "OllamaProvider": "._openai",
     "OpenAICompatibleProvider": "._openai",
