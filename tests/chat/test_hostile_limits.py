@@ -15,7 +15,13 @@ from typing import TypeVar
 
 import anyio
 import pytest
-from hostile import (
+
+from deputy_runtime.chat import AssistantTurn
+from deputy_runtime.chat._limits import MiB, ResponseLimits
+from deputy_runtime.chat._openai import _ChatStream
+from deputy_runtime.chat._sse import ServerSentEvent, SSEDecoder
+from deputy_runtime.errors import ProviderError, ProviderTimeoutError, ResponseTooLargeError
+from tests.chat.hostile import (
     JSON_HEADERS,
     SSE_HEADERS,
     Behaviour,
@@ -31,12 +37,6 @@ from hostile import (
     text_event,
     trickle,
 )
-
-from deputy_runtime.chat import AssistantTurn
-from deputy_runtime.chat._limits import MiB, ResponseLimits
-from deputy_runtime.chat._openai import _ChatStream
-from deputy_runtime.chat._sse import ServerSentEvent, SSEDecoder
-from deputy_runtime.errors import ProviderError, ProviderTimeoutError, ResponseTooLargeError
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,13 @@ from typing import Any
 import anyio
 import pytest
 import sniffio
-from hostile import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deputy_runtime.chat import AssistantTurn
+from deputy_runtime.chat._limits import MiB, ResponseLimits
+from deputy_runtime.errors import ProviderError
+from tests.chat.hostile import (
     JSON_HEADERS,
     OK,
     SSE_HEADERS,
@@ -38,13 +44,7 @@ from hostile import (
     text_event,
     trickle,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from loopback import anthropic_sse, openai_sse
-
-from deputy_runtime.chat import AssistantTurn
-from deputy_runtime.chat._limits import MiB, ResponseLimits
-from deputy_runtime.errors import ProviderError
+from tests.chat.loopback import anthropic_sse, openai_sse
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

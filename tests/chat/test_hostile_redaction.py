@@ -10,10 +10,8 @@ import urllib.parse
 from typing import Any
 
 import pytest
-from hostile import KEY, OK, make, outcome
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from loopback import LoopbackServer, Reply, Seen
 
 from deputy_runtime import Agent, Chat
 from deputy_runtime.chat import AssistantTurn
@@ -22,6 +20,8 @@ from deputy_runtime.chat._http import error_from_response
 from deputy_runtime.chat._openai import OpenAIProvider
 from deputy_runtime.chat._redact import Redactor, display_url
 from deputy_runtime.errors import AuthenticationError, ProviderError
+from tests.chat.hostile import KEY, OK, make, outcome
+from tests.chat.loopback import LoopbackServer, Reply, Seen
 
 pytestmark = pytest.mark.anyio
 

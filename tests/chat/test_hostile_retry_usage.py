@@ -15,16 +15,16 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from hostile import KEY, OK, make, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopback import LoopbackServer, Reply, Seen, anthropic_sse, openai_sse
 
 from deputy_runtime import Agent, Chat, UsageLimits, tool
 from deputy_runtime.chat import AssistantTurn
 from deputy_runtime.chat._http import RetryPolicy, _retry_after
 from deputy_runtime.chat._openai import OpenAICompatibleProvider
 from deputy_runtime.errors import InvalidUsageError, ProviderError, RateLimitError
+from tests.chat.hostile import KEY, OK, make, outcome
+from tests.chat.loopback import LoopbackServer, Reply, Seen, anthropic_sse, openai_sse
 
 pytestmark = pytest.mark.anyio
 
