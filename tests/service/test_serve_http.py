@@ -8,7 +8,7 @@ tool waits until the test creates ``release-<delegation id>``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import httpx
@@ -77,7 +77,7 @@ def start(client: httpx.Client, **body: object) -> str:
 
 def events(
     client: httpx.Client, run_id: str, last_event_id: int | None = None
-) -> Iterator[dict[str, str]]:
+) -> Generator[dict[str, str], None, None]:
     """The run's SSE messages as they arrive (the stream closes when the generator does)."""
     headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
     with client.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
@@ -87,7 +87,7 @@ def events(
 
 
 def until_end(messages: Iterator[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, str]]:
-    seen = []
+    seen: list[dict[str, str]] = []
     for message in messages:
         if message.get("event") == "end":
             return seen, message
