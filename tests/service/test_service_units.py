@@ -101,7 +101,7 @@ def test_a_request_never_widens_the_servers_ceilings(
         or (server_tokens is not None and tokens is not None and tokens > server_tokens)
     )
     if too_wide:
-        with pytest.raises(RunRequestError, match="above the server's|is wider than"):
+        with pytest.raises(RunRequestError, match=r"above the server's|is wider than"):
             resolve_request(request, config, ("a",))
         return
     resolved = resolve_request(request, config, ("a",))
