@@ -19,7 +19,11 @@ async function api(method, path, body) {
   const response = await fetch(path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),
   });
-  if (response.status === 401) { showLogin("The token was refused."); throw new Error("401"); }
+  if (response.status === 401) {
+    const refused = "The token was refused.";
+    showLogin(refused);
+    throw new Error(refused);
+  }
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(data.error || response.statusText);
   return data;
@@ -57,7 +61,7 @@ function newNode(name, delegationId, limits) {
   return {
     name, delegationId, limits, children: [], status: "running", stopReason: null,
     started: performance.now(), ended: null, requests: 0, tokens: 0, usage: null,
-    lastTool: "",
+    lastTool: "", exact: null,
   };
 }
 
@@ -120,16 +124,27 @@ function liveRequests(n) {
   return n.usage ? n.usage.requests : n.requests + n.children.reduce((a, c) => a + liveRequests(c), 0);
 }
 function liveTokens(n) {
-  return n.usage ? n.usage.total_tokens : n.tokens + n.children.reduce((a, c) => a + liveTokens(c), 0);
+  if (n.usage) return n.usage.input_tokens + n.usage.output_tokens;
+  return n.tokens + n.children.reduce((a, c) => a + liveTokens(c), 0);
 }
 function budget(used, limit) { return limit === null || limit === undefined ? String(used) : used + "/" + limit; }
 
-function cell(row, text, className) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  if (className) td.className = className;
-  row.append(td);
-  return td;
+function setText(td, text) { if (td.textContent !== text) td.textContent = text; }
+
+// One persistent row per node, updated in place: a row (and its button) is never
+// replaced while it is on screen, so a click cannot land on an element being swapped out.
+function rowFor(node) {
+  const key = node.delegationId || "lead";
+  let tr = state.rows.get(key);
+  if (!tr) {
+    tr = document.createElement("tr");
+    tr.dataset.agent = node.name;
+    tr.dataset.node = key;
+    for (let i = 0; i < 7; i++) tr.append(document.createElement("td"));
+    for (const i of [2, 3, 4]) tr.cells[i].className = "num";
+    state.rows.set(key, tr);
+  }
+  return tr;
 }
 
 function rowsOf(node, prefix, childPrefix, rows) {
@@ -145,32 +160,34 @@ function render() {
   const now = performance.now();
   const rows = [];
   rowsOf(state.lead, "", "", rows);
-  const body = document.createElement("tbody");
-  for (const [node, prefix] of rows) {
-    const tr = document.createElement("tr");
-    tr.dataset.agent = node.name;
-    tr.dataset.node = node.delegationId || "lead";
+  const body = $("tree").tBodies[0];
+  rows.forEach(([node, prefix], index) => {
+    const tr = rowFor(node);
     tr.dataset.status = node.status;
-    cell(tr, prefix + node.name);
-    const status = node.status + (node.stopReason && node.stopReason !== "complete" ? " (" + node.stopReason + ")" : "");
-    cell(tr, status, "status status-" + node.status);
-    cell(tr, (((node.ended ?? now) - node.started) / 1000).toFixed(1) + "s", "num");
+    const cells = tr.cells;
+    setText(cells[0], prefix + node.name);
+    const reason = node.stopReason && node.stopReason !== "complete" ? " (" + node.stopReason + ")" : "";
+    setText(cells[1], node.status + reason);
+    cells[1].className = "status status-" + node.status;
+    const seconds = node.exact ?? ((node.ended ?? now) - node.started) / 1000;
+    setText(cells[2], seconds.toFixed(1) + "s");
     const limits = node.limits || {};
-    cell(tr, budget(liveRequests(node), limits.max_requests), "num");
-    cell(tr, budget(liveTokens(node), limits.max_total_tokens), "num");
-    cell(tr, node.lastTool);
-    const actions = cell(tr, "");
-    if (node.delegationId && node.status === "running") {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "interrupt";
-      button.textContent = "Interrupt";
-      button.addEventListener("click", () => interruptDelegation(node.delegationId, button));
-      actions.append(button);
+    setText(cells[3], budget(liveRequests(node), limits.max_requests));
+    setText(cells[4], budget(liveTokens(node), limits.max_total_tokens));
+    setText(cells[5], node.lastTool);
+    const button = cells[6].querySelector("button");
+    if (node.delegationId && node.status === "running" && !button) {
+      const interrupt = document.createElement("button");
+      interrupt.type = "button";
+      interrupt.className = "interrupt";
+      interrupt.textContent = "Interrupt";
+      interrupt.addEventListener("click", () => interruptDelegation(node.delegationId, interrupt));
+      cells[6].append(interrupt);
+    } else if (button && node.status !== "running") {
+      button.remove();
     }
-    body.append(tr);
-  }
-  $("tree").tBodies[0].replaceWith(body);
+    if (body.children[index] !== tr) body.insertBefore(tr, body.children[index] || null);
+  });
 }
 
 // -- the run and its event stream -------------------------------------------------------
@@ -212,7 +229,9 @@ async function follow(runId) {
           if (message.event === "truncated") { say("Some early events were dropped from the server's log."); continue; }
           if (message.event !== "message" || !message.data) continue;
           if (message.id !== null) lastId = message.id;
-          apply(JSON.parse(message.data));
+          const event = JSON.parse(message.data);
+          apply(event);
+          if (event.type === "delegation_end") scheduleReconcile(runId);
         }
         render();
       }
@@ -223,8 +242,31 @@ async function follow(runId) {
   }
 }
 
+// Events carry no times, so elapsed is first measured when events arrive here; once a
+// delegation or the run has ended, the server's own times replace that measurement.
+function reconcile(run) {
+  if (!state || state.id !== run.id) return;
+  for (const record of run.records) {
+    const node = state.nodes.get(record.delegation_id);
+    if (node && record.started_at !== null && record.completed_at !== null) {
+      node.exact = record.completed_at - record.started_at;
+    }
+  }
+  if (state.lead && run.finished_at !== null) state.lead.exact = run.finished_at - run.created_at;
+}
+
+function scheduleReconcile(runId) {
+  if (state.reconciling) return;
+  state.reconciling = true;
+  setTimeout(async () => {
+    state.reconciling = false;
+    try { reconcile(await api("GET", "/runs/" + runId)); } catch (error) { /* the next one will */ }
+  }, 500);
+}
+
 async function finish(runId) {
   const run = await api("GET", "/runs/" + runId);
+  reconcile(run);
   $("run-status").textContent = run.status;
   $("run-status").className = "status status-" + run.status;
   $("interrupt-run").hidden = true;
@@ -239,7 +281,9 @@ async function startRun(event) {
   if ($("max-requests").value) body.max_requests = Number($("max-requests").value);
   try {
     const run = await api("POST", "/runs", body);
-    state = { id: run.id, lead: null, nodes: new Map(), byAgent: new Map() };
+    state = { id: run.id, lead: null, nodes: new Map(), byAgent: new Map(), rows: new Map(),
+      reconciling: false };
+    $("tree").tBodies[0].replaceChildren();
     $("run").hidden = false;
     $("run-id").textContent = run.id;
     $("run-status").textContent = "running";
