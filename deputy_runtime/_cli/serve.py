@@ -96,8 +96,21 @@ def _checked(token: str, source: str) -> str:
         raise UsageError(str(exc)) from exc
 
 
+def _check_extra() -> None:
+    """Refuse up front when the ``serve`` extra (Starlette, Hypercorn) is not installed."""
+    try:
+        import hypercorn  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"serve needs the 'serve' extra ({exc.name} is not installed); install it with: "
+            "pip install 'deputy-runtime[serve]'"
+        ) from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     backend = args.backend
+    _check_extra()
     check_backend(backend)
     tokens: tuple[str, ...] | None = read_tokens(args.token_file, dict(os.environ))
     if not tokens:
