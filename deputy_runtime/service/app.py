@@ -181,7 +181,7 @@ def build_app(
             return _error(404, "no such run")
         if run.status is not RunStatus.RUNNING:
             return _error(409, f"the run has already ended ({run.status.value})")
-        run.lead.interrupt()
+        run.interrupt()
         return _json({"id": run.id, "interrupting": True}, 202)
 
     async def interrupt_delegation(request: Request) -> Response:

@@ -101,6 +101,7 @@ class Run:
         "error",
         "finished_at",
         "id",
+        "interrupt_reason",
         "lead",
         "limits",
         "log",
@@ -124,11 +125,24 @@ class Run:
         self.finished_at: float | None = None
         self.status = RunStatus.RUNNING
         self.error: str | None = None
+        self.interrupt_reason: str | None = None
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
 
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop the lead and its delegations at their next boundary.
+
+        The lead ignores an interrupt until its run is active, and a run started a moment
+        ago may not be yet; the request is kept and repeated from the event sink, which
+        the runtime first calls once the run is active (before its first model request).
+        """
+        self.interrupt_reason = self.interrupt_reason or reason
+        self.lead.interrupt(self.interrupt_reason)
+
     def on_event(self, event: Event) -> None:
         """The runtime's event sink: number and keep the event."""
+        if self.interrupt_reason is not None:
+            self.lead.interrupt(self.interrupt_reason)
         self.log.append(encode_event(event))
 
     def view(self) -> RunView:
@@ -222,7 +236,7 @@ class RunManager:
         """Refuse new runs, interrupt the active ones, cancel stragglers, wait for all."""
         self.closing = True
         for run in tuple(self.active.values()):
-            run.lead.interrupt("shutdown")
+            run.interrupt("shutdown")
         with anyio.move_on_after(self.config.shutdown_grace):
             await self._wait_all()
         for run in tuple(self.active.values()):

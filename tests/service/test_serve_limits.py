@@ -80,3 +80,40 @@ def test_runs_over_max_runs_get_429_until_one_ends(tmp_path: Path, backend: str)
     assert json.loads(ends[0]["data"])["status"] == "completed"
     assert after.status_code == 201
     assert status == 0, stderr
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_event_log_is_bounded_and_says_what_it_dropped(tmp_path: Path, backend: str) -> None:
+    agents = agents_dir(tmp_path / "agents", "quick_a", "quick_b")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    server = start_server(
+        tmp_path,
+        *("--agents", str(agents), "--backend", backend, "--plugin", str(PLUGIN)),
+        *("--event-log-size", "5"),
+        env=offline_env(SERVE_PLUGIN_DIR=str(markers)),
+    )
+    try:
+        with server.client() as client:
+            run_id = client.post("/runs", json={"task": "work"}).json()["id"]
+            with client.stream("GET", f"/runs/{run_id}/events") as stream:
+                list(sse_messages(stream.iter_lines()))  # until the run has ended
+            total = client.get(f"/runs/{run_id}").json()["events"]
+            with client.stream("GET", f"/runs/{run_id}/events") as stream:
+                replay = list(sse_messages(stream.iter_lines()))
+            with client.stream(
+                "GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": str(total - 2)}
+            ) as stream:
+                tail = list(sse_messages(stream.iter_lines()))
+    finally:
+        status, stderr = server.stop()
+    assert total > 5
+    assert replay[0]["event"] == "truncated"
+    assert json.loads(replay[0]["data"]) == {"dropped": total - 5}
+    assert [int(m["id"]) for m in replay[1:-1]] == list(range(total - 4, total + 1))
+    assert json.loads(replay[1 + 4]["data"])["type"] == "stop"
+    assert replay[-1]["event"] == "end"
+    # resuming within what is kept loses nothing and reports no gap
+    assert [m.get("event", "message") for m in tail] == ["message", "message", "end"]
+    assert [int(m["id"]) for m in tail[:2]] == [total - 1, total]
+    assert status == 0, stderr

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from deputy_runtime import LeadAgent, agent_definition, chat
 from deputy_runtime.runtime import MODE_TRANSITIONS
 from deputy_runtime.service.auth import bearer_token, check_token_text, match_token
 from deputy_runtime.service.config import (
+    Resolved,
     RunRequest,
     RunRequestError,
     ServiceConfig,
@@ -18,6 +20,12 @@ from deputy_runtime.service.config import (
 )
 from deputy_runtime.service.eventlog import EventLog
 from deputy_runtime.service.ratelimit import RateLimiter
+from deputy_runtime.service.runs import (
+    RunManager,
+    RunStatus,
+    ServiceBusyError,
+    ServiceClosingError,
+)
 
 TOKENS = ("first-token-0123456789", "second-token-0123456789")
 MODES = ("readonly", "plan", "standard", "full")
@@ -170,3 +178,42 @@ async def test_readers_wake_on_append_and_on_close() -> None:
         await anyio.wait_all_tasks_blocked()
         log.close()
     assert woken == [1, 3]
+
+
+def _manager_lead(resolved: Resolved) -> LeadAgent:
+    helper = agent_definition("helper", "Helps.", "You help.", max_requests=2)
+    return LeadAgent(chat("test"), [helper], usage_limits=resolved.limits)
+
+
+@pytest.mark.anyio
+async def test_an_interrupt_before_the_run_task_starts_is_not_lost() -> None:
+    config = ServiceConfig()
+    resolved = resolve_request(RunRequest(task="help"), config, ("helper",))
+    async with anyio.create_task_group() as tg:
+        manager = RunManager(config, agents=("helper",), make_lead=_manager_lead, task_group=tg)
+        run = manager.start(0, resolved)
+        run.interrupt()  # synchronously: the run's task has not begun yet
+        await run.done.wait()
+    assert run.status is RunStatus.INTERRUPTED
+    assert run.lead.last_result is not None
+    assert run.lead.last_result.usage.requests == 0
+    assert run.lead.list_subagents() == []
+    assert not manager.active
+
+
+@pytest.mark.anyio
+async def test_the_manager_bounds_active_runs_and_refuses_after_shutdown() -> None:
+    config = ServiceConfig(max_runs=1)
+    resolved = resolve_request(RunRequest(task="help"), config, ("helper",))
+    async with anyio.create_task_group() as tg:
+        manager = RunManager(config, agents=("helper",), make_lead=_manager_lead, task_group=tg)
+        first = manager.start(0, resolved)
+        with pytest.raises(ServiceBusyError, match="--max-runs"):
+            manager.start(0, resolved)
+        await first.done.wait()
+        assert first.status is RunStatus.COMPLETED
+        assert manager.get(0, first.id) is first
+        assert manager.get(1, first.id) is None  # another client's run is not visible
+        await manager.shutdown()
+        with pytest.raises(ServiceClosingError):
+            manager.start(0, resolved)
