@@ -217,3 +217,24 @@ async def test_the_manager_bounds_active_runs_and_refuses_after_shutdown() -> No
         await manager.shutdown()
         with pytest.raises(ServiceClosingError):
             manager.start(0, resolved)
+
+
+@given(
+    rate=st.floats(0.1, 50.0),
+    burst=st.integers(1, 20),
+    steps=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=200),
+)
+def test_the_rate_limiter_never_allows_more_than_burst_plus_rate(
+    rate: float, burst: int, steps: list[float]
+) -> None:
+    now = [0.0]
+    limiter = RateLimiter(rate=rate, burst=burst, clock=lambda: now[0])
+    allowed = 0
+    for step in steps:
+        now[0] += step
+        wait = limiter.take(7)
+        if wait is None:
+            allowed += 1
+        else:
+            assert wait >= 1
+    assert allowed <= burst + rate * now[0] + 1e-6
