@@ -70,4 +70,6 @@ def test_insecure_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> 
     assert response.status_code == 200
     assert [a["name"] for a in response.json()["agents"]] == ["quick_a"]
     assert "serving without authentication" in stderr
+    # model selection as for `run`: no key in the environment, so the offline model
+    assert "Model: test - the offline, deterministic test provider, NOT a real model" in stderr
     assert status == 0, stderr
