@@ -153,7 +153,6 @@ def _serve(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             event_log_size=args.event_log_size,
             shutdown_grace=args.shutdown_grace,
-            test_fanout=fanout,
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc

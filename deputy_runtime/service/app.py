@@ -28,7 +28,14 @@ from .auth import bearer_token, match_token
 from .config import RunRequest, RunRequestError, resolve_request
 from .page import PAGE_FILES, PAGE_HEADERS
 from .ratelimit import RateLimiter
-from .runs import Run, RunManager, RunStatus, ServiceBusyError, ServiceClosingError
+from .runs import (
+    Run,
+    RunManager,
+    RunSetupError,
+    RunStatus,
+    ServiceBusyError,
+    ServiceClosingError,
+)
 
 __all__ = ["KEEPALIVE_SECONDS", "PUBLIC_PATHS", "build_app"]
 
@@ -163,6 +170,8 @@ def build_app(
             return _error(429, str(exc), {"Retry-After": "1"})
         except ServiceClosingError as exc:
             return _error(503, str(exc))
+        except RunSetupError as exc:
+            return _error(500, str(exc))
         return _json(
             {"id": run.id, "status": run.status.value, "events": f"/runs/{run.id}/events"},
             201,

@@ -43,7 +43,6 @@ class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: int = 64 * 1024
     event_log_size: int = 10_000  # events kept per run for SSE resumption
     shutdown_grace: float = 5.0  # seconds runs get to stop at a boundary on SIGTERM
-    test_fanout: int | None = None  # the offline test model's fan-out (as in `run`)
 
 
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

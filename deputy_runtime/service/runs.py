@@ -31,7 +31,14 @@ from ..runtime import AgentResult, Event, LeadAgent, encode_event
 from .config import Resolved, ServiceConfig
 from .eventlog import EventLog
 
-__all__ = ["Run", "RunManager", "RunStatus", "ServiceBusyError", "ServiceClosingError"]
+__all__ = [
+    "Run",
+    "RunManager",
+    "RunSetupError",
+    "RunStatus",
+    "ServiceBusyError",
+    "ServiceClosingError",
+]
 
 
 class RunStatus(enum.Enum):
@@ -50,6 +57,10 @@ class ServiceBusyError(DeputyError):
 
 class ServiceClosingError(DeputyError):
     """The server is shutting down and starts no new run (HTTP 503)."""
+
+
+class RunSetupError(DeputyError):
+    """The lead for a run could not be built (HTTP 500); nothing was started."""
 
 
 def status_of(result: AgentResult | None) -> RunStatus:
@@ -201,7 +212,10 @@ class RunManager:
             raise ServiceBusyError(
                 f"{len(self.active)} runs are active, the server's limit (--max-runs)"
             )
-        lead = self._make_lead(resolved)
+        try:
+            lead = self._make_lead(resolved)
+        except Exception as exc:  # the host's factory: reported, never half-started
+            raise RunSetupError(f"could not build the lead: {type(exc).__name__}: {exc}") from exc
         run = Run(owner, resolved, lead, EventLog(self.config.event_log_size))
         self._runs[run.id] = run
         self.active[run.id] = run

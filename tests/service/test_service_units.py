@@ -22,6 +22,7 @@ from deputy_runtime.service.eventlog import EventLog
 from deputy_runtime.service.ratelimit import RateLimiter
 from deputy_runtime.service.runs import (
     RunManager,
+    RunSetupError,
     RunStatus,
     ServiceBusyError,
     ServiceClosingError,
@@ -238,3 +239,17 @@ def test_the_rate_limiter_never_allows_more_than_burst_plus_rate(
         else:
             assert wait >= 1
     assert allowed <= burst + rate * now[0] + 1e-6
+
+
+@pytest.mark.anyio
+async def test_a_lead_that_cannot_be_built_leaves_nothing_behind() -> None:
+    def broken(resolved: Resolved) -> LeadAgent:
+        raise ValueError("no model today")
+
+    config = ServiceConfig()
+    resolved = resolve_request(RunRequest(task="help"), config, ("helper",))
+    async with anyio.create_task_group() as tg:
+        manager = RunManager(config, agents=("helper",), make_lead=broken, task_group=tg)
+        with pytest.raises(RunSetupError, match="could not build the lead: ValueError: no model"):
+            manager.start(0, resolved)
+        assert not manager.active
