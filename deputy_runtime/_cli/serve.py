@@ -112,6 +112,14 @@ def _serve(args: argparse.Namespace) -> int:
     backend = args.backend
     _check_extra()
     check_backend(backend)
+    token_file = Path(args.token_file) if args.token_file is not None else None
+    if token_file is not None and token_file.is_file() and token_file.stat().st_mode & 0o077:
+        print(
+            f"deputy-runtime serve: warning: --token-file {args.token_file!r} can be read by "
+            "other users; chmod 600 it",
+            file=sys.stderr,
+            flush=True,
+        )
     tokens: tuple[str, ...] | None = read_tokens(args.token_file, dict(os.environ))
     if not tokens:
         if not args.insecure_no_auth:

@@ -60,6 +60,18 @@ def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
     assert "--token-file 'tokens' holds no token" in done.stderr
 
 
+def test_a_token_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("short\n", encoding="utf-8")
+    tokens.chmod(0o644)
+    done = serve(tmp_path, "--token-file", "tokens")
+    assert "warning: --token-file 'tokens' can be read by other users" in done.stderr
+    assert done.returncode == 2  # the short token is still refused, after the warning
+    assert "--token-file 'tokens' line 1: a token must be at least 16" in done.stderr
+    tokens.chmod(0o600)
+    assert "can be read by other users" not in serve(tmp_path, "--token-file", "tokens").stderr
+
+
 def test_insecure_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:
     agents = agents_dir(tmp_path / "agents", "quick_a")
     server = start_server(tmp_path, "--agents", str(agents), "--insecure-no-auth", token=None)
