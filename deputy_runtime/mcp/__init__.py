@@ -1,0 +1,44 @@
+"""MCP servers as tool sources: configs, sessions with guaranteed cleanup, and a pool.
+
+Needs the ``mcp`` extra (``pip install "deputy-runtime[mcp]"``), the official MCP SDK.
+See ``docs/mcp.md``.
+"""
+
+from ._config import McpConfig, McpHttp, McpLimits, McpStdio
+from ._events import (
+    McpEvent,
+    McpEventSink,
+    McpServerStarted,
+    McpServerStopped,
+    McpStderrLine,
+    McpStopKind,
+    McpToolCall,
+    McpToolsChanged,
+)
+from ._mcpjson import load_mcp_config
+from ._names import expand_mcp_names, mcp_tool_names
+from ._pool import McpServerPool
+from ._server import McpServer
+from ._session import McpSession, SessionState
+
+__all__ = [
+    "McpConfig",
+    "McpEvent",
+    "McpEventSink",
+    "McpHttp",
+    "McpLimits",
+    "McpServer",
+    "McpServerPool",
+    "McpServerStarted",
+    "McpServerStopped",
+    "McpSession",
+    "McpStderrLine",
+    "McpStdio",
+    "McpStopKind",
+    "McpToolCall",
+    "McpToolsChanged",
+    "SessionState",
+    "expand_mcp_names",
+    "load_mcp_config",
+    "mcp_tool_names",
+]
