@@ -47,12 +47,19 @@ def wipe() -> str:
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
-async def tracked_write(pause: float = 0.05) -> Overlap:
-    """Hold a write open for ``pause`` seconds and report the most overlapping calls seen."""
+async def tracked_write(pause: float = 0.05, wait_for: int = 1) -> Overlap:
+    """Hold a write open and report the most calls seen running at once.
+
+    The call lasts ``pause`` seconds, and first waits (up to 30 s) until ``wait_for``
+    calls are running, so a test can make two calls overlap without relying on timing.
+    """
     STATE["active"] += 1
     STATE["calls"] += 1
     STATE["max_active"] = max(STATE["max_active"], STATE["active"])
     try:
+        with anyio.move_on_after(30):
+            while STATE["active"] < wait_for:
+                await anyio.sleep(0.005)
         await anyio.sleep(pause)
     finally:
         STATE["active"] -= 1

@@ -1,0 +1,165 @@
+"""Server configurations and the .mcp.json loader: every bad input names what is wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deputy_runtime.errors import McpConfigError
+from deputy_runtime.mcp import McpHttp, McpLimits, McpServer, McpStdio, load_mcp_config
+
+
+def write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / ".mcp.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_stdio_and_http_values_are_frozen_and_normalised() -> None:
+    cfg = McpStdio(command="npx", args=["-y", "pkg"], env={"A": "1"}, cwd="/tmp")  # type: ignore[arg-type]
+    assert cfg.args == ("-y", "pkg")
+    assert cfg.transport == "stdio"
+    with pytest.raises(AttributeError):
+        cfg.command = "other"  # type: ignore[misc]
+    http = McpHttp(url="https://example.test/mcp", headers={"Authorization": "Bearer x"})
+    assert http.transport == "http"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"command": ""}, "McpStdio.command must not be empty"),
+        ({"command": "x", "args": "a b"}, "McpStdio.args must be a list"),
+        ({"command": "x", "args": ("ok", 3)}, "McpStdio.args[1] must be a string"),
+        ({"command": "x", "env": {"1BAD": "v"}}, "McpStdio.env key '1BAD' is invalid"),
+        ({"command": "x", "env": {"A": None}}, "McpStdio.env['A'] must be a string"),
+        ({"command": "x\x00"}, "must not contain a NUL"),
+    ],
+)
+def test_stdio_rejects_bad_fields(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(McpConfigError) as info:
+        McpStdio(**kwargs)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"url": "ftp://x/mcp"}, "expected an http:// or https:// URL"),
+        ({"url": "http:///mcp"}, "with a host"),
+        ({"url": "http://x", "headers": {"Bad Name": "v"}}, "not a valid header name"),
+        ({"url": "http://x", "headers": {"X": "a\r\nB: c"}}, "must not contain a line break"),
+    ],
+)
+def test_http_rejects_bad_fields(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(McpConfigError) as info:
+        McpHttp(**kwargs)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("start_timeout", 0), ("call_timeout", -1), ("close_grace", True), ("max_message_bytes", 0)],
+)
+def test_limits_reject_non_positive(field: str, value: object) -> None:
+    with pytest.raises(McpConfigError, match=f"McpLimits.{field} must be a positive"):
+        McpLimits(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", "a__b", "_a", "a_", "has space", "x" * 33, "dot.ted"])
+def test_server_names_are_checked(name: str) -> None:
+    with pytest.raises(McpConfigError, match="McpServer name"):
+        McpServer(name, McpStdio(command="x"))
+
+
+def test_server_config_type_is_checked() -> None:
+    with pytest.raises(McpConfigError, match="config must be McpStdio or McpHttp"):
+        McpServer("ok", {"command": "x"})  # type: ignore[arg-type]
+
+
+def test_load_reads_every_transport_in_file_order(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "context7": {"command": "npx", "args": ["-y", "@upstash/context7-mcp"]},
+                "local": {"type": "stdio", "command": "srv", "env": {"K": "v"}, "cwd": "sub"},
+                "api": {"type": "http", "url": "https://api.test/mcp", "headers": {"X-K": "1"}},
+                "api2": {"type": "streamable-http", "url": "http://127.0.0.1:9/mcp"},
+            }
+        },
+    )
+    servers = load_mcp_config(path, env={})
+    assert list(servers) == ["context7", "local", "api", "api2"]
+    assert servers["context7"] == McpStdio(command="npx", args=("-y", "@upstash/context7-mcp"))
+    local = servers["local"]
+    assert isinstance(local, McpStdio)
+    assert local.env == {"K": "v"}
+    assert local.cwd == str(tmp_path / "sub")
+    assert servers["api"] == McpHttp(url="https://api.test/mcp", headers={"X-K": "1"})
+    assert isinstance(servers["api2"], McpHttp)
+
+
+def test_load_expands_variables_like_claude_code(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "s": {
+                    "command": "${BIN}/srv",
+                    "args": ["--port", "${PORT:-8080}", "$NOT_EXPANDED"],
+                    "env": {"TOKEN": "${TOKEN}"},
+                },
+                "h": {
+                    "type": "http",
+                    "url": "${URL}",
+                    "headers": {"Authorization": "Bearer ${TOKEN}"},
+                },
+            }
+        },
+    )
+    servers = load_mcp_config(path, env={"BIN": "/opt", "TOKEN": "t0k", "URL": "http://h.test/m"})
+    assert servers["s"] == McpStdio(
+        command="/opt/srv", args=("--port", "8080", "$NOT_EXPANDED"), env={"TOKEN": "t0k"}
+    )
+    assert servers["h"] == McpHttp(url="http://h.test/m", headers={"Authorization": "Bearer t0k"})
+
+
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        ({"s": {"command": "${MISSING}"}}, "server 's': command: environment variable MISSING"),
+        ({"s": {"type": "sse", "url": "http://x/sse"}}, "type 'sse' is not supported"),
+        ({"s": {"type": "websocket", "url": "ws://x"}}, "type 'websocket' is unknown"),
+        ({"s": {"args": []}}, "needs a 'command' (stdio) or a 'type' and 'url'"),
+        ({"s": {"type": "http"}}, "type 'http' needs a 'url'"),
+        ({"s": {"command": "x", "headersHelper": "y"}}, "unknown key(s) headersHelper"),
+        ({"s": {"command": "x", "args": "a"}}, "args must be a list of strings"),
+        ({"s": {"command": "x", "env": {"A": 1}}}, "env['A'] must be a string"),
+        ({"s": "npx"}, "expected an object, got str"),
+        ({"bad__name": {"command": "x"}}, "server 'bad__name': name 'bad__name' is invalid"),
+        ({"s": {"type": "http", "url": "nope"}}, "McpHttp.url 'nope' is invalid"),
+    ],
+)
+def test_load_errors_name_file_server_and_field(
+    tmp_path: Path, servers: dict[str, object], message: str
+) -> None:
+    path = write(tmp_path, {"mcpServers": servers})
+    with pytest.raises(McpConfigError) as info:
+        load_mcp_config(path, env={})
+    assert str(info.value).startswith(f"{path}: server ")
+    assert message in str(info.value)
+    assert info.value.path == path
+
+
+def test_load_refuses_files_that_are_not_mcp_configs(tmp_path: Path) -> None:
+    with pytest.raises(McpConfigError, match="cannot read"):
+        load_mcp_config(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(McpConfigError, match=r"bad\.json: not valid JSON"):
+        load_mcp_config(bad)
+    with pytest.raises(McpConfigError, match='an "mcpServers" object'):
+        load_mcp_config(write(tmp_path, {"servers": {}}))
