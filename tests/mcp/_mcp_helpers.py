@@ -48,3 +48,9 @@ def process_left(pid: int) -> bool:
 
 def of_type(events: list[McpEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
+
+
+def assert_reaped(pid: int | None) -> None:
+    """The server process ``pid`` existed and is gone (exited and reaped)."""
+    assert pid is not None
+    assert not process_left(pid)
