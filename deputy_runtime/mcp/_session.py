@@ -15,10 +15,11 @@ that needs the server to itself takes :attr:`McpSession.lock`.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +85,9 @@ class McpSession:
         self.lock = anyio.Lock()
         self._state = SessionState.NEW
         self._client: ClientSession | None = None
-        self._stack: AsyncExitStack | None = None
         self._tg: anyio.abc.TaskGroup | None = None
+        self._background: anyio.abc.TaskGroup | None = None
+        self._stop = anyio.Event()
         self._stdio: StdioTransport | None = None
         self._tools: tuple[Tool, ...] = ()
         self._changed = anyio.Event()
@@ -147,27 +149,18 @@ class McpSession:
             )
         self._state = SessionState.STARTING
         self._started_at = time.perf_counter()
-        stack = AsyncExitStack()
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
         try:
-            read, write = await stack.enter_async_context(self._transport())
-            client = ClientSession(
-                read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
-            )
-            await stack.enter_async_context(client)
-            self._tg = await stack.enter_async_context(anyio.create_task_group())
-            with anyio.fail_after(self.limits.start_timeout):
-                await client.initialize()
-                listing = await client.list_tools()
-        except BaseException as exc:
+            await tg.start(self._connection)
+        except BaseException:
             self._state = SessionState.FAILED
-            error = self._start_error(exc)
-            await self._unwind(stack, McpStopKind.FAILED, str(error or exc))
-            if error is None:
-                raise
-            raise error from exc
-        self._client = client
-        self._stack = stack
-        self._tools = self._build_tools(listing.tools)
+            self._tg = None
+            self._stop.set()
+            with contextlib.suppress(Exception):  # the start error below says what failed
+                await tg.__aexit__(None, None, None)
+            raise
         self._state = SessionState.READY
         emit_safely(
             self.server.on_event,
@@ -180,6 +173,47 @@ class McpSession:
             ),
         )
         return self
+
+    async def _connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """The transport and the SDK client, in a task of their own.
+
+        The SDK's transports run helper tasks whose failure cancels the code inside them;
+        kept in this task, such a failure ends only the connection (the session turns
+        FAILED and its calls fail), never the body of the caller's ``async with``.
+        """
+        started = False
+        error: str | None = None
+        try:
+            async with (
+                self._transport() as (read, write),
+                ClientSession(
+                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                ) as client,
+            ):
+                with anyio.fail_after(self.limits.start_timeout):
+                    await client.initialize()
+                    listing = await client.list_tools()
+                self._tools = self._build_tools(listing.tools)
+                self._client = client
+                async with anyio.create_task_group() as self._background:
+                    started = True
+                    task_status.started()
+                    await self._stop.wait()
+                    self._background.cancel_scope.cancel()
+        except Exception as exc:
+            if not started:
+                start_error = self._start_error(exc)
+                error = str(start_error)
+                raise start_error from exc
+            error = self._gone = self._gone or _describe(exc)
+        except BaseException:
+            if not started:
+                error = "cancelled while starting"
+            raise
+        finally:
+            self._client = None
+            self._background = None
+            self._report_stop(error)
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
@@ -198,19 +232,20 @@ class McpSession:
         ):
             yield streams
 
-    def _start_error(self, exc: BaseException) -> McpStartError | None:
-        """The error a failed start raises; ``None`` to re-raise ``exc`` (cancellation)."""
+    def _start_error(self, exc: BaseException) -> McpStartError:
+        """The error a failed start raises, with the server's last stderr lines."""
+        exc = _leaf(exc)
         if isinstance(exc, McpStartError):
             return exc
+        failure = self._failure()
         if isinstance(exc, TimeoutError):
             why = f"did not finish starting within start_timeout ({self.limits.start_timeout}s)"
-        elif isinstance(exc, MCPError | ValidationError | RuntimeError | OSError):
-            failure = self._failure()
-            why = failure if failure is not None else f"failed the MCP handshake: {exc}"
-        elif isinstance(exc, Exception):
-            why = f"failed to start: {type(exc).__name__}: {exc}"
+        elif failure is not None:
+            why = failure
+        elif isinstance(exc, MCPError | ValidationError):
+            why = f"failed the MCP handshake: {exc}"
         else:
-            return None
+            why = f"failed to start: {type(exc).__name__}: {exc}"
         tail = self.stderr_lines[-5:]
         more = "; last stderr lines: " + " | ".join(tail) if tail else ""
         return McpStartError(f"MCP server {self.name!r} {why}{more}", server=self.name, stderr=tail)
@@ -226,53 +261,43 @@ class McpSession:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection and stop the server; safe to call more than once."""
-        stack, self._stack = self._stack, None
-        if stack is None:
-            return
-        failure = self._failure()
-        self._state = SessionState.CLOSED
-        self._client = None
-        kind = McpStopKind.FAILED if failure is not None else McpStopKind.CLOSED
-        await self._unwind(stack, kind, failure)
+        """Close the connection and stop the server; safe to call more than once.
 
-    async def _unwind(
-        self,
-        stack: AsyncExitStack,
-        kind: McpStopKind,
-        error: str | None,
-    ) -> None:
-        """Leave the transport, client and task group; report the stop.
-
-        Each layer shields its own cleanup (the stdio stop runs shielded with bounded
-        waits), so this needs no shield of its own, and must not add one: a new cancel
-        scope around exiting scopes entered earlier would break their nesting.
+        Returns once the connection has ended (for stdio: the process is reaped), also
+        when the caller is cancelled meanwhile: the stop runs shielded with bounded waits.
         """
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return
+        self._stop.set()
         try:
-            await stack.aclose()
-        except Exception as cleanup:
-            # The server broke the connection while it was being closed: the process is
-            # still reaped (the transport's stop ran), only the error is left to report.
-            error = error or f"error while closing: {type(cleanup).__name__}: {cleanup}"
-            kind = McpStopKind.FAILED
+            await tg.__aexit__(None, None, None)
         finally:
-            stdio = self._stdio
-            if stdio is not None and stdio.stop_kind is not None and kind is not McpStopKind.FAILED:
-                kind = stdio.stop_kind
-            emit_safely(
-                self.server.on_event,
-                McpServerStopped(
-                    server=self.name,
-                    transport=self.server.config.transport,
-                    pid=self.pid,
-                    duration=time.perf_counter() - self._started_at,
-                    kind=kind,
-                    exit_code=self.exit_code,
-                    error=error,
-                ),
-            )
+            self._state = SessionState.CLOSED
+
+    def _report_stop(self, error: str | None) -> None:
+        failure = self._failure()
+        stdio = self._stdio
+        if error is None and failure is not None:
+            error = failure
+        if error is not None:
+            kind = McpStopKind.FAILED
+        elif stdio is not None and stdio.stop_kind is not None:
+            kind = stdio.stop_kind
+        else:
+            kind = McpStopKind.CLOSED
+        emit_safely(
+            self.server.on_event,
+            McpServerStopped(
+                server=self.name,
+                transport=self.server.config.transport,
+                pid=self.pid,
+                duration=time.perf_counter() - self._started_at,
+                kind=kind,
+                exit_code=self.exit_code,
+                error=error,
+            ),
+        )
 
     # -- calls ---------------------------------------------------------------------
 
@@ -397,10 +422,11 @@ class McpSession:
             return  # a failing server shows in its next call; the old list stays
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        if isinstance(message, mcp_types.ToolListChangedNotification) and self._tg is not None:
+        background = self._background
+        if isinstance(message, mcp_types.ToolListChangedNotification) and background is not None:
             # Not awaited here: this runs on the session's receive loop, which the
             # refresh's own response has to pass through.
-            self._tg.start_soon(self._refresh_quietly)
+            background.start_soon(self._refresh_quietly)
 
     def _on_stderr(self, pid: int | None, line: str) -> None:
         emit_safely(self.server.on_event, McpStderrLine(server=self.name, pid=pid, line=line))
@@ -414,3 +440,15 @@ def _caller(session: McpSession, mcp_tool: str, tool: str) -> Any:
 
     call.__name__ = tool
     return call
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    return f"the connection failed: {type(leaf).__name__}: {leaf}"
