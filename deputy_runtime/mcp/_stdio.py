@@ -76,16 +76,21 @@ class StdioTransport:
         """Spawn the server; yield (read, write) message streams; stop and reap it on exit."""
         cfg = self.config
         try:
-            process = await anyio.open_process(
-                [cfg.command, *cfg.args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=get_default_environment() | cfg.env,
-                cwd=cfg.cwd,
-                # Its own process group, so the stop can signal whatever it spawned too.
-                start_new_session=True,
-            )
+            # Shielded: a cancellation arriving while the process is being created would
+            # leave a process this transport never learned the pid of. Spawning is quick,
+            # and the cancellation is delivered at the next checkpoint, inside the try
+            # below, whose cleanup stops the process.
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    [cfg.command, *cfg.args],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=get_default_environment() | cfg.env,
+                    cwd=cfg.cwd,
+                    # Its own process group, so the stop can signal whatever it spawned too.
+                    start_new_session=True,
+                )
         except OSError as exc:
             raise McpStartError(
                 f"MCP server {self.server!r}: cannot start {cfg.command!r}: {exc.strerror or exc}",

@@ -4,6 +4,7 @@ The SDK's import alone costs over a second of CPU, which two hundred servers can
 afford in the lifecycle stress test; this one starts in a few milliseconds and speaks
 just enough MCP (initialize, tools/list, tools/call, ping) for the SDK's client. Its
 tools: ``whoami`` (pid and the token from argv), ``crash`` (exit at once, mid-call).
+With ``PID_DIR`` set it creates a file named by its pid there when it starts.
 """
 
 import json
@@ -11,6 +12,8 @@ import os
 import sys
 
 TOKEN = sys.argv[1] if len(sys.argv) > 1 else ""
+if os.environ.get("PID_DIR"):  # record that this server started, for the stress test
+    open(os.path.join(os.environ["PID_DIR"], str(os.getpid())), "w").close()
 TOOLS = [
     {
         "name": "whoami",
