@@ -315,6 +315,9 @@ class McpSession:
         except McpError as exc:
             error = str(exc)
             raise
+        except BaseException:
+            error = "cancelled"
+            raise
         finally:
             emit_safely(
                 self.server.on_event,
@@ -418,8 +421,10 @@ class McpSession:
     async def _refresh_quietly(self) -> None:
         try:
             await self.refresh_tools()
-        except (McpError, MCPError, TimeoutError, ValidationError):
-            return  # a failing server shows in its next call; the old list stays
+        except Exception:
+            # A failing server shows in its next call and the old list stays; an error
+            # escaping here would end the whole connection.
+            return
 
     async def _on_message(self, message: IncomingMessage) -> None:
         background = self._background

@@ -150,8 +150,13 @@ class StdioTransport:
                         deliver = self._oversized(read_send)
                         break
                     if line.strip():
+                        item = _parse(line)
+                        if isinstance(item, Exception):
+                            # Servers that log to stdout break the protocol's framing;
+                            # the line goes with their stderr, where a host looks.
+                            self._stderr_line(b"[stdout, not JSON-RPC] " + line)
                         try:
-                            await read_send.send(_parse(line))
+                            await read_send.send(item)
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             deliver = False
                             break

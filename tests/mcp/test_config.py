@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from deputy_runtime.errors import McpConfigError
 from deputy_runtime.mcp import McpHttp, McpLimits, McpServer, McpStdio, load_mcp_config
+from deputy_runtime.mcp._mcpjson import expand_env
 
 
 def write(tmp_path: Path, data: object) -> Path:
@@ -163,3 +167,36 @@ def test_load_refuses_files_that_are_not_mcp_configs(tmp_path: Path) -> None:
         load_mcp_config(bad)
     with pytest.raises(McpConfigError, match='an "mcpServers" object'):
         load_mcp_config(write(tmp_path, {"servers": {}}))
+
+
+# -- security rules, as properties ------------------------------------------------------
+
+values = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@given(st.dictionaries(st.from_regex(r"\A[A-Z_][A-Z0-9_]{0,8}\Z"), values, max_size=4), values)
+def test_expansion_is_single_pass(env: dict[str, str], text: str) -> None:
+    # A variable's value is inserted as it is: a value that itself looks like ${OTHER}
+    # is never expanded again, so an environment cannot smuggle in another variable.
+    names = list(env)
+    template = "".join(f"<${{{n}}}>" for n in names) + text.replace("$", "")
+    expanded = expand_env(template, env, "where")
+    assert expanded == "".join(f"<{env[n]}>" for n in names) + text.replace("$", "")
+
+
+@given(values, st.sampled_from(["\r", "\n", "\r\n"]), values)
+def test_header_values_with_line_breaks_are_refused(before: str, brk: str, after: str) -> None:
+    with pytest.raises(McpConfigError, match=r"must not contain a line break|NUL"):
+        McpHttp(url="http://h.test/mcp", headers={"X-Token": before + brk + after})
+
+
+@given(st.text(max_size=40))
+def test_server_names_accepted_are_unambiguous_in_tool_names(name: str) -> None:
+    try:
+        McpServer(name, McpStdio(command="x"))
+    except McpConfigError:
+        return
+    assert "__" not in name
+    assert not name.startswith("_")
+    assert not name.endswith("_")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,32}", name)

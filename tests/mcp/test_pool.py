@@ -16,6 +16,7 @@ from deputy_runtime.mcp import (
     McpServerStarted,
     McpServerStopped,
     McpSession,
+    McpStderrLine,
     SessionState,
 )
 
@@ -98,3 +99,12 @@ async def test_a_session_starts_only_once() -> None:
     with pytest.raises(McpError, match="already started"):
         async with session:
             pass
+
+
+async def test_stdout_lines_that_are_not_json_rpc_go_with_stderr() -> None:
+    events: list[McpEvent] = []
+    server = stdio_server("tiny", args=("t",), env={"NOISY": "1"}, events=events)
+    async with server.session() as session:
+        assert json.loads(await session.call("whoami", {})) == whoami(session)
+        assert session.stderr_lines == ("[stdout, not JSON-RPC] tiny server says hello on stdout",)
+    assert [e.line for e in of_type(events, McpStderrLine)] == list(session.stderr_lines)

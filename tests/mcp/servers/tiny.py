@@ -4,7 +4,8 @@ The SDK's import alone costs over a second of CPU, which two hundred servers can
 afford in the lifecycle stress test; this one starts in a few milliseconds and speaks
 just enough MCP (initialize, tools/list, tools/call, ping) for the SDK's client. Its
 tools: ``whoami`` (pid and the token from argv), ``crash`` (exit at once, mid-call).
-With ``PID_DIR`` set it creates a file named by its pid there when it starts.
+With ``PID_DIR`` set it creates a file named by its pid there when it starts; with
+``NOISY`` set it first prints a line that is not JSON-RPC to stdout.
 """
 
 import json
@@ -28,6 +29,10 @@ TOOLS = [
         "annotations": {"readOnlyHint": True},
     },
 ]
+
+
+if os.environ.get("NOISY"):  # a server that logs to stdout, breaking the framing
+    print("tiny server says hello on stdout", flush=True)
 
 
 def reply(msg_id, result):
