@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp.types as mcp_types
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 __all__ = ["McpSession", "SessionState"]
 
 _CLIENT_INFO = mcp_types.Implementation(name="deputy-runtime", version="0.1.0")
+# The SDK's own defaults: a server may keep a response stream open for minutes between
+# events; a call's own deadline is ``call_timeout``, enforced per request.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 class SessionState(enum.Enum):
@@ -225,7 +228,7 @@ class McpSession:
             return
         assert isinstance(config, McpHttp)
         async with (
-            create_mcp_http_client(headers=dict(config.headers)) as http,
+            httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT) as http,
             streamable_http_client(
                 config.url, http_client=http, max_sse_event_size=self.limits.max_message_bytes
             ) as streams,

@@ -58,10 +58,10 @@ async def test_a_server_that_exits_before_the_handshake() -> None:
 
 
 async def test_a_server_that_never_answers_misses_the_start_timeout() -> None:
-    limits = McpLimits(start_timeout=8, close_grace=0.2, terminate_grace=0.5)
+    limits = McpLimits(start_timeout=3, close_grace=0.2, terminate_grace=0.5)
     server = stdio_server("faulty", env={"FAULT": "hang"}, limits=limits)
     session = server.session()
-    with pytest.raises(McpStartError, match=r"start_timeout \(8s\)"):
+    with pytest.raises(McpStartError, match=r"start_timeout \(3s\)"):
         async with session:
             pass
     assert session.state is SessionState.FAILED
