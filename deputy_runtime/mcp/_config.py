@@ -10,7 +10,7 @@ timeouts and size bounds, kept apart because a ``.mcp.json`` file never sets the
 from __future__ import annotations
 
 import re
-from typing import TypeAlias
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import msgspec
@@ -95,6 +95,23 @@ class McpStdio(msgspec.Struct, frozen=True, kw_only=True):
         """``"stdio"``."""
         return "stdio"
 
+    def __repr__(self) -> str:
+        # env values are often API keys: only their names are shown.
+        return (
+            f"McpStdio(command={self.command!r}, args={self.args!r}, "
+            f"env={_redacted(self.env)}, cwd={self.cwd!r})"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Plain, JSON-encodable data for manifests and logs (env values left out)."""
+        return {
+            "transport": "stdio",
+            "command": self.command,
+            "args": list(self.args),
+            "env": sorted(self.env),
+            "cwd": self.cwd,
+        }
+
 
 class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
     """A running server reached over streamable HTTP at ``url`` (``http`` or ``https``).
@@ -127,8 +144,35 @@ class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
         """``"http"``."""
         return "http"
 
+    def __repr__(self) -> str:
+        # Header values carry credentials (Authorization): only their names are shown.
+        return f"McpHttp(url={_url_without_secrets(self.url)!r}, headers={_redacted(self.headers)})"
+
+    def describe(self) -> dict[str, Any]:
+        """Plain, JSON-encodable data for manifests and logs (header values left out)."""
+        return {
+            "transport": "http",
+            "url": _url_without_secrets(self.url),
+            "headers": sorted(self.headers),
+        }
+
 
 McpConfig: TypeAlias = McpStdio | McpHttp
+
+
+def _redacted(values: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{key!r}: '***'" for key in values) + "}"
+
+
+def _url_without_secrets(url: str) -> str:
+    """``url`` without a ``user:password@`` part and without its query (tokens live there)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    query = "?***" if parts.query else ""
+    return f"{parts.scheme}://{netloc}{parts.path}{query}"
 
 
 class McpLimits(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import McpConfigError
 from ._config import McpConfig, McpHttp, McpLimits, McpStdio, check_server_name
 from ._events import McpEventSink
@@ -53,6 +55,10 @@ class McpServer:
     def session(self) -> McpSession:
         """A new, not yet started session (enter it with ``async with``)."""
         return McpSession(self)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain, JSON-encodable data for manifests and logs; no secrets (see the configs)."""
+        return {"name": self.name, **self.config.describe()}
 
     def __repr__(self) -> str:
         return f"McpServer({self.name!r}, {self.config.transport})"

@@ -137,6 +137,15 @@ class McpSession:
             await self._changed.wait()
         return self._tools_version
 
+    def describe(self) -> dict[str, Any]:
+        """Plain, JSON-encodable data for manifests and logs: server, state, pid, tools."""
+        return {
+            **self.server.describe(),
+            "state": self.state.value,
+            "pid": self.pid,
+            "tools": [tool.name for tool in self._tools],
+        }
+
     def _failure(self) -> str | None:
         if self._gone is not None:
             return self._gone

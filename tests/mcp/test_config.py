@@ -200,3 +200,32 @@ def test_server_names_accepted_are_unambiguous_in_tool_names(name: str) -> None:
     assert not name.startswith("_")
     assert not name.endswith("_")
     assert re.fullmatch(r"[A-Za-z0-9_-]{1,32}", name)
+
+
+secrets = st.from_regex(r"\Asecret-[A-Za-z0-9]{12}\Z")
+
+
+@given(secrets, secrets, secrets)
+def test_repr_and_describe_never_show_secrets(env_value: str, header: str, query: str) -> None:
+    # Env values, header values, URL passwords and queries are where credentials live.
+    stdio = McpStdio(command="srv", env={"API_KEY": env_value})
+    http = McpHttp(
+        url=f"https://user:{query}@h.test:8443/mcp?token={query}",
+        headers={"Authorization": f"Bearer {header}"},
+    )
+    shown = [
+        repr(stdio),
+        str(stdio),
+        repr(http),
+        json.dumps(stdio.describe()),
+        json.dumps(http.describe()),
+        json.dumps(McpServer("s", stdio).describe()),
+        json.dumps(McpServer("h", http).describe()),
+    ]
+    for text in shown:
+        assert env_value not in text
+        assert header not in text
+        assert query not in text
+    assert "API_KEY" in repr(stdio)
+    assert "Authorization" in repr(http)
+    assert http.describe()["url"] == "https://h.test:8443/mcp?***"

@@ -108,3 +108,16 @@ async def test_stdout_lines_that_are_not_json_rpc_go_with_stderr() -> None:
         assert json.loads(await session.call("whoami", {})) == whoami(session)
         assert session.stderr_lines == ("[stdout, not JSON-RPC] tiny server says hello on stdout",)
     assert [e.line for e in of_type(events, McpStderrLine)] == list(session.stderr_lines)
+
+
+async def test_describe_is_plain_data_for_logs() -> None:
+    session = stdio_server("tiny", name="tiny", args=("t",), env={"KEY": "v"}).session()
+    async with session:
+        live = session.describe()
+        assert json.loads(json.dumps(live)) == live
+        assert live["name"] == "tiny"
+        assert live["state"] == "ready"
+        assert live["pid"] == session.pid
+        assert live["env"] == ["KEY"]
+        assert live["tools"] == ["mcp__tiny__crash", "mcp__tiny__whoami"]
+    assert session.describe()["state"] == "closed"
