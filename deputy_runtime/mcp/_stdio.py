@@ -75,6 +75,11 @@ class StdioTransport:
     async def open(self) -> AsyncIterator[_Streams]:
         """Spawn the server; yield (read, write) message streams; stop and reap it on exit."""
         cfg = self.config
+        if cfg.cwd is not None and not await anyio.Path(cfg.cwd).is_dir():
+            raise McpStartError(
+                f"MCP server {self.server!r}: cwd {cfg.cwd!r} is not an existing directory",
+                server=self.server,
+            )
         try:
             # Shielded: a cancellation arriving while the process is being created would
             # leave a process this transport never learned the pid of. Spawning is quick,

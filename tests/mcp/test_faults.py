@@ -42,6 +42,13 @@ async def test_a_command_that_does_not_exist_is_a_start_error() -> None:
     assert stopped(events).kind is McpStopKind.FAILED
 
 
+async def test_a_missing_working_directory_is_named() -> None:
+    server = McpServer("lost", McpStdio(command="srv", cwd="/nonexistent/dir"))
+    with pytest.raises(McpStartError, match=r"cwd '/nonexistent/dir' is not an existing"):
+        async with server.session():
+            pass
+
+
 async def test_a_server_that_exits_before_the_handshake() -> None:
     events: list[McpEvent] = []
     server = stdio_server("faulty", env={"FAULT": "exit"}, events=events)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 from _mcp_helpers import of_type, process_left, stdio_server
 
@@ -77,6 +78,8 @@ async def test_read_only_server_structured_results_errors_and_events(
         ("lookup", False),
     ]
     assert any(e.line == "reader server starting" for e in of_type(events, McpStderrLine))
+    # Events are JSON values, decoded back into the same union.
+    assert msgspec.json.decode(msgspec.json.encode(events), type=list[McpEvent]) == events
     # Nothing the server wrote reached this process's terminal.
     out, err = capfd.readouterr()
     assert "unknown book" not in err + out
