@@ -4,6 +4,13 @@ Needs the ``mcp`` extra (``pip install "deputy-runtime[mcp]"``), the official MC
 See ``docs/mcp.md``.
 """
 
+try:
+    import mcp as _sdk  # noqa: F401  (checked here so the error says what to install)
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "deputy_runtime.mcp needs the MCP SDK: pip install 'deputy-runtime[mcp]'"
+    ) from exc
+
 from ._config import McpConfig, McpHttp, McpLimits, McpStdio
 from ._events import (
     McpEvent,

@@ -3,7 +3,9 @@
 Uses the standard-library test server (``servers/tiny.py``): the SDK's import alone costs
 over a second of CPU per process, too much for two hundred servers on a small machine.
 Each server records its pid in a directory when it starts, so "started" is counted by
-the servers themselves, not by the code under test.
+the servers themselves, not by the code under test. All 200 sessions run as concurrent
+tasks; at most 25 servers are alive at once, which keeps the test within a small
+machine's memory and CPU.
 """
 
 from __future__ import annotations
