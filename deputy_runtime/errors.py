@@ -22,6 +22,12 @@ __all__ = [
     "DelegationBindingError",
     "DeputyError",
     "InvalidUsageError",
+    "McpCallTimeoutError",
+    "McpConfigError",
+    "McpError",
+    "McpServerGoneError",
+    "McpStartError",
+    "McpToolError",
     "PermissionCeilingError",
     "PermissionModeWideningError",
     "PermissionsError",
@@ -229,3 +235,56 @@ class InvalidUsageError(ProviderError):
     """A response reported usage that cannot be true (negative, non-finite or absurd counts
     or cost); the response is rejected so a usage limit is never fed a value that would
     disable it."""
+
+
+class McpError(DeputyError):
+    """An MCP server could not be configured, started or called; ``server`` names it."""
+
+    def __init__(self, message: str, *, server: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class McpConfigError(McpError, ValueError):
+    """An MCP server configuration is invalid; the message names the file, server and field.
+
+    ``path`` is the ``.mcp.json`` file when the configuration came from one.
+    """
+
+    def __init__(
+        self, message: str, *, server: str | None = None, path: str | Path | None = None
+    ) -> None:
+        super().__init__(message, server=server)
+        self.path = None if path is None else Path(path)
+
+
+class McpStartError(McpError):
+    """An MCP server did not start: spawn failed, it exited, or it missed the start timeout.
+
+    ``stderr`` holds the last lines the server wrote to its standard error.
+    """
+
+    def __init__(
+        self, message: str, *, server: str | None = None, stderr: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, server=server)
+        self.stderr = stderr
+
+
+class McpToolError(McpError):
+    """An MCP tool call failed; the agent loop returns it to the model as a tool error.
+
+    ``tool`` is the server's own name for the tool.
+    """
+
+    def __init__(self, message: str, *, server: str | None = None, tool: str | None = None) -> None:
+        super().__init__(message, server=server)
+        self.tool = tool
+
+
+class McpCallTimeoutError(McpToolError):
+    """An MCP tool call did not answer within the call timeout."""
+
+
+class McpServerGoneError(McpToolError):
+    """The MCP server's connection ended (it crashed, was closed or broke the protocol)."""
