@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from deputy_runtime import Agent, chat, permissions_readonly
+from deputy_runtime import Agent, Permissions, chat
 from deputy_runtime.chat import ContentToolResult, ModelRequest, reply, tool_call
 from deputy_runtime.mcp import McpEvent, McpServer, McpStderrLine, load_mcp_config
 
@@ -53,7 +53,7 @@ async def main() -> None:
         agent = Agent(
             chat("scripted", script=[model, model, model]),
             tools=session.tools(),
-            permissions=permissions_readonly(),
+            permissions=Permissions(mode="readonly"),
         )
         result = await agent.run("What do my notes say about milk?")
         for turn in result.turns:

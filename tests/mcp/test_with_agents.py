@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from _mcp_helpers import stdio_server
 
-from deputy_runtime import Hooks, LeadAgent, agent_definition, chat, permissions_standard
+from deputy_runtime import Hooks, LeadAgent, Permissions, agent_definition, chat
 from deputy_runtime.chat import ContentToolResult, ModelRequest, reply, tool_call, tool_calls
 from deputy_runtime.runtime import HookEvent
 
@@ -51,7 +51,7 @@ async def test_a_subagents_mcp_calls_meet_the_ceiling_and_the_leads_hooks(
         agent = LeadAgent(
             chat("scripted", script={"lead": lead, "scribe": scribe}),
             [definition],
-            permissions=permissions_standard(),
+            permissions=Permissions(mode="standard"),
             hooks=hooks,
             working_dir=tmp_path,
         )
