@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ._files import check_path_argument, read_definition_text
 from ._markdown_read import build_definition, parse_markdown
 from ._markdown_write import agent_definition_to_markdown
 from ._model import AgentDefinition
+from ._problems import ProblemLog, WarningCallback
 from ._registry import check_skill_registry, check_tool_registry
 
 __all__ = [
     "agent_definition_from_markdown",
     "agent_definition_to_markdown",
     "claude_agent_definitions",
+    "read_markdown_file",
 ]
 
 
@@ -34,6 +37,8 @@ def agent_definition_from_markdown(
     path: str | os.PathLike[str],
     tools: Mapping[str, Any] | None = None,
     skills: Mapping[str, Any] | None = None,
+    *,
+    on_warning: WarningCallback | None = None,
 ) -> AgentDefinition:
     """Read a markdown agent file (YAML frontmatter + prompt body) into an AgentDefinition.
 
@@ -41,14 +46,31 @@ def agent_definition_from_markdown(
     code or paths. Without a ``tools`` key the agent gets every tool in ``tools`` (the host
     decides what "inherit" offers); ``tools: []`` gives none; a name missing from the
     registry is an error. ``disallowedTools`` is kept on the definition and removes tools
-    whenever the agent is built. Raises DefinitionFileError (with path and line) for
-    anything wrong with the file, including a file without frontmatter.
+    whenever the agent is built. MCP tool names (``mcp__server__tool``) go to
+    ``mcp_tools``. Raises DefinitionFileError (with path and line) for the first thing
+    wrong with the file, including a file without frontmatter.
+
+    What the file gets away with (see ``docs/definitions-leniency.md``) is reported as
+    :class:`DefinitionProblem` warnings, each passed to ``on_warning``; without a callback
+    each is issued as a Python warning of category ``DefinitionWarning``. Warnings are
+    only delivered for a file that loads.
     """
     file = check_path_argument(path)
     tool_registry = check_tool_registry(tools, file)
     skill_registry = check_skill_registry(skills, file)
-    parsed = parse_markdown(read_definition_text(file, markdown=True), file)
-    return build_definition(parsed, tool_registry, skill_registry)
+    log = ProblemLog(file)
+    definition = read_markdown_file(file, tool_registry, skill_registry, log)
+    log.deliver(on_warning)
+    return definition
+
+
+def read_markdown_file(
+    file: Path, tools: Mapping[str, Any], skills: Mapping[str, Any], log: ProblemLog
+) -> AgentDefinition:
+    """Read one markdown file with checked registries, recording every problem in ``log``
+    and raising the first error."""
+    parsed = parse_markdown(read_definition_text(file, markdown=True), file, log)
+    return build_definition(parsed, tools, skills)
 
 
 def claude_agent_definitions(

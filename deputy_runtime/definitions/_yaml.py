@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -23,6 +23,9 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
 __all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_ITEMS",
+    "MAX_KEYS",
     "SCALAR_ERRORS",
     "YAML11_BOOL",
     "YAML_LINE_BREAK",
@@ -33,8 +36,10 @@ __all__ = [
     "load_yaml",
     "may_nest_deeper",
     "nesting_problem",
+    "plain_int",
     "reader_problem",
     "scalar_problem",
+    "shape_problem",
     "tag_problem_message",
 ]
 
@@ -196,11 +201,48 @@ def _duplicate_problem(node: MappingNode, key_node: ScalarNode, key: object) -> 
     )
 
 
+#: Most digits of an integer in a definition file: every field's range fits (max_requests
+#: is at most 2**31 - 1; model parameters are small), and no huge int is ever built.
+MAX_INT_DIGITS: Final = 18
+_DECIMAL = re.compile(rf"[-+]?(?:0|[1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}})\Z")
+_INT_FORMS = (
+    (re.compile(r"[-+]?0[xX]"), "hexadecimal notation is not accepted"),
+    (re.compile(r"[-+]?0[oO]"), "octal notation is not accepted"),
+    (re.compile(r"[-+]?0[bB]"), "binary notation is not accepted"),
+    (re.compile(r"[^:]*:"), "YAML 1.1 reads digits separated by ':' as a base-60 number"),
+    (re.compile(r"[^_]*_"), "'_' digit separators are not accepted"),
+    (re.compile(r"[-+]?0[0-9]"), "YAML 1.1 reads a leading 0 as an octal number"),
+)
+
+
+def plain_int(text: str) -> int:
+    """``text`` as an int if it is plain decimal of at most :data:`MAX_INT_DIGITS` digits.
+
+    Anything else (hexadecimal, octal, binary, base-60, ``_`` separators, more digits)
+    raises ValueError saying which form it is, after looking at no more than the start of
+    the text: time is linear in the text's length and no large int is ever built (base-60
+    conversion is quadratic and long ints cannot even be formatted into a message).
+    """
+    if _DECIMAL.match(text):
+        return int(text)
+    for pattern, why in _INT_FORMS:
+        if pattern.match(text):
+            raise ValueError(why)
+    digits = text.lstrip("+-")
+    if digits.isdigit():
+        raise ValueError(f"more than {MAX_INT_DIGITS} digits")
+    raise ValueError("")  # not a number at all: the expected form says enough
+
+
+def _construct_plain_int(loader: Any, node: ScalarNode) -> int:
+    return plain_int(node.value)
+
+
 _S = yaml.constructor.SafeConstructor
 _SCALAR_CONSTRUCTORS: dict[str, Callable[[Any, ScalarNode], Any]] = {
     _CORE + "null": _S.construct_yaml_null,
     _CORE + "bool": _S.construct_yaml_bool,
-    _CORE + "int": _S.construct_yaml_int,
+    _CORE + "int": _construct_plain_int,
     _CORE + "float": _S.construct_yaml_float,
     # Implicitly resolved dates are built so the field check can say "quote it".
     _CORE + "timestamp": _S.construct_yaml_timestamp,
@@ -215,7 +257,7 @@ SCALAR_ERRORS = (ValueError, OverflowError, LookupError, AttributeError)
 
 _EXPECTED = {
     "bool": "true or false (YAML 1.1 also reads yes/no and on/off)",
-    "int": "a whole number such as 42, -7 or 0x2A",
+    "int": f"a plain decimal whole number such as 42 or -7 (at most {MAX_INT_DIGITS} digits)",
     "float": "a number such as 1.5, -2e3 or .inf",
     "timestamp": "a date such as 2001-12-14 or a date and time such as 2001-12-14 21:59:43",
 }
@@ -226,10 +268,11 @@ def scalar_problem(tag: str, value: str, exc: BaseException) -> str:
     kind = tag[len(_CORE) :] if tag.startswith(_CORE) else tag
     # Only ValueError/OverflowError say something useful ("day is out of range for
     # month"); KeyError('maybe') or "string index out of range" would only confuse.
-    detail = f" ({exc})" if isinstance(exc, ValueError | OverflowError) else ""
+    detail = f" ({exc})" if isinstance(exc, ValueError | OverflowError) and str(exc) else ""
     expected = _EXPECTED.get(kind, f"a valid !!{kind} value")
+    shown = repr(value) if len(value) <= 40 else f"{value[:32]!r}... ({len(value):,} characters)"
     return (
-        f"The value {value!r} could not be read as !!{kind}{detail}; expected {expected}; "
+        f"The value {shown} could not be read as !!{kind}{detail}; expected {expected}; "
         f"to keep it as text, quote it and drop any !!{kind} tag"
     )
 
@@ -329,6 +372,87 @@ def nesting_problem(text: str, limit: int) -> Mark | None:
     return None
 
 
+#: Most entries of one sequence in a definition file (``tools``, ``memory``, a model
+#: parameter's list): far more than a model accepts as tools or a prompt can use.
+MAX_ITEMS: Final = 1024
+#: Most keys of one mapping (the top level, ``params``/``model_args``, or any nested one).
+MAX_KEYS: Final = 256
+_NODE_EVENTS = (
+    yaml.ScalarEvent,
+    yaml.SequenceStartEvent,
+    yaml.MappingStartEvent,
+    yaml.AliasEvent,
+)
+
+
+def shape_problem(
+    text: str, depth_limit: int, *, max_items: int = MAX_ITEMS, max_keys: int = MAX_KEYS
+) -> tuple[str | None, Mark | None] | None:
+    """The first place ``text`` nests deeper than ``depth_limit`` or holds a sequence of
+    more than ``max_items`` entries or a mapping of more than ``max_keys`` keys, as a
+    (reason, position) pair, where the reason is ``None`` for too deep a nesting (callers
+    word that themselves); ``None`` if there is no such place (or the text has a syntax
+    error, which the real load then reports).
+
+    Runs on the parser's event stream before anything is composed (see
+    :func:`nesting_problem` for why) and stops at the first violation, so an oversized
+    list is refused after reading about ``max_items`` of its entries instead of building
+    hundreds of thousands of values. Files with few structural characters skip the pass.
+    """
+    if sum(map(text.count, _OPENERS + ",")) <= min(depth_limit, max_items, max_keys):
+        return None
+    parser = _BaseLoader(text)
+    # One [is_mapping, child node count] per open collection.
+    stack: list[list[Any]] = []
+    top_key: str | None = None
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, _NODE_EVENTS) and stack:
+                frame = stack[-1]
+                frame[1] += 1
+                if len(stack) == 1 and frame[0] and frame[1] % 2 == 1:
+                    top_key = getattr(event, "value", None)
+                problem = _size_problem(frame, len(stack), top_key, max_items, max_keys)
+                if problem is not None:
+                    return problem, _mark(event.start_mark)
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                if len(stack) >= depth_limit:
+                    return None, _mark(event.start_mark)
+                stack.append([isinstance(event, yaml.MappingStartEvent), 0])
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                stack.pop()
+    except yaml.MarkedYAMLError as exc:
+        return (None, _mark(exc.problem_mark)) if _is_libyaml_depth_limit(exc) else None
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    return None
+
+
+def _size_problem(
+    frame: list[Any], depth: int, top_key: str | None, max_items: int, max_keys: int
+) -> str | None:
+    is_mapping, count = frame
+    if is_mapping and count > 2 * max_keys:
+        limit, what = max_keys, "keys"
+    elif not is_mapping and count > max_items:
+        limit, what = max_items, "entries"
+    else:
+        return None
+    if depth == 1:
+        where = "the top-level mapping" if is_mapping else "the document"
+    elif top_key is not None:
+        where = f"the value of {top_key!r}" if depth == 2 else f"a value inside {top_key!r}"
+    else:  # pragma: no cover - a collection below the top level always has a key
+        where = "a value"
+    return (
+        f"{where} has more than {limit:,} {what}; a definition cannot use that many, so the "
+        "file is refused before it is read further; shorten it"
+    )
+
+
 def _is_libyaml_depth_limit(exc: yaml.MarkedYAMLError) -> bool:
     # libyaml's scanner looks ahead, so past its own limit (1000 levels) it fails before
     # the parser emits the events that would have shown the depth.
@@ -354,6 +478,10 @@ def _reject_anchors(text: str) -> None:
         parser.dispose()
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _depth_problem(mark: Mark | None) -> YAMLProblem:
     return YAMLProblem(f"Values are nested more than {_MAX_DEPTH} levels deep; flatten them", mark)
 
@@ -368,9 +496,10 @@ def load_yaml(text: str) -> tuple[Any, Marks]:
     try:
         # The builder counts from the root mapping's values (event depth 2 is its depth
         # 0), so this stops at the very node the builder would report.
-        deep = nesting_problem(text, _MAX_DEPTH + 1)
-        if deep is not None:
-            raise _depth_problem(deep)
+        shape = shape_problem(text, _MAX_DEPTH + 1)
+        if shape is not None:
+            reason, mark = shape
+            raise _depth_problem(mark) if reason is None else YAMLProblem(_sentence(reason), mark)
         if "&" in text:
             _reject_anchors(text)
         loader = StrictLoader(text)

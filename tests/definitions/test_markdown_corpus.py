@@ -37,7 +37,7 @@ EXPECTED_PROBLEMS = {
     "max-turns-text.md": (5, "maxTurns must be a whole number"),
     "spaced-name.md": (2, "name: 'Code Reviewer' is not a valid agent name"),
     "tab-indented.md": (5, "invalid YAML in frontmatter"),
-    "tool-pattern.md": (6, "'Bash(git diff:*)' is not a registry name"),
+    "tool-pattern.md": (6, "'Bash(git diff:*)' grants Bash only for arguments matching"),
     "tools-null.md": (5, "tools must be a list of names or a comma-separated string"),
     "unterminated.md": (1, "no YAML frontmatter: the '---' on line 1 is never closed"),
 }

@@ -90,7 +90,7 @@ def test_closing_fence_may_be_indented(tmp_path: Path, closing: bytes) -> None:
     [
         (b"", "the file is empty"),
         (b"\n---\nname: a\n---\nbody", "remove the leading blank line"),
-        (b" ---\nname: a\n---\nbody", "remove the leading blank line or whitespace"),
+        (b" ---\nname: a\n---\nbody", "remove the indentation before '---'"),
         (b"----\nname: a\n---\nbody", "'----'"),
         (b"---yaml\nname: a\n---\nbody", "'---yaml'"),
         (b"# Reviewer agent\n\nJust notes.\n", "'# Reviewer agent'"),
@@ -279,7 +279,9 @@ def test_description_is_cut_at_1024_code_points(tmp_path: Path, size: int, kept:
 def test_description_is_stripped_before_it_is_cut(tmp_path: Path) -> None:
     text = "    " + "x" * 1023 + " yyy   "
     d = read_md(agent_file(tmp_path, f"---\nname: a\ndescription: '{text}'\n---\nb"))
-    assert d.description == "x" * 1023 + " "  # a cut on a space keeps the space, as AgentLane
+    # The whitespace a cut leaves at the end is stripped too, so the description can be
+    # written back to markdown.
+    assert d.description == "x" * 1023
 
 
 def test_missing_or_blank_description_is_an_error(tmp_path: Path) -> None:
@@ -582,7 +584,7 @@ def test_paths_and_permission_patterns_are_not_names(tmp_path: Path) -> None:
     with pytest.raises(DefinitionFileError, match="'/etc/passwd' is not a registry name"):
         read_md(write_bytes(tmp_path, data), skills=skill_registry())
     data = b"---\nname: a\ndescription: d\ntools: Read, Bash(git:*)\n---\nb"
-    with pytest.raises(DefinitionFileError, match="permission patterns") as info:
+    with pytest.raises(DefinitionFileError, match="would grant all of Bash") as info:
         read_md(write_bytes(tmp_path, data), tool_registry())
     assert info.value.line == 4
 
