@@ -91,12 +91,14 @@ class DefinitionCollection(msgspec.Struct, frozen=True):
 
     ``definitions`` maps canonical names to the definitions that loaded (a name two files
     define is left out, and both files get an error); ``problems`` holds every warning and
-    error, in file order; ``files`` is the number of files read.
+    error, in file order; ``files`` is the number of files read; ``sources`` maps each
+    loaded name to its file.
     """
 
     definitions: Mapping[str, AgentDefinition]
     problems: tuple[DefinitionProblem, ...]
     files: int
+    sources: Mapping[str, Path] = msgspec.field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[DefinitionProblem, ...]:
@@ -199,7 +201,8 @@ def collect_agent_definitions(
                 )
             )
     definitions = {agent: definition for agent, (_, definition) in loaded.items()}
-    return DefinitionCollection(definitions, tuple(problems), len(names))
+    sources = {agent: directory / name for agent, (name, _) in loaded.items()}
+    return DefinitionCollection(definitions, tuple(problems), len(names), sources)
 
 
 def read_one(

@@ -178,11 +178,13 @@ def _fence_hint(lines: list[str]) -> str:
         )
     fixes = []
     if fence:
-        blank = "the leading blank line" if fence == 1 else f"the {fence} leading blank lines"
-        fixes.append(f"remove {blank}")
+        fixes.append("the leading blank line" if fence == 1 else f"the {fence} leading blank lines")
     if lines[fence][:1].isspace():
-        fixes.append("remove the indentation before '---' (and before the frontmatter lines)")
-    return f" ({' and '.join(fixes)}: the file must start with '---' at its very first character)"
+        fixes.append("the indentation before '---' (and before the frontmatter lines)")
+    return (
+        f" (remove {' and '.join(fixes)}: the file must start with '---' at its very first "
+        "character)"
+    )
 
 
 def _reject_aliases(root: yaml.Node, path: Path, offset: int) -> None:

@@ -504,33 +504,41 @@ def _resolve(
     registry: Mapping[str, Any],
     log: ProblemLog,
 ) -> tuple[Any, ...]:
+    """The registry objects for ``names``; every malformed name is an error, and all the
+    unknown ones are one error listing them (at the first one's line)."""
     objects = []
+    unknown: list[str] = []
     for name in names:
-        try:
-            objects.append(_resolve_one(fm, path, key, name, registry))
-        except DefinitionFileError as exc:
-            log.error(exc, key)
-    return tuple(objects)
-
-
-def _resolve_one(
-    fm: Frontmatter, path: Path, key: str, name: str, registry: Mapping[str, Any]
-) -> Any:
-    if not REGISTRY_KEY_PATTERN.match(name):
-        raise DefinitionFileError(
-            f"{key}: {name!r} is not a registry name; names are a letter followed by "
-            "letters, digits, '_', '.' or '-'",
-            path=path,
-            line=_item_line(fm, key, name),
-        )
-    if name not in registry:
+        if not REGISTRY_KEY_PATTERN.match(name):
+            log.error(
+                DefinitionFileError(
+                    f"{key}: {name!r} is not a registry name; names are a letter followed by "
+                    "letters, digits, '_', '.' or '-'",
+                    path=path,
+                    line=_item_line(fm, key, name),
+                ),
+                key,
+            )
+        elif name not in registry:
+            unknown.append(name)
+        else:
+            objects.append(registry[name])
+    if unknown:
         known = ", ".join(sorted(registry)) or f"none (the {key} registry is empty)"
-        raise DefinitionFileError(
-            f"unknown {key[:-1]} {name!r} in {key}; known names (case-sensitive): {known}",
-            path=path,
-            line=_item_line(fm, key, name),
+        what = (
+            f"{key[:-1]} {unknown[0]!r}"
+            if len(unknown) == 1
+            else f"{key} " + ", ".join(repr(name) for name in unknown)
         )
-    return registry[name]
+        log.error(
+            DefinitionFileError(
+                f"unknown {what} in {key}; known names (case-sensitive): {known}",
+                path=path,
+                line=_item_line(fm, key, unknown[0]),
+            ),
+            key,
+        )
+    return tuple(objects)
 
 
 def _item_line(fm: Frontmatter, key: str, name: str) -> int | None:

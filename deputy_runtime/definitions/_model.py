@@ -91,10 +91,12 @@ def _name(value: object) -> str:
         raise DefinitionFieldError("name", f"expected a string, got {_type_name(value)}")
     name = value.strip().lower()
     if not NAME_PATTERN.match(name):
+        suggestion = re.sub(r"[^a-z0-9_-]+", "-", name[:200]).strip("-_")
+        example = suggestion if NAME_PATTERN.match(suggestion) else "code_reviewer"
         raise DefinitionFieldError(
             "name",
             f"{value!r} is not a valid agent name; expected a letter followed by letters, "
-            "digits, '_' or '-' (e.g. 'code_reviewer'); it is trimmed and lowercased first",
+            f"digits, '_' or '-' (e.g. {example!r}); it is trimmed and lowercased first",
         )
     return name
 
