@@ -2,11 +2,12 @@
 
 ``validate`` and ``list`` resolve tool names exactly as ``run`` does: against the file
 tools ``run`` gives subagents (scoped to the current directory) plus the tools of every
-``--plugin``, so a file that passes ``validate`` loads in ``run``. Skills have no
-registry on the command line, as in ``run``, so a file naming skills is an error.
+``--plugin`` (its ``tools`` attribute), so a file that passes ``validate`` loads in
+``run``. Skills resolve against the plugins' ``skills`` mappings (none without one).
 
 Shared with ``run`` (which calls them rather than keeping copies): :func:`import_plugin`,
-:func:`host_tool_registry` and :func:`definitions_path_problem`.
+:func:`host_tool_registry`, :func:`host_skill_registry` and
+:func:`definitions_path_problem`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..definitions import (
 )
 from ..definitions._discovery import candidate_names
 from ..errors import DeputyError
+from ..skills import Skill
 from ..tools import tools_file
 from ..tools._tool import Tool
 
@@ -42,6 +44,7 @@ __all__ = [
     "EXIT_USAGE",
     "PluginError",
     "definitions_path_problem",
+    "host_skill_registry",
     "host_tool_registry",
     "import_plugin",
     "list_agents",
@@ -129,6 +132,31 @@ def host_tool_registry(
     return registry
 
 
+def host_skill_registry(plugins: Sequence[ModuleType] = ()) -> dict[str, Skill | str]:
+    """The skills registry: every plugin's ``skills`` attribute (a mapping of name to a
+    Skill or an approved skill directory, or a function returning one), merged in order;
+    a name two plugins define is a :class:`PluginError`."""
+    registry: dict[str, Skill | str] = {}
+    for module in plugins:
+        value = getattr(module, "skills", None)
+        if value is None:
+            continue
+        if callable(value):
+            value = value()
+        if not isinstance(value, Mapping):
+            raise PluginError(
+                f"plugin {module.__name__}: 'skills' must be a mapping of name to Skill or "
+                f"skill directory, got {type(value).__name__}"
+            )
+        for name, skill in value.items():
+            if name in registry:
+                raise PluginError(
+                    f"plugin {module.__name__}: a skill named {name!r} is already registered"
+                )
+            registry[name] = skill
+    return registry
+
+
 def definitions_path_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as definitions (it does not exist, or is a directory
     with no definition files at its top level), or ``None``. Commands exit with status 2
@@ -187,10 +215,12 @@ class _HostTools(Mapping[str, Tool]):
         return ", ".join(names) or "-"
 
 
-def _host(args: argparse.Namespace, command: str) -> _HostTools | None:
+def _host(
+    args: argparse.Namespace, command: str
+) -> tuple[_HostTools, dict[str, Skill | str]] | None:
     try:
         plugins = [import_plugin(target) for target in getattr(args, "plugin", None) or ()]
-        return _HostTools(host_tool_registry(plugins))
+        return _HostTools(host_tool_registry(plugins)), host_skill_registry(plugins)
     except DeputyError as exc:
         print(f"deputy-runtime {command}: {exc}", file=sys.stderr)
         return None
@@ -221,7 +251,11 @@ def validate(args: argparse.Namespace) -> int:
     if host is None:
         return EXIT_USAGE
     strict = bool(getattr(args, "strict", False))
-    report = validate_definitions(args.paths, host)
+    try:
+        report = validate_definitions(args.paths, *host)
+    except DeputyError as exc:  # a plugin's registry entry the readers refuse
+        print(f"deputy-runtime validate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     for problem in report.problems:
         print(_line(problem, strict))
     errors, warnings = len(report.errors), len(report.warnings)
@@ -249,10 +283,15 @@ def list_agents(args: argparse.Namespace) -> int:
     if reason is not None:
         print(f"deputy-runtime list: {reason}", file=sys.stderr)
         return EXIT_USAGE
-    host = _host(args, "list")
-    if host is None:
+    found_host = _host(args, "list")
+    if found_host is None:
         return EXIT_USAGE
-    found = collect_agent_definitions(args.directory, host, markdown=True)
+    host, skills = found_host
+    try:
+        found = collect_agent_definitions(args.directory, host, skills, markdown=True)
+    except DeputyError as exc:
+        print(f"deputy-runtime list: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     rows = [("NAME", "MODEL", "TOOLS", "PERMISSION", "MAX REQUESTS")]
     for definition in found.definitions.values():
         rows.append(

@@ -126,9 +126,21 @@ def test_discovery_reports_a_readme_instead_of_dropping_it(tmp_path: Path) -> No
     assert agent_definitions(tmp_path) == {}
 
 
+# Registers the corpus's tool and skill names, as a host with such tools would.
+PLUGIN = Path(__file__).parent / "claude_code_plugin.py"
+
+
 def _validate(*paths: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "deputy_runtime", "validate", *map(str, paths)],
+        [
+            sys.executable,
+            "-m",
+            "deputy_runtime",
+            "validate",
+            "--plugin",
+            str(PLUGIN),
+            *map(str, paths),
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,
