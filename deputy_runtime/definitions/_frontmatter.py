@@ -290,7 +290,17 @@ def parse_frontmatter(text: str, path: Path, log: ProblemLog | None = None) -> F
         try:
             root, data = _load(quoted, path, offset)
         except DefinitionFileError:
-            raise original from None
+            keys = {index + offset: key for index, key in changed}
+            if original.line not in keys:
+                raise original from None
+            key = keys[original.line]
+            raise DefinitionFileError(
+                f"{original.reason} (the value of {key!r} contains ': ': put it in double "
+                f'quotes, {key}: "...")',
+                path=path,
+                line=original.line,
+                column=original.column,
+            ) from None
         if log is not None:
             for index, key in changed:
                 log.warn(
