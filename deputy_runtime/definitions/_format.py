@@ -54,7 +54,10 @@ def _kind(value: object) -> str:
     if isinstance(value, (datetime.date, datetime.datetime)):
         return f"the date {value.isoformat()}"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        shown = (
+            repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value):,} characters)"
+        )
+        return f"the string {shown}"
     return "a sequence" if isinstance(value, list) else "a mapping"
 
 

@@ -28,6 +28,7 @@ from ._yaml import (
     plain_int,
     reader_problem,
     scalar_problem,
+    sexagesimal_tag,
     shape_problem,
     tag_problem_message,
 )
@@ -56,7 +57,11 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _Loader(_BaseLoader):  # type: ignore[misc]
     """PyYAML's safe loader, except that a core scalar its constructor cannot read (such
     as ``!!int 1x`` or ``!!bool maybe``) is a ConstructorError marked at the value, like
-    every other YAML error, instead of a bare exception without a position."""
+    every other YAML error, instead of a bare exception without a position, and that a
+    long base-60 shaped scalar is resolved at once (see :func:`sexagesimal_tag`)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        return sexagesimal_tag(kind, value, implicit) or super().resolve(kind, value, implicit)
 
 
 def _located(construct: Any) -> Any:

@@ -39,6 +39,7 @@ __all__ = [
     "plain_int",
     "reader_problem",
     "scalar_problem",
+    "sexagesimal_tag",
     "shape_problem",
     "tag_problem_message",
 ]
@@ -68,11 +69,39 @@ def _mark(node_mark: Any) -> Mark | None:
     return (node_mark.line + 1, node_mark.column + 1)
 
 
+# A long plain scalar of digits, ':' and '_' (with an optional fraction): YAML 1.1's
+# base-60 number shape, which the resolver's backtracking patterns take many passes over.
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_:]*:[0-9_:]*(?:\.[0-9_]*)?")
+_LONG_SCALAR = 64
+
+
+def sexagesimal_tag(kind: Any, value: Any, implicit: Any) -> str | None:
+    """``!!int`` for a plain scalar longer than 64 characters shaped like a base-60 number,
+    which the int constructor then refuses by name, else ``None`` (resolve as usual).
+
+    Resolving such a value the usual way is linear but slow (a megabyte takes a large
+    fraction of a second); one simple pattern decides it at once.
+    """
+    if (
+        kind is ScalarNode
+        and implicit[0]
+        and isinstance(value, str)
+        and len(value) > _LONG_SCALAR
+        and _SEXAGESIMAL.fullmatch(value)
+    ):
+        return _CORE + "int"
+    return None
+
+
 class StrictLoader(_BaseLoader):
     """A safe loader (libyaml-based when available) that builds values strictly.
 
     Only :meth:`load_strict` is meant to be used; PyYAML's own construction is bypassed.
     """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        tag = sexagesimal_tag(kind, value, implicit)
+        return tag or super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
     def load_strict(self) -> tuple[Any, Marks]:
         """Compose the single document and build it; return the value and its marks."""
