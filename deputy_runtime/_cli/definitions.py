@@ -100,7 +100,7 @@ def plugin_tools(module: ModuleType) -> tuple[Tool, ...]:
         return ()
     if callable(value) and not isinstance(value, Tool):
         value = value()
-    if isinstance(value, Tool) or not isinstance(value, Sequence):
+    if isinstance(value, Tool | str) or not isinstance(value, Sequence):
         raise PluginError(
             f"plugin {module.__name__}: 'tools' must be a sequence of Tool objects (or a "
             f"function returning one), got {type(value).__name__}"

@@ -69,7 +69,7 @@ def read_markdown_file(
 ) -> AgentDefinition:
     """Read one markdown file with checked registries, recording every problem in ``log``
     and raising the first error."""
-    parsed = parse_markdown(read_definition_text(file, markdown=True), file, log)
+    parsed = parse_markdown(read_definition_text(file, markdown=True), file, log, check=False)
     return build_definition(parsed, tools, skills)
 
 

@@ -96,11 +96,14 @@ class ParsedMarkdown:
     log: ProblemLog | None = None
 
 
-def parse_markdown(text: str, path: Path, log: ProblemLog | None = None) -> ParsedMarkdown:
+def parse_markdown(
+    text: str, path: Path, log: ProblemLog | None = None, *, check: bool = True
+) -> ParsedMarkdown:
     """Split, load and coerce an agent file's text; names are not resolved yet.
 
     Every independent problem is recorded in ``log`` (one is made if none is given);
-    then the first error, if any, is raised.
+    then the first error, if any, is raised, unless ``check`` is false: then
+    :func:`build_definition` raises it, after recording the name problems too.
     """
     log = ProblemLog(path) if log is None else log
     fm = parse_frontmatter(text, path, log)
@@ -108,7 +111,8 @@ def parse_markdown(text: str, path: Path, log: ProblemLog | None = None) -> Pars
         parsed = _coerce(fm, path, log)
     except RecursionError:  # str() of a deeply nested value
         raise DefinitionFileError("frontmatter is nested too deeply", path=path) from None
-    log.raise_first_error()
+    if check:
+        log.raise_first_error()
     return parsed
 
 
