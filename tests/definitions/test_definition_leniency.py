@@ -214,3 +214,58 @@ def test_a_cut_description_loses_the_whitespace_at_the_cut_and_can_be_written(
 
     agent_definition_to_markdown(definition, tmp_path / "b.md")  # type: ignore[arg-type]
     assert read(tmp_path / "b.md") == (definition, [])
+
+
+def test_the_schema_accepts_mcp_names_in_tools() -> None:
+    import jsonschema
+
+    from deputy_runtime.definitions import AGENT_DEFINITION_SCHEMA
+
+    base = {"version": 1, "name": "a", "description": "d", "prompt": "p"}
+    for tools in (["read_file", "mcp__github__create_issue"], ["mcp__slack", "mcp__jira__*"]):
+        jsonschema.validate({**base, "tools": tools}, AGENT_DEFINITION_SCHEMA)
+    for tools in (["mcp__*"], ["Bash(git:*)"]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**base, "tools": tools}, AGENT_DEFINITION_SCHEMA)
+
+
+_ENTRIES = st.sampled_from(
+    [
+        "Read",
+        "Grep",
+        "Bash",
+        "Agent",
+        "Task",
+        "Agent(explorer)",
+        "Task(a, b)",
+        "Bash(git:*)",
+        "Read(/etc/*)",
+        "mcp__github__create_issue",
+        "mcp__slack",
+        "mcp__jira__*",
+        "mcp__*",
+        "mcp__git*__x",
+    ]
+)
+
+
+@SETTINGS
+@given(entries=st.lists(_ENTRIES, min_size=1, max_size=6), as_list=st.booleans())
+def test_lenient_tools_never_grant_more_than_the_file_names(
+    entries: list[str], as_list: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tools = tool_registry()
+    value = "[" + ", ".join(f"'{e}'" for e in entries) + "]" if as_list else ", ".join(entries)
+    path = agent_file(
+        tmp_path_factory.getbasetemp(), f"---\nname: a\ndescription: d\ntools: {value}\n---\nb\n"
+    )
+    widening = {"Bash(git:*)", "Read(/etc/*)", "mcp__*", "mcp__git*__x"}
+    if widening & set(entries):  # entries that would widen access are errors
+        with pytest.raises(DefinitionFileError):
+            read(path, tools=tools)
+        return
+    definition, _ = read(path, tools=tools)
+    plain = {e for e in entries if "(" not in e and not e.startswith("mcp__")}
+    granted = {tool.name for tool in definition.tools}  # type: ignore[attr-defined]
+    assert granted <= plain - {"Agent", "Task"}
+    assert set(definition.mcp_tools or ()) <= set(entries)  # type: ignore[attr-defined]
