@@ -80,11 +80,32 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
     p.add_argument("--model", default=None, metavar="SPEC", help='e.g. "openai/gpt-4.1-mini"')
     p.add_argument(
+        "--model-alias",
+        action="append",
+        default=[],
+        metavar="ALIAS=MODEL",
+        help="run definitions saying ALIAS (e.g. sonnet) on MODEL (provider/model or a model "
+        "id on the lead's provider); repeatable",
+    )
+    p.add_argument(
         "--permission-mode",
         default="standard",
         choices=["readonly", "plan", "standard", "full"],
     )
-    p.add_argument("--max-requests", type=int, default=25, metavar="N")
+    p.add_argument(
+        "--max-requests",
+        type=_whole_number,
+        default=25,
+        metavar="N",
+        help="model requests for the whole run, delegations included (default 25)",
+    )
+    p.add_argument(
+        "--test-fanout",
+        type=_whole_number,
+        default=None,
+        metavar="N",
+        help="the offline test model delegates to at most N agents per turn (default 8)",
+    )
     p.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
     p.add_argument(
         "--plugin",
@@ -96,9 +117,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
 
     p = sub.add_parser("bench", help="measure delegation overhead against a bare floor")
-    p.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    p.add_argument(
+        "--quick", action="store_true", help="small sizes, few repetitions (about a minute)"
+    )
     p.add_argument("--json", action="store_true", help="print results as JSON")
     return parser
+
+
+def _whole_number(text: str) -> int:
+    """A count of at least 1 (argparse names the option when this raises)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 _SIGPIPE = 13  # the exit status of a process killed by SIGPIPE is 128 + 13

@@ -22,6 +22,8 @@ from deputy_runtime._bench._runner import BenchConfig, ContenderSpec, run_benchm
 from deputy_runtime._bench._shape import check_answer
 from deputy_runtime.cli import main
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 TINY = BenchConfig(
     sizes=(3,),

@@ -12,7 +12,27 @@ import argparse
 import json
 import sys
 
-__all__ = ["bench"]
+__all__ = ["bench", "start_message"]
+
+# Wall-clock estimates on a 2-core machine, said before a run starts so nobody waits for
+# minutes without knowing (a loaded machine takes longer).
+_FULL_ESTIMATE = "several minutes (about 3 to 6 on a 2-core machine)"
+_QUICK_ESTIMATE = "about a minute"
+
+
+def start_message(quick: bool, reps: int, sizes: tuple[int, ...]) -> str:
+    """What ``bench`` says before it starts: what it measures and how long that takes."""
+    mode = "quick" if quick else "full"
+    text = (
+        f"deputy-runtime bench ({mode}): {reps} repetitions, fan-out N = "
+        f"{', '.join(map(str, sizes))}; each measurement in a fresh process. "
+    )
+    if quick:
+        return text + f"This takes {_QUICK_ESTIMATE}."
+    return (
+        text + f"This takes {_FULL_ESTIMATE}; pass --quick for a smaller run that takes "
+        f"{_QUICK_ESTIMATE}."
+    )
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -26,13 +46,7 @@ def bench(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    print(
-        f"deputy-runtime bench ({'quick' if config is QUICK else 'full'}): "
-        f"{config.reps} repetitions, fan-out N = {', '.join(map(str, config.sizes))}; "
-        "each measurement in a fresh process",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(start_message(config is QUICK, config.reps, config.sizes), file=sys.stderr, flush=True)
     results = run_benchmarks(config, BUILTIN, progress)
     if getattr(args, "json", False):
         print(json.dumps(results, indent=2))

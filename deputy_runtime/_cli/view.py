@@ -10,6 +10,7 @@ at the end. No dependency beyond the standard library: the escape codes are plai
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -37,6 +38,8 @@ from ..runtime._usage import AgentUsage, UsageLimits
 from . import silence_stream
 
 __all__ = [
+    "COLUMNS",
+    "DROP_ORDER",
     "FrameRow",
     "JsonView",
     "LiveView",
@@ -251,59 +254,173 @@ class FrameRow(NamedTuple):
     admitted: int  # admission order: higher is more recent
 
 
-def tree_lines(state: RunState, now: float, *, colour: bool, unicode: bool = True) -> list[str]:
+def tree_lines(
+    state: RunState,
+    now: float,
+    *,
+    colour: bool,
+    unicode: bool = True,
+    width: int | None = None,
+) -> list[str]:
     """The tree as text lines: a header, then one line per node, children indented."""
-    head, rows = tree_frame(state, now, colour=colour, unicode=unicode)
+    head, rows = tree_frame(state, now, colour=colour, unicode=unicode, width=width)
     return [*head, *(row.text for row in rows)]
 
 
 def tree_frame(
-    state: RunState, now: float, *, colour: bool, unicode: bool = True
+    state: RunState,
+    now: float,
+    *,
+    colour: bool,
+    unicode: bool = True,
+    width: int | None = None,
 ) -> tuple[list[str], list[FrameRow]]:
-    """The lines always shown (header and lead), and one row per delegation in tree order."""
+    """The lines always shown (header and lead), and one row per delegation in tree order.
+
+    With a ``width``, columns that do not fit are left out whole, in the order of
+    :data:`DROP_ORDER`, rather than every row being cut in the middle of a column.
+    """
     lead = state.lead
     if lead is None:
         return ["starting..."], []
-    header = f"{'agent':<19} {'status':<24} {'elapsed':>7}  {'requests':<9} {'tokens':<9} last tool"
     admitted = {id(node): i for i, node in enumerate(state.delegations())}
-    rows: list[FrameRow] = []
+    cells: list[_Cells] = [_node_cells(lead, "", now)]
+    flags: list[tuple[bool, int]] = []
     branches = _UNICODE_BRANCHES if unicode else _ASCII_BRANCHES
-    _child_rows(lead, "", now, colour, branches, admitted, rows)
-    return [header, _node_line(lead, "", now, colour)], rows
+    _child_rows(lead, "", now, branches, admitted, cells, flags)
+    layout = _layout(cells, width, "\u2026" if unicode else "...")
+    header = _format(_HEADER_CELLS, layout, colour=False)
+    lines = [_format(c, layout, colour) for c in cells]
+    rows = [
+        FrameRow(text, running, order)
+        for text, (running, order) in zip(lines[1:], flags, strict=True)
+    ]
+    return [header, lines[0]], rows
 
 
 def _child_rows(
     node: Node,
     indent: str,
     now: float,
-    colour: bool,
     branches: tuple[str, ...],
     admitted: dict[int, int],
-    out: list[FrameRow],
+    cells: list[_Cells],
+    flags: list[tuple[bool, int]],
 ) -> None:
     middle, last_branch, line, blank = branches
     for i, child in enumerate(node.children):
         last = i == len(node.children) - 1
-        text = _node_line(child, indent + (last_branch if last else middle), now, colour)
-        out.append(FrameRow(text, child.status == "running", admitted.get(id(child), -1)))
-        _child_rows(child, indent + (blank if last else line), now, colour, branches, admitted, out)
+        cells.append(_node_cells(child, indent + (last_branch if last else middle), now))
+        flags.append((child.status == "running", admitted.get(id(child), -1)))
+        _child_rows(
+            child, indent + (blank if last else line), now, branches, admitted, cells, flags
+        )
 
 
-def _node_line(node: Node, prefix: str, now: float, colour: bool) -> str:
+# -- columns ------------------------------------------------------------------------------
+
+#: The live tree's columns, left to right.
+COLUMNS = ("agent", "status", "elapsed", "requests", "tokens", "last tool")
+#: On a narrow terminal, columns are left out in this order until a row fits; the agent
+#: and its status always stay (what is running, and how it ended, matter most).
+DROP_ORDER = ("last tool", "tokens", "elapsed", "requests")
+# Widths of the full layout, and the space before each column.
+_WIDTHS = {"agent": 19, "status": 24, "elapsed": 7, "requests": 9, "tokens": 9}
+_GAPS = {
+    "agent": "",
+    "status": " ",
+    "elapsed": " ",
+    "requests": "  ",
+    "tokens": " ",
+    "last tool": " ",
+}
+_RIGHT = frozenset({"elapsed"})
+# The last tool column is shown only with at least this many columns for it.
+_MIN_LAST_TOOL = 12
+
+
+class _Cells(NamedTuple):
+    """One row's text per column, and the colour of its status."""
+
+    values: dict[str, str]
+    colour_code: str | None
+
+
+_HEADER_CELLS = _Cells({c: c for c in COLUMNS}, None)
+
+
+class _Layout(NamedTuple):
+    columns: tuple[str, ...]
+    widths: dict[str, int]
+    last_tool_room: int | None = None  # columns left for the last tool, if limited
+    ellipsis: str = "\u2026"
+
+
+def _node_cells(node: Node, prefix: str, now: float) -> _Cells:
     status = node.status
     if node.stop_reason not in (None, "complete") and node.stop_reason != status:
         status = f"{status} ({node.stop_reason})"
-    badge = f"{status:<24}"
-    if colour:
-        badge = f"\x1b[{_STATUS_COLOURS.get(node.status, '0')}m{badge}\x1b[0m"
     limits = node.limits
-    requests = _budget(node.live_requests(), limits.max_requests if limits else None)
-    tokens = _budget(node.live_tokens(), limits.max_total_tokens if limits else None)
-    name = f"{prefix}{_printable(node.agent_name)}"
-    return (
-        f"{name:<19} {badge} {node.elapsed(now):6.1f}s  {requests:<9} {tokens:<9} "
-        f"{_printable(node.last_tool or '')}"
-    ).rstrip()
+    values = {
+        "agent": f"{prefix}{_printable(node.agent_name)}",
+        "status": status,
+        "elapsed": f"{node.elapsed(now):6.1f}s",
+        "requests": _budget(node.live_requests(), limits.max_requests if limits else None),
+        "tokens": _budget(node.live_tokens(), limits.max_total_tokens if limits else None),
+        "last tool": _printable(node.last_tool or ""),
+    }
+    return _Cells(values, _STATUS_COLOURS.get(node.status, "0"))
+
+
+def _layout(rows: Sequence[_Cells], width: int | None, ellipsis: str) -> _Layout:
+    """The columns that fit ``width`` (all of them without one), with their widths.
+
+    The last tool, free text at the end of the row, is cut to the room left (with an
+    ellipsis) once it has at least a few columns; every other column is shown whole or
+    not at all.
+    """
+    widths = dict(_WIDTHS)
+    columns = list(COLUMNS)
+    if width is None:
+        return _Layout(tuple(columns), widths)
+
+    def fixed() -> int:
+        return sum(len(_GAPS[c]) + widths[c] for c in columns if c != "last tool")
+
+    if fixed() + len(_GAPS["last tool"]) + _MIN_LAST_TOOL > width:
+        columns.remove("last tool")
+    for column in DROP_ORDER[1:]:
+        if fixed() <= width:
+            break
+        columns.remove(column)
+    if fixed() > width:
+        # Still too wide: the two kept columns take only what their contents need.
+        for column in ("status", "agent"):
+            widths[column] = max(len(column), *(_text_columns(r.values[column]) for r in rows))
+    room = width - fixed() - len(_GAPS["last tool"]) if "last tool" in columns else None
+    return _Layout(tuple(columns), widths, room, ellipsis)
+
+
+def _format(cells: _Cells, layout: _Layout, colour: bool) -> str:
+    out = []
+    for column in layout.columns:
+        text = cells.values[column]
+        if column == "last tool":
+            room = layout.last_tool_room
+            if room is not None and _text_columns(text) > room:
+                text = _clip(text, room - len(layout.ellipsis)) + layout.ellipsis
+            out.append(_GAPS[column] + text)
+            continue
+        pad = " " * max(0, layout.widths[column] - _text_columns(text))
+        cell = pad + text if column in _RIGHT else text + pad
+        if column == "status" and colour and cells.colour_code is not None:
+            cell = f"\x1b[{cells.colour_code}m{cell}\x1b[0m"
+        out.append(_GAPS[column] + cell)
+    return "".join(out).rstrip()
+
+
+def _text_columns(text: str) -> int:
+    return sum(_columns(ch) for ch in text)
 
 
 def _printable(text: str) -> str:
@@ -374,6 +491,7 @@ class LiveView:
         self._drawn = 0  # lines of the previous frame, to move back over
         self._last_draw = 0.0
         self._closed = False
+        self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
 
     def handle(self, event: Event) -> None:
         """Fold an event in and redraw (at most every few hundredths of a second)."""
@@ -390,7 +508,11 @@ class LiveView:
         # One column spare: some terminals wrap as soon as the last column is written.
         width = max(_MIN_WIDTH, columns - 1)
         head, tree = tree_frame(
-            self._state, self._state.now(), colour=self._colour, unicode=self._unicode
+            self._state,
+            self._state.now(),
+            colour=self._colour,
+            unicode=self._unicode,
+            width=width,
         )
         lines = fit_frame(head, tree, rows, width, unicode=self._unicode)
         out = ["\x1b[?25l"]  # hide the cursor while drawing
@@ -401,6 +523,7 @@ class LiveView:
         out.append("\x1b[J")  # clear whatever the previous frame left below
         if not _write(self._stream, "".join(out)):
             self._closed = True
+            _notify(self.on_closed)
         self._drawn = len(lines)
         self._last_draw = self._state.now()
 
@@ -473,14 +596,18 @@ class PlainView:
     def __init__(self, stream: IO[str], state: RunState) -> None:
         self._stream = stream
         self._state = state
+        self._closed = False
+        self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
 
     def handle(self, event: Event) -> None:
         """Fold an event in and print its line, if it has one."""
         node = self._state.apply(event)
         text = plain_line(event, node)
-        if text is not None:
+        if text is not None and not self._closed:
             elapsed = self._state.now() - self._state.started
-            _write(self._stream, f"[{elapsed:7.2f}s] {text}\n")
+            if not _write(self._stream, f"[{elapsed:7.2f}s] {text}\n"):
+                self._closed = True
+                _notify(self.on_closed)
 
     def close(self) -> None:
         """Nothing to restore."""
@@ -535,14 +662,25 @@ class JsonView:
     def __init__(self, stream: IO[bytes], state: RunState) -> None:
         self._stream = stream
         self._state = state
+        self._closed = False
+        self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
 
     def handle(self, event: Event) -> None:
         """Fold the event in (for the exit status) and write its JSON line."""
         self._state.apply(event)
-        _write(self._stream, encode_event(event) + b"\n")
+        if not self._closed and not _write(self._stream, encode_event(event) + b"\n"):
+            self._closed = True
+            _notify(self.on_closed)
 
     def close(self) -> None:
         """Nothing to restore (every line is flushed as it is written)."""
+
+
+def _notify(callback: Callable[[], None] | None) -> None:
+    """Tell the command the reader went away; the event sink itself must never raise."""
+    if callback is not None:
+        with contextlib.suppress(Exception):
+            callback()
 
 
 def _write(stream: IO[Any], data: Any) -> bool:

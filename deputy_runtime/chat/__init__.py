@@ -1,5 +1,15 @@
 """The chat layer: turns, content, usage, the Provider protocol and ellmer-style Chat."""
 
+from ._aliases import (
+    ALIASES_CHECKED,
+    CLAUDE_CODE_ALIASES,
+    ModelChoice,
+    ModelSource,
+    is_model_alias,
+    model_alias_map,
+    resolve_model,
+    suggest_model_spec,
+)
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
 from ._context import (
     agent_name_scope,
@@ -54,7 +64,9 @@ from ._types import (
 )
 
 __all__ = [
+    "ALIASES_CHECKED",
     "CANCELLED_TOOL_CALL_ERROR",
+    "CLAUDE_CODE_ALIASES",
     "DEFAULT_MAX_TOOL_ROUNDS",
     "DEFAULT_SCRIPTED_USAGE",
     "DEFAULT_TEST_USAGE",
@@ -66,7 +78,9 @@ __all__ = [
     "ContentThinking",
     "ContentToolRequest",
     "ContentToolResult",
+    "ModelChoice",
     "ModelRequest",
+    "ModelSource",
     "Provider",
     "ProviderFactory",
     "Role",
@@ -82,18 +96,22 @@ __all__ = [
     "chat",
     "current_agent_name",
     "example_arguments",
+    "is_model_alias",
     "is_provider_name",
+    "model_alias_map",
     "parse_model_spec",
     "provider_names",
     "register_provider",
     "repair_turns",
     "reply",
     "reset_current_agent",
+    "resolve_model",
     "resolve_provider",
     "run_tool",
     "run_tools",
     "set_current_agent",
     "stream_request",
+    "suggest_model_spec",
     "tool_call",
     "tool_calls",
     "tool_error_text",

@@ -32,7 +32,7 @@ __all__ = ["DEFAULT_TEST_USAGE", "TestProvider", "example_arguments", "example_v
 
 #: Usage reported by every TestProvider reply unless configured otherwise.
 DEFAULT_TEST_USAGE = Usage(requests=1, input_tokens=10, output_tokens=5)
-#: Calls made for one tool at most when fanning out over an enum.
+#: Calls made for one tool at most when fanning out over an enum (``fanout`` changes it).
 MAX_FANOUT = 8
 #: Characters of each tool result quoted in the final answer.
 RESULT_PREVIEW_CHARS = 200
@@ -53,14 +53,24 @@ class TestProvider:
 
     __test__ = False  # not a pytest test class, despite the name
 
-    __slots__ = ("model", "name", "usage")
+    __slots__ = ("fanout", "model", "name", "usage")
 
     def __init__(
-        self, *, model: str = "test", name: str = "test", usage: Usage = DEFAULT_TEST_USAGE
+        self,
+        *,
+        model: str = "test",
+        name: str = "test",
+        usage: Usage = DEFAULT_TEST_USAGE,
+        fanout: int = MAX_FANOUT,
     ) -> None:
+        if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < 1:
+            raise ValueError(
+                f"TestProvider fanout must be a whole number of at least 1, got {fanout!r}"
+            )
         self.name = name
         self.model = model
         self.usage = usage
+        self.fanout = fanout  # calls per tool at most when fanning out over an enum
 
     def __repr__(self) -> str:
         return f"TestProvider(model={self.model!r})"
@@ -69,7 +79,7 @@ class TestProvider:
         """Call every offered tool, or answer once the results of those calls are back."""
         turns = request.turns
         if request.tools and not _answers_own_calls(turns):
-            calls = _tool_calls(request.tools, len(turns))
+            calls = _tool_calls(request.tools, len(turns), self.fanout)
             if calls:
                 return AssistantTurn(calls, self.usage, finish_reason="tool_use")
         text = _summary(turns) if _answers_own_calls(turns) else _echo(turns)
@@ -86,7 +96,7 @@ class TestProvider:
 
     def with_model(self, model: str) -> TestProvider:
         """The same provider under another model name."""
-        return TestProvider(model=model, name=self.name, usage=self.usage)
+        return TestProvider(model=model, name=self.name, usage=self.usage, fanout=self.fanout)
 
 
 def _answers_own_calls(turns: tuple[Turn, ...]) -> bool:
@@ -98,17 +108,17 @@ def _answers_own_calls(turns: tuple[Turn, ...]) -> bool:
     )
 
 
-def _tool_calls(tools: tuple[ToolSpec, ...], n_turns: int) -> tuple[Content, ...]:
+def _tool_calls(tools: tuple[ToolSpec, ...], n_turns: int, fanout: int) -> tuple[Content, ...]:
     calls: list[Content] = []
     for spec in tools:
-        for arguments in _argument_sets(spec.parameters):
+        for arguments in _argument_sets(spec.parameters, fanout):
             calls.append(
                 ContentToolRequest(f"{_ID_PREFIX}{n_turns}_{len(calls)}", spec.name, arguments)
             )
     return tuple(calls)
 
 
-def _argument_sets(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _argument_sets(schema: Mapping[str, Any], fanout: int = MAX_FANOUT) -> list[dict[str, Any]]:
     """One argument set, or one per value of the first required string enum property."""
     base = example_arguments(schema)
     properties = schema.get("properties") or {}
@@ -116,7 +126,7 @@ def _argument_sets(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
         prop = _resolve(properties.get(name), schema)
         values = prop.get("enum") if isinstance(prop, Mapping) else None
         if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
-            return [{**base, name: value} for value in values[:MAX_FANOUT]]
+            return [{**base, name: value} for value in values[:fanout]]
     return [base]
 
 

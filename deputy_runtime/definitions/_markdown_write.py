@@ -161,7 +161,7 @@ def _uncarried(definition: AgentDefinition) -> dict[str, str]:
         problems["memory"] = (
             "memory cannot be written to a markdown agent file: Claude Code's 'memory' key "
             "names a memory scope (user, project or local), not memory entries; move the "
-            "entries into the prompt, set memory=None, or keep this definition in YAML"
+            "entries into the prompt, leave memory out (null), or keep this definition in YAML"
         )
     prompt = definition.prompt.strip()
     breaks = sorted({f"U+{ord(c):04X}" for c in prompt if c in _EXOTIC_BREAKS})

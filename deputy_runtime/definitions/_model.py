@@ -195,8 +195,8 @@ def _permission_mode(value: object) -> str | None:
         return value
     raise DefinitionFieldError(
         "permission_mode",
-        f"Invalid permission mode {value!r}; expected one of {', '.join(PERMISSION_MODES)} "
-        "or None (inherit the lead's mode)",
+        f"Invalid permission mode {value!r}; expected one of {', '.join(PERMISSION_MODES)}, "
+        "or leave it out to inherit the lead's mode",
     )
 
 

@@ -16,13 +16,14 @@ import anyio
 import msgspec
 
 from .._ids import new_id
+from ..chat import ModelSource, resolve_model
 from ..chat._chat import Chat
 from ..chat._registry import chat as chat_from_spec
-from ..chat._registry import is_provider_name, parse_model_spec
 from ..errors import DelegationBindingError, DeputyError
 from ..skills import Skill
 from ..tools._tool import Tool
 from ._agent import Agent
+from ._events import EventSink, WarningEvent
 from ._hooks import HookEvent, HookInput
 from ._permissions import ASK_USER_TOOL_NAME, normalize_tool_name
 from ._policy import (
@@ -220,6 +221,7 @@ async def build_subagent(
     limits: UsageLimits,
     *,
     stateless: bool = False,
+    emit: EventSink | None = None,
 ) -> Agent:
     """Build the fresh subagent for ``d``: chat, prompt, tools, ceiling, governance.
 
@@ -244,7 +246,7 @@ async def build_subagent(
         definition.permission_mode, definition.disallowed_tools or ()
     )
     context = _LazyContext(d, lead)
-    chat = _subagent_chat(lead, definition, context)
+    chat = _subagent_chat(lead, definition, context, emit)
     skills = _load_skills(definition.skills)
     child = Agent._for_delegation(
         chat,
@@ -278,6 +280,18 @@ async def build_subagent(
     return child
 
 
+def _subagent_ids(d: Delegation) -> dict[str, Any]:
+    """The id fields of the subagent's own events, for events emitted before it runs."""
+    return {
+        "agent_id": d.agent_id,
+        "agent_name": d.agent_name,
+        "run_id": d.run_id,
+        "delegation_id": d.delegation_id,
+        "parent_agent_id": d.parent_agent_id,
+        "parent_run_id": d.parent_run_id,
+    }
+
+
 class _LazyContext:
     """The DelegationContext, built only if a host callback asks for it (hot path)."""
 
@@ -295,8 +309,17 @@ class _LazyContext:
         return self._value
 
 
-def _subagent_chat(lead: LeadAgent, definition: AgentDefinition, context: _LazyContext) -> Chat:
-    """The subagent's chat per the policy factory or the definition's model rule."""
+def _subagent_chat(
+    lead: LeadAgent,
+    definition: AgentDefinition,
+    context: _LazyContext,
+    emit: EventSink | None = None,
+) -> Chat:
+    """The subagent's chat per the policy factory or the definition's model rule.
+
+    The policy's ``chat`` factory wins; otherwise :func:`resolve_model` decides, and a
+    model the lead's provider cannot serve becomes the lead's model plus a WarningEvent.
+    """
     system_prompt = _system_prompt(definition)
     factory = lead.delegation_policy.chat
     if factory is not None:
@@ -311,14 +334,26 @@ def _subagent_chat(lead: LeadAgent, definition: AgentDefinition, context: _LazyC
             )
         chat = made.fresh(system_prompt)
     else:
-        model = definition.model
-        if model == "inherit":
+        # Claude Code aliases and other vendors' ids are resolved, never sent raw.
+        choice = resolve_model(
+            definition.model,
+            str(getattr(lead.chat.provider, "name", "") or ""),
+            aliases=lead.model_aliases,
+            plan_mode=definition.permission_mode == "plan",
+        )
+        if choice.warning is not None and emit is not None:
+            emit(WarningEvent(**_subagent_ids(context._d), message=choice.warning))
+        if choice.source is ModelSource.LEAD:
             chat = lead.chat.fresh(system_prompt)
-        elif "/" in model and is_provider_name(parse_model_spec(model)[0]):
-            chat = chat_from_spec(model, system_prompt=system_prompt)
+        elif choice.source is ModelSource.SPEC:
+            assert choice.model is not None
+            chat = chat_from_spec(choice.model, system_prompt=system_prompt)
         else:
+            assert choice.model is not None
             chat = Chat(
-                lead.chat.provider.with_model(model), system_prompt, params=lead.chat.params
+                lead.chat.provider.with_model(choice.model),
+                system_prompt,
+                params=lead.chat.params,
             )
     if definition.params:
         chat.set_params({**chat.params, **definition.params})

@@ -11,6 +11,7 @@ import anyio
 import msgspec
 
 from .._ids import new_id
+from ..chat import model_alias_map
 from ..errors import DefinitionError
 from ..tools._decorator import _struct_validator
 from ..tools._invoke import invoke_tool, tool_validator
@@ -76,7 +77,9 @@ class LeadAgent(Agent):
     no budget until they start. One whose slot frees after the lead was interrupted, or
     after the lead's run reached a limit, ends ``not_started`` without being built (a
     limit also gives the model the "Run limit reached" tool error). ``None`` (default):
-    all of a turn's delegations at once.
+    all of a turn's delegations at once. ``model_aliases`` maps a definition's model
+    (a Claude Code alias such as ``sonnet``, or any model id) to ``provider/model`` or a
+    model id on this lead's provider; see :func:`deputy_runtime.chat.resolve_model`.
     """
 
     __slots__ = (
@@ -90,6 +93,7 @@ class LeadAgent(Agent):
         "delegation_policy",
         "delegation_scope",
         "max_active_delegations",
+        "model_aliases",
     )
 
     def __init__(
@@ -107,7 +111,11 @@ class LeadAgent(Agent):
         delegation_scope: Mapping[str, Any] | None = None,
         name: str | None = "lead",
         max_active_delegations: int | None = None,
+        model_aliases: Mapping[str, str] | None = None,
     ) -> None:
+        # Alias -> "provider/model" or a model id on the lead's provider: how definitions
+        # saying "sonnet" (or another vendor's id) run under this lead's provider.
+        self.model_aliases = model_alias_map(model_aliases)
         if delegation_policy is None:
             delegation_policy = DelegationPolicy()
         if not isinstance(delegation_policy, DelegationPolicy):
@@ -302,7 +310,7 @@ class LeadAgent(Agent):
                 if definition is None:
                     names = ", ".join(self._definitions) or "none"
                     raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
-                await build_subagent(self, d, d.reservation.limits)
+                await build_subagent(self, d, d.reservation.limits, emit=run.emit)
             except Exception:
                 d.stop_reason = "setup_error"
                 raise

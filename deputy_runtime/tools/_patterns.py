@@ -1,105 +1,105 @@
-"""Regular expressions from a model, checked before ``grep_files`` runs them.
+"""Regular expressions from a model, compiled with RE2 for ``grep_files``.
 
-Python's ``re`` backtracks, cannot be interrupted, and holds the GIL for a whole match,
-so one catastrophic pattern can stall the process. This module refuses the common shape
-of exponential backtracking (an unbounded repeat inside another) and over-long patterns,
-and turns every compile failure into a tool error naming the argument.
+A backtracking engine such as Python's ``re`` can take exponential or high-polynomial
+time on a pattern like ``(a|aa)+$`` or ``.*.*.*=``, and it keeps the GIL for the whole
+match, so one such search freezes the process and no cancellation reaches it. RE2 (the
+``google-re2`` package) runs in time linear in the text for every pattern it accepts
+and releases the GIL while matching, so no pattern needs to be refused for being slow.
+
+RE2 has no backreferences, lookaround, conditionals, atomic groups or possessive
+repeats (they are what make backtracking necessary). A pattern using one is refused
+with a message naming the feature and what to do instead.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Iterator
-from typing import Any
+from typing import Protocol
 
 from ..errors import ToolArgumentError
 
-__all__ = ["GREP_MAX_PATTERN_CHARS", "compile_pattern"]
+__all__ = ["GREP_MAX_PATTERN_CHARS", "LineMatcher", "compile_pattern"]
 
 #: Longest ``pattern`` grep_files accepts: enough for any real search, and it keeps
-#: compiling and the nesting check cheap.
+#: RE2's compiled program (and the time to build it) small.
 GREP_MAX_PATTERN_CHARS = 1000
 
-_REPEAT_OPS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
-#: Python's private regex parser (``sre_parse`` before 3.11), looked up by name at use
-#: so a missing or changed module only disables the nesting check.
-_PARSER_MODULE = "re._parser"
+
+class LineMatcher(Protocol):
+    """A compiled pattern: ``search`` answers whether one line (UTF-8 bytes) matches."""
+
+    def search(self, text: bytes) -> object: ...
 
 
-def _nested_unbounded_repeat(pattern: str, flags: int) -> bool:
-    """Whether an unbounded repeat (``+``, ``*``, ``{n,}``) lies inside another one.
-
-    ``(a+)+``, ``(a*)*``, ``(.*a)*`` and ``(\\w+\\s?)+$`` can split one run of text
-    between the two repeats in exponentially many ways, and Python's backtracking
-    engine tries them all before failing. The pattern is walked as parsed by the
-    private ``re._parser`` module (the only way to see its structure), so anything
-    unexpected there (a renamed module, a changed tuple shape) answers False: the check
-    only ever adds refusals, it must never break a search. Possessive and atomic forms
-    are judged like plain ones, which refuses a few safe patterns but keeps this simple.
-    """
-    try:
-        parser = importlib.import_module(_PARSER_MODULE)
-        unbounded = parser.MAXREPEAT
-        repeats = {getattr(parser, name) for name in _REPEAT_OPS if hasattr(parser, name)}
-        # Explicit stack, not recursion: a 1000-character pattern can nest ~500 deep.
-        stack: list[tuple[Any, bool]] = [(parser.parse(pattern, flags), False)]
-        while stack:
-            items, inside = stack.pop()
-            for op, av in items:
-                if op in repeats:
-                    _low, high, body = av
-                    if high == unbounded and inside:
-                        return True
-                    stack.append((body, inside or high == unbounded))
-                else:
-                    stack.extend((sub, inside) for sub in _subpatterns(parser, av))
-    except Exception:  # the private parser changed shape: accept rather than break grep
-        return False
-    return False
-
-
-def _subpatterns(parser: Any, av: Any) -> Iterator[Any]:
-    """The parsed sub-patterns inside one node's argument (groups, branches, lookarounds).
-
-    Found by type rather than per opcode, so new opcodes that wrap a sub-pattern are
-    still searched; ``av`` is at most a tuple holding a list (``BRANCH``), so two levels.
-    """
-    if isinstance(av, parser.SubPattern):
-        yield av
-    elif isinstance(av, tuple | list):
-        for part in av:
-            if isinstance(part, parser.SubPattern):
-                yield part
-            elif isinstance(part, list):
-                yield from (p for p in part if isinstance(p, parser.SubPattern))
+# (what RE2 reports, the feature named to the model, what to do instead). RE2 reports
+# only the start of an unknown '(?P' group, so a named backreference is recognised by
+# the ``(?P`` report together with ``(?P=`` in the pattern (see _refusal).
+_UNSUPPORTED: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(r"invalid escape sequence: \\[1-9kg]"),
+        "backreferences ('\\1', '(?P=name)')",
+        "search for the literal text instead",
+    ),
+    (
+        re.compile(r"\(\?<?[=!]"),
+        "lookahead or lookbehind ('(?=', '(?!', '(?<=', '(?<!')",
+        "match the surrounding text as part of the pattern instead",
+    ),
+    (re.compile(r"\(\?>"), "atomic groups ('(?>...)')", "use a plain group '(?:...)'"),
+    (re.compile(r"\(\?\("), "conditional groups ('(?(1)...)')", "use an alternation 'a|b'"),
+    (
+        re.compile(r"repetition operator: (?:[*+?]|\{[0-9,]*\})\+"),
+        "possessive repeats ('a++', 'a*+')",
+        "use a plain repeat ('a+')",
+    ),
+    (
+        re.compile(r"\(\?[a-zA-Z]*x"),
+        "verbose mode ('(?x)')",
+        "remove the flag and the spaces it would ignore",
+    ),
+    (re.compile(r"invalid escape sequence: \\Z"), "'\\Z'", "use '$' or '\\z'"),
+    (
+        re.compile(r"invalid escape sequence: \\[uUN]"),
+        "'\\u', '\\U' or '\\N' escapes",
+        "write '\\x{e9}' or the character itself",
+    ),
+)
+_BACKREFERENCE = _UNSUPPORTED[0]
 
 
-def compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    """``pattern`` compiled, or a refusal naming the argument and what would be accepted."""
+def compile_pattern(pattern: str, ignore_case: bool) -> LineMatcher:
+    """``pattern`` compiled by RE2, or a refusal naming the argument and what to change."""
     if len(pattern) > GREP_MAX_PATTERN_CHARS:
         raise ToolArgumentError(
             f"argument 'pattern': {len(pattern)} characters is over the "
             f"{GREP_MAX_PATTERN_CHARS}-character limit; search for a shorter expression"
         )
-    flags = re.IGNORECASE if ignore_case else 0
-    shown = pattern if len(pattern) <= 80 else pattern[:80] + "..."
+    import re2  # loading RE2 takes ~40 ms: paid on the first search, not on import
+
+    options = re2.Options()
+    options.log_errors = False  # a model's typo must not print to the host's stderr
+    options.never_capture = True  # only "does this line match" is asked
+    options.case_sensitive = not ignore_case
     try:
-        regex = re.compile(pattern, flags)
-    except (re.error, OverflowError) as exc:  # OverflowError: a repeat count over 2**32
-        raise ToolArgumentError(
-            f"argument 'pattern': invalid regular expression {shown!r}: {exc}"
-        ) from None
-    except RecursionError:  # re's parser recurses once per nested group
-        raise ToolArgumentError(
-            f"argument 'pattern': {shown!r} nests groups too deeply; use fewer nested groups"
-        ) from None
-    if _nested_unbounded_repeat(pattern, flags):
-        raise ToolArgumentError(
-            f"argument 'pattern': {shown!r} puts an unbounded repeat ('+', '*' or '{{n,}}') "
-            "inside another unbounded repeat, which can take exponential time on a line "
-            "that almost matches; use one level of unbounded repetition, e.g. 'a+' "
-            "instead of '(a+)+', or bound the outer repeat, e.g. '(\\w+ ){0,5}' instead "
-            "of '(\\w+ )*'"
-        )
+        regex: LineMatcher = re2.compile(pattern, options)
+    except re2.error as exc:
+        raise ToolArgumentError(_refusal(pattern, _reason(exc))) from None
     return regex
+
+
+def _reason(exc: BaseException) -> str:
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
+def _refusal(pattern: str, reason: str) -> str:
+    shown = pattern if len(pattern) <= 80 else pattern[:80] + "..."
+    for found, feature, instead in _UNSUPPORTED:
+        if found.search(reason) or (
+            found is _BACKREFERENCE[0] and reason.endswith("(?P") and "(?P=" in pattern
+        ):
+            return (
+                f"argument 'pattern': {shown!r} uses {feature}, which grep_files does not "
+                f"support (it uses RE2, which guarantees linear-time search); {instead}"
+            )
+    return f"argument 'pattern': invalid regular expression {shown!r}: {reason}"

@@ -12,18 +12,9 @@ import json
 from typing import Any
 
 import pytest
-from loopback import (
-    LoopbackServer,
-    Reply,
-    anthropic_expected,
-    anthropic_replayable,
-    anthropic_request,
-    anthropic_sse,
-    load_exchanges,
-    turn_summary,
-)
 
 from deputy_runtime.chat import (
+    AnthropicProvider,
     AssistantTurn,
     ContentText,
     ContentThinking,
@@ -34,7 +25,16 @@ from deputy_runtime.chat import (
     ToolSpec,
     Turn,
 )
-from deputy_runtime.chat._anthropic import AnthropicProvider
+from tests.chat.loopback import (
+    LoopbackServer,
+    Reply,
+    anthropic_expected,
+    anthropic_replayable,
+    anthropic_request,
+    anthropic_sse,
+    load_exchanges,
+    turn_summary,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,10 @@ import anthropic
 import anyio
 import httpx2  # the anthropic SDK's own fork of httpx
 import pytest
-from loopback import (
+
+from deputy_runtime.chat import AnthropicProvider
+from deputy_runtime.errors import AuthenticationError, ProviderError
+from tests.chat.loopback import (
     LoopbackServer,
     Reply,
     anthropic_expected,
@@ -21,9 +24,6 @@ from loopback import (
     sse_record,
     turn_summary,
 )
-
-from deputy_runtime.chat._anthropic import AnthropicProvider
-from deputy_runtime.errors import AuthenticationError, ProviderError
 
 EXCHANGES = [
     e

@@ -6,9 +6,9 @@ from typing import Any
 
 import anyio
 import pytest
-from loopback import End, LoopbackServer, Reply, sse_record
 
 from deputy_runtime.chat import (
+    AnthropicProvider,
     AssistantTurn,
     ContentText,
     ContentThinking,
@@ -18,8 +18,8 @@ from deputy_runtime.chat import (
     Turn,
     Usage,
 )
-from deputy_runtime.chat._anthropic import AnthropicProvider
 from deputy_runtime.errors import ProviderError
+from tests.chat.loopback import End, LoopbackServer, Reply, sse_record
 
 pytestmark = pytest.mark.anyio
 

@@ -15,11 +15,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
-from loopback import LoopbackServer, Reply, Seen, openai_sse
 
-from deputy_runtime.chat import Chat, ContentText, Turn
-from deputy_runtime.chat._openai import OpenAICompatibleProvider
+from deputy_runtime.chat import Chat, ContentText, OpenAICompatibleProvider, Turn
 from deputy_runtime.tools import Tool
+from tests.chat.loopback import LoopbackServer, Reply, Seen, openai_sse
 
 pytestmark = pytest.mark.anyio
 

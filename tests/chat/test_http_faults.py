@@ -16,12 +16,19 @@ import anyio
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from loopback import LoopbackServer, Reply, anthropic_sse, openai_sse
 
-from deputy_runtime.chat import AssistantTurn, ContentText, ModelRequest, StreamDelta, Turn
-from deputy_runtime.chat._anthropic import AnthropicProvider
-from deputy_runtime.chat._http import HTTPProvider, RetryPolicy, _retry_after, error_from_response
-from deputy_runtime.chat._openai import OpenAIProvider
+from deputy_runtime.chat import (
+    AnthropicProvider,
+    AssistantTurn,
+    ContentText,
+    HTTPProvider,
+    ModelRequest,
+    OpenAIProvider,
+    RetryPolicy,
+    StreamDelta,
+    Turn,
+)
+from deputy_runtime.chat._http import _retry_after, error_from_response
 from deputy_runtime.errors import (
     AuthenticationError,
     BadRequestError,
@@ -29,6 +36,7 @@ from deputy_runtime.errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
+from tests.chat.loopback import LoopbackServer, Reply, anthropic_sse, openai_sse
 
 pytestmark = pytest.mark.anyio
 

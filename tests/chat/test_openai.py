@@ -14,7 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import (
+
+from deputy_runtime.chat import (
+    AssistantTurn,
+    OllamaProvider,
+    OpenAICompatibleProvider,
+    OpenAIProvider,
+    StreamDelta,
+)
+from tests.chat.loopback import (
     LoopbackServer,
     Reply,
     load_exchanges,
@@ -24,13 +32,6 @@ from loopback import (
     openai_request,
     openai_sse,
     turn_summary,
-)
-
-from deputy_runtime.chat import AssistantTurn, StreamDelta
-from deputy_runtime.chat._openai import (
-    OllamaProvider,
-    OpenAICompatibleProvider,
-    OpenAIProvider,
 )
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,10 @@ import anyio
 import httpx
 import openai
 import pytest
-from loopback import (
+
+from deputy_runtime.chat import AssistantTurn, OpenAIProvider
+from deputy_runtime.errors import ProviderError, RateLimitError
+from tests.chat.loopback import (
     LoopbackServer,
     Reply,
     load_exchanges,
@@ -25,10 +28,6 @@ from loopback import (
     sse_record,
     turn_summary,
 )
-
-from deputy_runtime.chat import AssistantTurn
-from deputy_runtime.chat._openai import OpenAIProvider
-from deputy_runtime.errors import ProviderError, RateLimitError
 
 EXCHANGES = [
     e

@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from loopback import End, LoopbackServer, Reply, sse_record
 
 from deputy_runtime.chat import (
     AssistantTurn,
@@ -20,12 +19,15 @@ from deputy_runtime.chat import (
     ContentThinking,
     ContentToolRequest,
     ModelRequest,
+    OllamaProvider,
+    OpenAICompatibleProvider,
+    OpenAIProvider,
     StreamDelta,
     Turn,
     Usage,
 )
-from deputy_runtime.chat._openai import OllamaProvider, OpenAICompatibleProvider, OpenAIProvider
 from deputy_runtime.errors import ProviderError
+from tests.chat.loopback import End, LoopbackServer, Reply, sse_record
 
 pytestmark = pytest.mark.anyio
 

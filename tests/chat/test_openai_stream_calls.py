@@ -14,18 +14,19 @@ import json
 from typing import Any
 
 import pytest
-from loopback import LoopbackServer, Reply, sse_record
 
 from deputy_runtime.chat import (
     AssistantTurn,
     ContentText,
     ContentToolRequest,
     ModelRequest,
+    OpenAICompatibleProvider,
     Turn,
 )
-from deputy_runtime.chat._openai import OpenAICompatibleProvider, _ChatStream
+from deputy_runtime.chat._openai import _ChatStream
 from deputy_runtime.chat._sse import ServerSentEvent
 from deputy_runtime.errors import ProviderError
+from tests.chat.loopback import LoopbackServer, Reply, sse_record
 
 REQUEST = ModelRequest(None, (Turn("user", (ContentText("Set x and y."),)),))
 

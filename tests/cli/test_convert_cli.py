@@ -13,12 +13,12 @@ import pytest
 from deputy_runtime.cli import main
 from deputy_runtime.definitions import (
     agent_definition,
+    agent_definition_from_markdown,
     agent_definition_read,
     agent_definition_write,
 )
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "definitions" / "corpus" / "valid"
@@ -159,6 +159,7 @@ def test_markdown_to_markdown_canonicalises(
     assert data.startswith(b"---\nname: docs-writer\n")
 
 
+@pytest.mark.slow
 def test_real_command_line(tmp_path: Path) -> None:
     result = subprocess.run(
         [

@@ -18,11 +18,11 @@ from deputy_runtime.cli import main
 from deputy_runtime.definitions import (
     AgentDefinition,
     agent_definition,
+    agent_definition_from_markdown,
     agent_definition_read,
     agent_definition_write,
 )
 from deputy_runtime.definitions._frontmatter import LINE_BREAKS
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "    indented code\nline two  "
@@ -119,8 +119,8 @@ def test_strip_whitespace_does_not_excuse_other_fields(
     assert err.splitlines() == [
         f"deputy-runtime convert: {tmp_path / 'a.md'}: memory cannot be written to a markdown "
         "agent file: Claude Code's 'memory' key names a memory scope (user, project or local), "
-        "not memory entries; move the entries into the prompt, set memory=None, or keep this "
-        "definition in YAML"
+        "not memory entries; move the entries into the prompt, leave memory out (null), or keep "
+        "this definition in YAML"
     ]
     assert os.listdir(tmp_path) == ["a.yaml"]
 

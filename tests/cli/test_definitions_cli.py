@@ -136,6 +136,7 @@ def test_schema_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(out) == AGENT_DEFINITION_SCHEMA
 
 
+@pytest.mark.slow
 def test_as_a_real_command(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(MIN + "tools: null\n")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}

@@ -10,17 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from _runhelp import EXAMPLE_AGENTS, REPO_ROOT, offline_env, run_cli, tool_free_agents
 
 from deputy_runtime import decode_event
 from deputy_runtime._cli.run import OFFLINE_MODEL, select_model
-from deputy_runtime.runtime._events import (
-    DelegationEnd,
-    DelegationStart,
-    RunStart,
-    StopEvent,
-    ToolStart,
-)
+from deputy_runtime.runtime import DelegationEnd, DelegationStart, RunStart, StopEvent, ToolStart
+from tests.cli._runhelp import EXAMPLE_AGENTS, REPO_ROOT, offline_env, run_cli, tool_free_agents
+
+pytestmark = pytest.mark.slow
 
 _PLAIN_LINE = re.compile(r"^\[\s*\d+\.\d\ds\] \S+: ")
 
@@ -175,9 +171,9 @@ def test_trio_backend_gives_the_same_run(tmp_path: Path) -> None:
     ("args", "expected"),
     [
         (["--agents", "no/such/dir"], "--agents 'no/such/dir' is not a directory"),
-        (["--model", "nope/x"], "unknown provider 'nope'"),
+        (["--model", "nope/x"], "no provider named 'nope'; a model is provider/model"),
         (["--plugin", "missing_plugin.py"], "--plugin 'missing_plugin.py': no such file"),
-        (["--max-requests", "-1"], "max_requests must be between 0"),
+        (["--max-requests", "-1"], "argument --max-requests: expected a whole number of at"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_clear_message(

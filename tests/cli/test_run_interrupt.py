@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import (
+
+from tests.cli._runhelp import (
     SLOW_PLUGIN,
     cli,
     offline_env,
@@ -22,6 +23,8 @@ from _runhelp import (
     tool_free_agents,
     wait_for_markers,
 )
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

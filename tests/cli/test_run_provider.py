@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _runhelp import offline_env, run_cli, tool_free_agents
 
 from deputy_runtime._cli.run import DEFAULT_MODELS
+from tests.cli._runhelp import offline_env, run_cli, tool_free_agents
+
+pytestmark = pytest.mark.slow
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -23,7 +23,10 @@ import time
 from pathlib import Path
 
 import pytest
-from _runhelp import SLOW_PLUGIN, cli, offline_env, reap, tool_free_agents
+
+from tests.cli._runhelp import SLOW_PLUGIN, cli, offline_env, reap, tool_free_agents
+
+pytestmark = pytest.mark.slow
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _HEADER = re.compile(r"^agent\s+status\s+elapsed\s+requests", re.M)

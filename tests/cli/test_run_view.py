@@ -16,7 +16,7 @@ import pytest
 from deputy_runtime import LeadAgent, UsageLimits, agent_definition, chat
 from deputy_runtime._cli.view import LiveView, PlainView, RunState, _clip, summary_table, tree_lines
 from deputy_runtime.chat import reply, tool_calls
-from deputy_runtime.runtime._events import Event
+from deputy_runtime.runtime import Event
 
 pytestmark = pytest.mark.anyio
 

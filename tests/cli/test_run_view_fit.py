@@ -36,7 +36,7 @@ from deputy_runtime._cli.view import (
     tree_lines,
 )
 from deputy_runtime.chat import reply, tool_calls
-from deputy_runtime.runtime._events import Event
+from deputy_runtime.runtime import Event
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 
 #: The minimal valid file of the behaviour cases ("MIN").
 MIN = "version: 1\nname: reviewer\ndescription: Reviews text\nprompt: Read carefully\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 
 # The tool names found in Claude Code and AgentLane agent files, as a host would register them.
 TOOL_NAMES = (

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from _definition_helpers import make_tool
 
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
+from tests.definitions._definition_helpers import make_tool
 
 
 @pytest.fixture

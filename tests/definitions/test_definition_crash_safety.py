@@ -69,6 +69,7 @@ def temp_files(directory: Path) -> list[str]:
     return [name for name in os.listdir(directory) if name.startswith(TEMP_PREFIX)]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_old_or_new_bytes(tmp_path: Path) -> None:
     dest = tmp_path / "agent.yaml"
     old = agent_definition("old", "The old one", "Old prompt.\n" * 200)
@@ -100,6 +101,7 @@ def test_sigkill_mid_write_leaves_old_or_new_bytes(tmp_path: Path) -> None:
     assert seen == allowed, "the kills never landed between the two versions"
 
 
+@pytest.mark.slow
 def test_concurrent_no_overwrite_processes_exactly_one_wins(tmp_path: Path) -> None:
     dest = tmp_path / "agent.yaml"
     racers = [child(RACER, str(dest), str(i)) for i in range(8)]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _definition_helpers import MIN, write
 
 from deputy_runtime.definitions import agent_definitions
 from deputy_runtime.errors import DefinitionFileError
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
+from tests.definitions._definition_helpers import MIN, write
 
 WRITER = MIN.replace("reviewer", "writer")
 

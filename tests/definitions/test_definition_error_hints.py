@@ -6,11 +6,14 @@ import datetime
 from pathlib import Path
 
 import pytest
-from _definition_helpers import MIN, write
 
-from deputy_runtime.definitions import agent_definition, agent_definition_read
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
+from deputy_runtime.definitions import (
+    agent_definition,
+    agent_definition_from_markdown,
+    agent_definition_read,
+)
 from deputy_runtime.errors import DefinitionError, DefinitionFileError
+from tests.definitions._definition_helpers import MIN, write
 
 SAFE_TAGS = "!!null, !!bool, !!int, !!float, !!binary, !!timestamp, !!omap, !!pairs, !!set, "
 SAFE_TAGS += "!!str, !!seq, !!map"

@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from _definition_helpers import MIN, write
 
 from deputy_runtime.definitions import agent_definition_read
 from deputy_runtime.definitions._files import (
@@ -17,6 +16,7 @@ from deputy_runtime.definitions._files import (
     read_definition_text,
 )
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._definition_helpers import MIN, write
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 

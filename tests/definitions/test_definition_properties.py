@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _definition_helpers import MIN, make_tool
-from _tag_strategies import core_tagged_scalars
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +19,8 @@ from deputy_runtime.definitions import (
 from deputy_runtime.definitions._model import MAX_PARAM_INT, PERMISSION_MODES
 from deputy_runtime.errors import DefinitionFileError
 from deputy_runtime.skills import Skill
+from tests.definitions._definition_helpers import MIN, make_tool
+from tests.definitions._tag_strategies import core_tagged_scalars
 
 TOOLS = {name: make_tool(name) for name in ("read_file", "list_files", "grep_files", "bash")}
 SKILLS: dict[str, Skill | str] = {

@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
-from _definition_helpers import MIN, make_tool, write
 
 from deputy_runtime.definitions import agent_definition, agent_definition_read
 from deputy_runtime.errors import DefinitionFileError
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
+from tests.definitions._definition_helpers import MIN, make_tool, write
 
 
 def read_error(

@@ -52,7 +52,7 @@ class _AnyTools(dict):  # type: ignore[type-arg]
     """Resolves each example's tool names to real tools made on demand."""
 
     def __missing__(self, key: str) -> object:
-        from _definition_helpers import make_tool
+        from tests.definitions._definition_helpers import make_tool
 
         self[key] = make_tool(key)
         return self[key]

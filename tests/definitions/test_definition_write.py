@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from _definition_helpers import make_tool, write
 
 from deputy_runtime.definitions import (
     AgentDefinition,
@@ -17,7 +16,8 @@ from deputy_runtime.definitions import (
 from deputy_runtime.definitions._files import MAX_DEFINITION_BYTES
 from deputy_runtime.errors import DefinitionFileError
 from deputy_runtime.skills import Skill
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
+from tests.definitions._definition_helpers import make_tool, write
 
 
 def full(tools: dict[str, Tool], skill: Skill) -> AgentDefinition:

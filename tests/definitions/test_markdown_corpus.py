@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import skill_registry, tool_registry
 
-from deputy_runtime.definitions import agent_definitions
-from deputy_runtime.definitions._markdown import (
+from deputy_runtime.definitions import (
     agent_definition_from_markdown,
+    agent_definitions,
     claude_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._markdown_helpers import skill_registry, tool_registry
 
 CORPUS = Path(__file__).parent / "corpus"
 VALID = sorted((CORPUS / "valid").glob("*.md"))
@@ -149,12 +149,14 @@ def _validate(*paths: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_validate_cli_accepts_the_valid_corpus() -> None:
     result = _validate(CORPUS / "valid")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"checked {len(VALID)} file(s): no problems" in result.stderr
 
 
+@pytest.mark.slow
 def test_validate_cli_reports_each_broken_file_with_file_and_line() -> None:
     result = _validate(CORPUS / "broken", CORPUS / "valid" / "debugger.md")
     assert result.returncode == 1

@@ -6,16 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from _markdown_helpers import skill_registry, tool_registry
-from _tag_strategies import core_tagged_scalars
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deputy_runtime.definitions import AgentDefinition
+from deputy_runtime.definitions import AgentDefinition, agent_definition_from_markdown
 from deputy_runtime.definitions._frontmatter import LINE_BREAKS
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.definitions._markdown_read import build_definition, parse_markdown
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._markdown_helpers import skill_registry, tool_registry
+from tests.definitions._tag_strategies import core_tagged_scalars
 
 TOOLS = tool_registry()
 SKILLS = skill_registry()

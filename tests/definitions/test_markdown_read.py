@@ -7,10 +7,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import agent_file, make_tool, skill_registry, tool_registry, write_bytes
 
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown as read_md
+from deputy_runtime.definitions import agent_definition_from_markdown as read_md
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._markdown_helpers import (
+    agent_file,
+    make_tool,
+    skill_registry,
+    tool_registry,
+    write_bytes,
+)
 
 MINIMAL = b"---\nname: reviewer\ndescription: Reviews code.\n---\nYou review code.\n"
 

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _markdown_helpers import agent_file, make_tool
 
 from deputy_runtime import Chat, LeadAgent
-from deputy_runtime.chat import ScriptedProvider, reply, tool_call
-from deputy_runtime.chat._types import ContentText, ModelRequest
-from deputy_runtime.definitions._markdown import claude_agent_definitions
+from deputy_runtime.chat import ContentText, ModelRequest, ScriptedProvider, reply, tool_call
+from deputy_runtime.definitions import claude_agent_definitions
+from tests.definitions._markdown_helpers import agent_file, make_tool
 
 pytestmark = pytest.mark.anyio
 

@@ -6,22 +6,20 @@ import os
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import make_tool, skill_registry, tool_registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime.definitions import (
     AgentDefinition,
     agent_definition,
+    agent_definition_from_markdown,
     agent_definition_read,
+    agent_definition_to_markdown,
     agent_definition_write,
 )
 from deputy_runtime.definitions._frontmatter import LINE_BREAKS
-from deputy_runtime.definitions._markdown import (
-    agent_definition_from_markdown,
-    agent_definition_to_markdown,
-)
 from deputy_runtime.errors import DefinitionError, DefinitionFileError
+from tests.definitions._markdown_helpers import make_tool, skill_registry, tool_registry
 
 TOOLS = tool_registry()
 SKILLS = skill_registry()

@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _definition_helpers import MIN
 
-from deputy_runtime.definitions import agent_definition_read
+from deputy_runtime.definitions import agent_definition_from_markdown, agent_definition_read
 from deputy_runtime.definitions._files import decode_definition_bytes
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._definition_helpers import MIN
 
 BAD = b"\xff"
 CONTROL = b"\x01"  # not allowed in YAML: a located error of the reader itself

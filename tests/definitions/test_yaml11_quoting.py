@@ -15,15 +15,19 @@ from typing import Any
 
 import pytest
 import yaml
-from _definition_helpers import make_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deputy_runtime.definitions import AgentDefinition, agent_definition, agent_definition_read
+from deputy_runtime.definitions import (
+    AgentDefinition,
+    agent_definition,
+    agent_definition_from_markdown,
+    agent_definition_read,
+)
 from deputy_runtime.definitions._format import definition_to_yaml
-from deputy_runtime.definitions._markdown import agent_definition_from_markdown
 from deputy_runtime.definitions._markdown_write import markdown_text
 from deputy_runtime.definitions._yaml import YAML11_BOOL
+from tests.definitions._definition_helpers import make_tool
 
 BOOL_WORDS = ["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True"]
 BOOL_WORDS += ["TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF"]

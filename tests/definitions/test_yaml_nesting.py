@@ -113,6 +113,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_deep_files_do_not_crash_a_small_stack(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path)], capture_output=True, text=True, timeout=60

@@ -13,16 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import (
-    definition,
-    delegate,
-    delegate_many,
-    delegate_results,
-    make_tool,
-    meter_spy,
-    outcome,
-    scripted_lead,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +25,16 @@ from deputy_runtime import (
 from deputy_runtime.chat import reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest, Usage
 from deputy_runtime.runtime._usage import AgentUsage, Meter
+from tests.runtime.helpers import (
+    definition,
+    delegate,
+    delegate_many,
+    delegate_results,
+    make_tool,
+    meter_spy,
+    outcome,
+    scripted_lead,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import definition, make_tool, scripted_lead
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime import ProviderError, UsageLimits
 from deputy_runtime.chat import reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest
+from tests.runtime.helpers import definition, make_tool, scripted_lead
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from helpers import definition, delegate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +34,7 @@ from deputy_runtime import (
 from deputy_runtime.chat import ScriptedProvider, reply, tool_calls
 from deputy_runtime.errors import PermissionModeWideningError
 from deputy_runtime.runtime import MODE_TRANSITIONS
+from tests.runtime.helpers import definition, delegate
 
 MODES = ("readonly", "plan", "standard", "full")
 CUSTOM = {

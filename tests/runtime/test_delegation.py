@@ -14,17 +14,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import (
-    DELEGATE,
-    definition,
-    delegate,
-    delegate_many,
-    delegate_results,
-    make_tool,
-    outcome,
-    request_text,
-    scripted_lead,
-)
 
 from deputy_runtime import (
     Chat,
@@ -42,6 +31,17 @@ from deputy_runtime.runtime import (
     StopEvent,
     ToolEnd,
     ToolStart,
+)
+from tests.runtime.helpers import (
+    DELEGATE,
+    definition,
+    delegate,
+    delegate_many,
+    delegate_results,
+    make_tool,
+    outcome,
+    request_text,
+    scripted_lead,
 )
 
 pytestmark = pytest.mark.anyio
@@ -735,10 +735,9 @@ def _slow_owned_lead(tmp_path: Path, factory: Any, **kwargs: Any) -> LeadAgent:
 
 
 async def test_breaking_out_of_the_stream_cancels_and_cleans_up(tmp_path: Path) -> None:
-    from helpers import Cleanups
-
     from deputy_runtime import DelegationPolicy
     from deputy_runtime.runtime import _policy
+    from tests.runtime.helpers import Cleanups
 
     factory = Cleanups(lambda: [make_tool("effect", read_only=True)], async_cleanup=True)
     lead = _slow_owned_lead(

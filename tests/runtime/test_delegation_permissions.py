@@ -13,14 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import (
-    definition,
-    delegate,
-    delegate_results,
-    make_tool,
-    scripted_lead,
-    tool_results,
-)
 
 from deputy_runtime import (
     HookDecision,
@@ -32,6 +24,14 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import reply, tool_call
 from deputy_runtime.runtime import MODE_TRANSITIONS, PermissionEvent
+from tests.runtime.helpers import (
+    definition,
+    delegate,
+    delegate_results,
+    make_tool,
+    scripted_lead,
+    tool_results,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,12 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import (
+
+from deputy_runtime import DelegationPolicy, DelegationResources, HookEvent, UsageLimits
+from deputy_runtime.chat import reply, tool_call
+from deputy_runtime.chat._types import ModelRequest
+from deputy_runtime.runtime import DelegationEnd, DelegationStart, Event, ToolEnd, _delegation
+from tests.runtime.helpers import (
     Cleanups,
     MeterSpy,
     clean_leases,
@@ -31,11 +36,6 @@ from helpers import (
     outcome,
     scripted_lead,
 )
-
-from deputy_runtime import DelegationPolicy, DelegationResources, HookEvent, UsageLimits
-from deputy_runtime.chat import reply, tool_call
-from deputy_runtime.chat._types import ModelRequest
-from deputy_runtime.runtime import DelegationEnd, DelegationStart, Event, ToolEnd, _delegation
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("clean_leases")]
 

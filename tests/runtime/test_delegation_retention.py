@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import definition, delegate, scripted_lead
 
 from deputy_runtime import DelegationPolicy, DelegationResources
 from deputy_runtime.chat import reply
+from tests.runtime.helpers import definition, delegate, scripted_lead
 
 pytestmark = pytest.mark.anyio
 

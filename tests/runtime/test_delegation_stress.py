@@ -18,7 +18,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import Cleanups, definition, make_tool, meter_spy
 
 from deputy_runtime import (
     Chat,
@@ -32,8 +31,9 @@ from deputy_runtime import (
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest
 from deputy_runtime.runtime import AgentResult, _policy
+from tests.runtime.helpers import Cleanups, definition, make_tool, meter_spy
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 __all__ = ["meter_spy"]
 

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
+
+from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, Permissions
+from deputy_runtime.chat import reply, tool_call
+from tests.runtime.helpers import (
     definition,
     delegate,
     make_tool,
     scripted_lead,
     tool_results,
 )
-
-from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, Permissions
-from deputy_runtime.chat import reply, tool_call
 
 pytestmark = pytest.mark.anyio
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import anyio
 import pytest
 import sniffio
-from helpers import clean_leases, definition, delegate, scripted_lead
 
 from deputy_runtime import DelegationPolicy
 from deputy_runtime.chat import reply
 from deputy_runtime.chat._types import ModelRequest
 from deputy_runtime.runtime import _policy
+from tests.runtime.helpers import clean_leases, definition, delegate, scripted_lead
 
 pytestmark = pytest.mark.usefixtures("clean_leases")
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import Cleanups, definition, make_tool, meter_spy, scripted_lead
 
 from deputy_runtime import (
     Chat,
@@ -27,6 +26,7 @@ from deputy_runtime import (
 from deputy_runtime.chat import ScriptedProvider
 from deputy_runtime.chat._types import ModelRequest, Turn
 from deputy_runtime.runtime import DelegationEnd, DelegationStart
+from tests.runtime.helpers import Cleanups, definition, make_tool, meter_spy, scripted_lead
 
 pytestmark = pytest.mark.anyio
 
@@ -491,10 +491,9 @@ async def test_a_raising_event_sink_does_not_fail_responders(tmp_path: Path) -> 
 async def test_a_raising_event_sink_in_run_leaves_nothing_behind(tmp_path: Path) -> None:
     """The lead's run(on_event=) guards the sink: the child completes, the error comes
     after the run, and the exclusive lease is free."""
-    from helpers import delegate
-
     from deputy_runtime.chat import reply
     from deputy_runtime.runtime import _policy
+    from tests.runtime.helpers import delegate
 
     def broken_sink(event: Any) -> None:
         if isinstance(event, DelegationStart):

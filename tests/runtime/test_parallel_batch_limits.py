@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import definition, scripted_lead
 
 from deputy_runtime import RequestLimitExceeded, UsageLimits
 from deputy_runtime.runtime._parallel import batch_limits
+from tests.runtime.helpers import definition, scripted_lead
 
 pytestmark = pytest.mark.anyio
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import definition, scripted_lead
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime import UsageLimits
 from deputy_runtime.chat._types import ModelRequest
+from tests.runtime.helpers import definition, scripted_lead
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -293,7 +293,14 @@ async def test_callback_errors_and_junk_deny(callback: Any, fragment: str) -> No
 
 
 async def test_callback_cancellation_propagates() -> None:
+    """Cancelling a check while its callback waits cancels the check; no result comes back.
+
+    A check that caught the cancellation like a callback error would return a deny and let
+    the caller carry on as if it had not been cancelled, so the test records which one the
+    caller saw instead of only checking that the task group exits.
+    """
     started = anyio.Event()
+    outcome: list[object] = []
 
     async def slow(name: str, args: Any, ctx: Any) -> PermissionAllow:
         started.set()
@@ -301,10 +308,19 @@ async def test_callback_cancellation_propagates() -> None:
         return PermissionAllow()
 
     perms = permissions_full(can_use_tool=slow)
+
+    async def run_check() -> None:
+        try:
+            outcome.append(await perms.check(PLAIN, {}))
+        except anyio.get_cancelled_exc_class():
+            outcome.append("cancelled")
+            raise
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(perms.check, PLAIN, {})
+        tg.start_soon(run_check)
         await started.wait()
         tg.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
 
 
 def test_results_are_json_encodable_tagged_values() -> None:

@@ -14,18 +14,6 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from helpers import (
-    Cleanups,
-    clean_leases,
-    definition,
-    delegate,
-    delegate_many,
-    delegate_results,
-    make_tool,
-    meter_spy,
-    outcome,
-    scripted_lead,
-)
 
 from deputy_runtime import (
     Chat,
@@ -44,6 +32,18 @@ from deputy_runtime import (
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
 from deputy_runtime.chat._types import ModelRequest
 from deputy_runtime.runtime import _policy
+from tests.runtime.helpers import (
+    Cleanups,
+    clean_leases,
+    definition,
+    delegate,
+    delegate_many,
+    delegate_results,
+    make_tool,
+    meter_spy,
+    outcome,
+    scripted_lead,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("clean_leases")]
 

@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime.errors import ToolArgumentError, ToolDefinitionError
-from deputy_runtime.tools import Tool, invoke_tool, tools_file
-from deputy_runtime.tools._files import (
-    GREP_MAX_MATCHES,
-    LIST_MAX_ENTRIES,
-    READ_MAX_BYTES,
-    WRITE_MAX_BYTES,
-)
+from deputy_runtime.tools import FileToolLimits, Tool, invoke_tool, tools_file
+
+DEFAULTS = FileToolLimits()
+GREP_MAX_MATCHES = DEFAULTS.grep_matches
+LIST_MAX_ENTRIES = DEFAULTS.list_entries
+READ_MAX_BYTES = DEFAULTS.read_bytes
+WRITE_MAX_BYTES = DEFAULTS.write_bytes
 
 SECRET = "TOP-SECRET-CONTENT"
 

@@ -1,8 +1,7 @@
-"""Audit of delegation (issue 5, DESIGN.md section 6): gaps the suite missed, and bugs.
+"""Delegation edge cases: public signatures, live child events, hooks, skills, budgets.
 
 Real LeadAgents on a ScriptedProvider keyed per agent name; tools are real functions and
-liveness is proved with events a child's tool waits on (no timing). Tests marked
-``xfail(strict=True, reason="BUG: ...")`` expose library bugs that are not fixed here.
+liveness is proved with events a child's tool waits on (no timing).
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def _lead(
     return LeadAgent(Chat(provider), definitions, working_dir=tmp_path, **kw), provider
 
 
-# -- binding public names (DESIGN.md section 6) ---------------------------------------------
+# -- binding public names --------------------------------------------------------------------
 
 
 def test_lead_policy_and_parallel_delegate_signatures_match_design(tmp_path: Path) -> None:
@@ -87,7 +86,7 @@ def test_lead_policy_and_parallel_delegate_signatures_match_design(tmp_path: Pat
     ):
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
     lead = LeadAgent(Chat(ScriptedProvider(["x"])), working_dir=tmp_path)
-    # DESIGN: delegation_policy=DelegationPolicy(); None is accepted as the same default.
+    # The default is DelegationPolicy(); None is accepted as the same default.
     assert lead.delegation_policy == DelegationPolicy()
     policy = DelegationPolicy()
     assert (
@@ -114,7 +113,7 @@ def test_lead_policy_and_parallel_delegate_signatures_match_design(tmp_path: Pat
         assert callable(getattr(lead, method)), method
 
 
-# -- live child events in the lead's stream (issue 5, point 7) -----------------------------
+# -- live child events in the lead's stream ---------------------------------------------------
 
 
 async def test_child_events_reach_the_lead_stream_while_the_child_is_still_running(
@@ -226,7 +225,7 @@ async def test_lead_can_use_tool_gets_the_childs_context(tmp_path: Path) -> None
     assert child[0].parent_run_id == result.run_id
 
 
-# -- bugs --------------------------------------------------------------------------------------
+# -- skill tools, provider-native tool params, fan-out budgets --------------------------------
 
 
 async def test_skill_ask_user_without_human_input_fails_before_any_request(

@@ -1,4 +1,4 @@
-"""Audit of ``deputy-runtime`` (issue 8, DESIGN.md section 7): gaps the CLI tests missed.
+"""``deputy-runtime`` edge cases: the command set, provider failures, ceilings, Ctrl-C twice.
 
 Real subprocesses of ``python -m deputy_runtime`` with pipes (so stdout is not a terminal),
 real definition files in tmp_path, real signals. No API keys reach the subprocess.
@@ -9,15 +9,12 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from deputy_runtime.cli import _parser
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from _runhelp import (
+from tests.cli._runhelp import (
     SLOW_PLUGIN,
     cli,
     offline_env,
@@ -69,6 +66,7 @@ def test_commands_and_run_options_match_design() -> None:
     )
 
 
+@pytest.mark.slow
 def test_provider_failure_exits_1_with_the_error_and_no_traceback(tmp_path: Path) -> None:
     agents = tool_free_agents(tmp_path / "agents", "alpha", mode="readonly")
     plugin = tmp_path / "broken_plugin.py"
@@ -84,6 +82,7 @@ def test_provider_failure_exits_1_with_the_error_and_no_traceback(tmp_path: Path
     assert "Traceback" not in done.stderr + done.stdout
 
 
+@pytest.mark.slow
 def test_a_child_wider_than_the_cli_ceiling_fails_setup_and_is_reported(tmp_path: Path) -> None:
     # --permission-mode readonly is every subagent's ceiling; a definition asking for
     # standard fails its delegation before any request, and the summary says why.
@@ -100,6 +99,7 @@ def test_a_child_wider_than_the_cli_ceiling_fails_setup_and_is_reported(tmp_path
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_still_exits_130_cleanly_with_cleanup(tmp_path: Path) -> None:
     agents = tool_free_agents(tmp_path / "agents", "slow_one", "slow_two", mode="readonly")
     markers = tmp_path / "markers"
@@ -139,6 +139,7 @@ def test_a_second_ctrl_c_still_exits_130_cleanly_with_cleanup(tmp_path: Path) ->
     assert "Interrupted: 0 of 2 delegations had completed" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["list", "{agents}"], ["validate", "{agents}"]])
 def test_list_and_validate_accept_the_run_agents_directory(
     tmp_path: Path, command: list[str]

@@ -1,4 +1,4 @@
-"""Audit of issue 6 (markdown agent files): documented differences, .claude/agents, convert.
+"""Markdown agent file edge cases: documented differences, .claude/agents, convert.
 
 Files are written byte for byte in tmp_path; the CLI runs in-process through its ``main``.
 """
@@ -20,7 +20,7 @@ from deputy_runtime.definitions import (
     claude_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError
-from deputy_runtime.tools._tool import Tool
+from deputy_runtime.tools import Tool
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Audit of the single-agent runtime (issue 4, DESIGN.md section 5): gaps the suite missed.
+"""Single-agent runtime edge cases: public signatures, limits, hooks, event logs, streams.
 
 Everything runs the real Agent loop on a ScriptedProvider keyed per agent name; tools are
 real functions, concurrency is real (events the tools wait on), logs are real streams.
@@ -49,7 +49,7 @@ def _text(text: str, usage: Usage) -> AssistantTurn:
     return AssistantTurn((ContentText(text),), usage, finish_reason="stop")
 
 
-# -- binding public names (DESIGN.md section 5) ---------------------------------------------
+# -- binding public names --------------------------------------------------------------------
 
 
 def test_agent_signature_and_defaults_match_design() -> None:

@@ -1,4 +1,4 @@
-"""Audit of issue 2 (YAML definition files): finer points not covered elsewhere.
+"""YAML definition file edge cases: FIFOs, symlinks, encodings and other finer points.
 
 Real files, FIFOs and symlinks in tmp_path; the CLI runs in-process through its ``main``.
 """

@@ -1,4 +1,4 @@
-"""Audit of issue 3 (chat layer): sync chat() in a loop, cost, retries, keys never shown.
+"""Chat layer edge cases: sync chat() in a loop, cost, retries, keys never shown.
 
 Every HTTP exchange goes to the loopback server of tests/chat/loopback.py (real sockets on
 127.0.0.1). Async tests run on both anyio backends.
@@ -6,25 +6,19 @@ Every HTTP exchange goes to the loopback server of tests/chat/loopback.py (real 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "chat"))
-from loopback import LoopbackServer, Reply
-
-from deputy_runtime.chat import Chat, ScriptedProvider, Usage, chat
-from deputy_runtime.chat._http import RetryPolicy
-from deputy_runtime.chat._scripted import reply
+from deputy_runtime.chat import Chat, RetryPolicy, ScriptedProvider, Usage, chat, reply
 from deputy_runtime.errors import (
     AuthenticationError,
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
 )
+from tests.chat.loopback import LoopbackServer, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -137,7 +131,7 @@ def _http_chat(kind: str, server: LoopbackServer, **kw: Any) -> Chat:
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 @pytest.mark.parametrize("status", [408, 409, 504])
 async def test_408_409_504_are_retried_then_succeed(kind: str, status: int) -> None:
-    # Issue 3 lists 408 and 409 among the retried statuses; no other test sends them.
+    # 408 and 409 are among the retried statuses; no other test sends them.
     ok = OPENAI_OK if kind == "openai" else ANTHROPIC_OK
     failed = Reply.json({"error": {"message": f"try again ({status})", "type": "x"}}, status)
     with LoopbackServer([failed, Reply.json(ok)]) as server:
