@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from _markdown_helpers import TOOL_NAMES, make_tool, skill_registry
+from tests.definitions._markdown_helpers import TOOL_NAMES, make_tool, skill_registry
 
 tools = [make_tool(name) for name in TOOL_NAMES]
 skills = skill_registry()

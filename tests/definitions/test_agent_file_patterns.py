@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import make_tool
 
 from deputy_runtime.definitions import (
     AgentDefinition,
@@ -27,6 +26,7 @@ from deputy_runtime.definitions import (
     collect_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._markdown_helpers import make_tool
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "agent-files"
 OWN = Path(__file__).parent / "agent_patterns"

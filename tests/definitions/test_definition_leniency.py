@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _markdown_helpers import agent_file, tool_registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from deputy_runtime.definitions import (
 )
 from deputy_runtime.definitions._markdown_read import split_names
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._markdown_helpers import agent_file, tool_registry
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _definition_helpers import make_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from deputy_runtime.definitions import (
 from deputy_runtime.definitions._files import MAX_DEFINITION_BYTES
 from deputy_runtime.definitions._yaml import MAX_INT_DIGITS, MAX_ITEMS, MAX_KEYS, plain_int
 from deputy_runtime.errors import DefinitionFileError
+from tests.definitions._definition_helpers import make_tool
 
 REPO = Path(__file__).resolve().parents[2]
 YAML_HEAD = "version: 1\nname: a\ndescription: d\nprompt: p\n"
@@ -112,6 +112,7 @@ def test_exotic_or_oversized_integers_are_definition_file_errors(
         agent_definition_read(params)
 
 
+@pytest.mark.slow
 def test_validate_reports_a_huge_hex_integer_without_a_traceback(tmp_path: Path) -> None:
     write(tmp_path / "a.yaml", f"{YAML_HEAD}max_requests: 0x{'f' * 4000}\n")
     result = subprocess.run(
@@ -128,6 +129,7 @@ def test_validate_reports_a_huge_hex_integer_without_a_traceback(tmp_path: Path)
     assert "hexadecimal notation is not accepted" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["yaml", "markdown"])
 def test_a_base60_integer_of_1_mib_fails_in_linear_time(tmp_path: Path, kind: str) -> None:
     size = MAX_DEFINITION_BYTES - 64
@@ -218,6 +220,7 @@ def test_any_text_path_gives_a_definition_or_a_definition_file_error(
 # -- sizes ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["yaml", "markdown"])
 def test_a_tools_list_of_480k_items_is_refused_early(tmp_path: Path, kind: str) -> None:
     items = ",".join(["a"] * 480_000)
@@ -238,6 +241,7 @@ def test_a_tools_list_of_480k_items_is_refused_early(tmp_path: Path, kind: str) 
     assert error.line == 5 if kind == "yaml" else error.line == 4
 
 
+@pytest.mark.slow
 def test_frontmatter_with_60k_keys_is_refused_early(tmp_path: Path) -> None:
     keys = "".join(f"k{index}: v\n" for index in range(60_000))
     bad = write(tmp_path / "bad.md", f"{MD_HEAD}{keys}---\nbody\n")
