@@ -77,13 +77,16 @@ def claude_agent_definitions(
     project_dir: str | os.PathLike[str] = ".",
     tools: Mapping[str, Any] | None = None,
     skills: Mapping[str, Any] | None = None,
+    *,
+    on_warning: WarningCallback | None = None,
 ) -> dict[str, AgentDefinition]:
     """Discover Claude Code's project agents: every file in ``<project_dir>/.claude/agents``.
 
     Uses :func:`agent_definitions` with ``markdown=True`` (top level only, hidden files
-    skipped, sorted by name, any invalid file aborts). A missing directory gives ``{}``.
+    skipped, sorted by name, any invalid file aborts; warnings go to ``on_warning``). A
+    missing directory gives ``{}``.
     """
     from ._discovery import agent_definitions  # lazy: discovery imports this module
 
     directory = check_path_argument(project_dir) / ".claude" / "agents"
-    return agent_definitions(directory, tools, skills, markdown=True)
+    return agent_definitions(directory, tools, skills, markdown=True, on_warning=on_warning)

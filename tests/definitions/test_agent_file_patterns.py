@@ -213,3 +213,25 @@ def test_collect_loads_what_loads_and_reports_every_bad_file(tmp_path: Path) -> 
     assert found.files == len(FILES)
     assert {found.sources[name].name for name in accepted} == {f"{n}.md" for n in accepted}
     assert all(w.path.name in {f"{n}.md" for n in accepted} for w in found.warnings)
+
+
+def test_discovery_hands_warnings_to_the_callback_once_every_file_loaded(tmp_path: Path) -> None:
+    from deputy_runtime.definitions import agent_definitions, claude_agent_definitions
+
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    for name in ("release-notes.md", "fix-coordinator.md"):
+        (agents / name).write_bytes((OWN / "accepted" / name).read_bytes())
+    tools, seen = registry(), []
+    found = claude_agent_definitions(tmp_path, tools, on_warning=seen.append)
+    assert sorted(found) == ["fix-coordinator", "release-notes"]
+    assert [(p.path.name, p.line) for p in seen] == [
+        ("fix-coordinator.md", 7),
+        ("fix-coordinator.md", 7),
+        ("release-notes.md", 3),
+    ]
+    (agents / "zz-broken.md").write_text("no frontmatter\n")
+    seen.clear()
+    with pytest.raises(DefinitionFileError):
+        agent_definitions(agents, tools, markdown=True, on_warning=seen.append)
+    assert seen == []  # all or nothing: no warnings for a discovery that failed
