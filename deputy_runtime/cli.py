@@ -38,9 +38,30 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check definition files (YAML and markdown)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    p.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first, as run does (its tools count as known)",
+    )
 
     p = sub.add_parser("list", help="list the definitions in a directory")
-    p.add_argument("directory", nargs="?", default=".deputy/agents", metavar="DIR")
+    p.add_argument(
+        "directory",
+        nargs="?",
+        default=".deputy/agents",
+        metavar="DIR",
+        help="directory of *.yaml, *.yml and *.md definitions (default: .deputy/agents)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first, as run does (its tools count as known)",
+    )
 
     sub.add_parser("schema", help="print the JSON Schema of definition format v1")
 

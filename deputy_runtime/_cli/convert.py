@@ -17,9 +17,11 @@ and nothing is written:
   each field that loses some is named in a warning.
 
 Frontmatter keys deputy does not read (``color``, ``hooks``, ...) are not carried; the
-command names them on stderr. So it does for a markdown body over 1000 lines or a
-description over 1024 characters: the markdown reading rules cut them, and the
-converted definition has what a reader gets, so a warning says so (the exit status stays 0).
+command names them on stderr, and prints the markdown reader's warnings (an unquoted
+``: `` in a value, a dropped ``Agent(...)`` entry, ...) the same way. So it does for a
+markdown body over 1000 lines or a description over 1024 characters: the markdown reading
+rules cut them, and the converted definition has what a reader gets, so a warning says so
+(the exit status stays 0).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..definitions import (
     REGISTRY_KEY_PATTERN,
     AgentDefinition,
     ParsedMarkdown,
+    ProblemLog,
     YAMLProblem,
     agent_definition_read,
     agent_definition_write,
@@ -109,7 +112,13 @@ def _convert(
     ignored: tuple[str, ...] = ()
     if source_kind == "markdown":
         text = read_definition_text(source, markdown=True)
-        parsed = parse_markdown(text, source)
+        log = ProblemLog(source)
+        parsed = parse_markdown(text, source, log)
+        # The reader's own warnings, except for what it cut: said below in convert's terms.
+        for problem in log.warnings:
+            if problem.field not in parsed.truncated:
+                where = source if problem.line is None else f"{source}:{problem.line}"
+                warnings.append(f"{where}: {problem.message}")
         warnings.extend(_truncation_warnings(parsed))
         if parsed.tool_names is None:
             raise DefinitionFileError(

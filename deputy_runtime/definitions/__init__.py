@@ -8,15 +8,18 @@ the runtime builds a fresh agent from it on every delegation. Definitions come f
 tools and skills; the host's registries resolve the names, so no file ever loads code.
 """
 
-from ._discovery import agent_definitions
+from ._discovery import DefinitionCollection, agent_definitions, collect_agent_definitions
 from ._format import agent_definition_read, agent_definition_write
 from ._markdown import (
     agent_definition_from_markdown,
     agent_definition_to_markdown,
     claude_agent_definitions,
 )
+from ._mcp import McpToolName, missing_mcp_server_message, split_tool_names
 from ._model import AgentDefinition, agent_definition
+from ._problems import DefinitionProblem, DefinitionWarning, Severity
 from ._schema import AGENT_DEFINITION_SCHEMA, agent_definition_schema
+from ._validate import ValidationReport, validate_definitions
 
 # isort: split
 # The building blocks the package's own command line (validate, list, convert) works with.
@@ -36,6 +39,7 @@ from ._markdown_read import parse_markdown as parse_markdown
 from ._markdown_write import markdown_text as markdown_text
 from ._markdown_write import surrounding_whitespace as surrounding_whitespace
 from ._markdown_write import whitespace_losses as whitespace_losses
+from ._problems import ProblemLog as ProblemLog
 from ._registry import REGISTRY_KEY_PATTERN as REGISTRY_KEY_PATTERN
 from ._yaml import YAMLProblem as YAMLProblem
 from ._yaml import load_yaml as load_yaml
@@ -43,6 +47,12 @@ from ._yaml import load_yaml as load_yaml
 __all__ = [
     "AGENT_DEFINITION_SCHEMA",
     "AgentDefinition",
+    "DefinitionCollection",
+    "DefinitionProblem",
+    "DefinitionWarning",
+    "McpToolName",
+    "Severity",
+    "ValidationReport",
     "agent_definition",
     "agent_definition_from_markdown",
     "agent_definition_read",
@@ -51,4 +61,8 @@ __all__ = [
     "agent_definition_write",
     "agent_definitions",
     "claude_agent_definitions",
+    "collect_agent_definitions",
+    "missing_mcp_server_message",
+    "split_tool_names",
+    "validate_definitions",
 ]

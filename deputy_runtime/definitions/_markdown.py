@@ -23,6 +23,7 @@ from ._files import check_path_argument
 from ._markdown_read import agent_definition_from_markdown
 from ._markdown_write import agent_definition_to_markdown
 from ._model import AgentDefinition
+from ._problems import WarningCallback
 
 __all__ = [
     "agent_definition_from_markdown",
@@ -35,16 +36,21 @@ def claude_agent_definitions(
     project_dir: str | os.PathLike[str] = ".",
     tools: Mapping[str, Any] | None = None,
     skills: Mapping[str, Any] | None = None,
+    *,
+    on_warning: WarningCallback | None = None,
 ) -> dict[str, AgentDefinition]:
     """Discover Claude Code's project agents: every file in ``<project_dir>/.claude/agents``.
 
     Uses :func:`agent_definitions` with ``markdown=True`` (top level only, hidden files
-    skipped, sorted by name, any invalid file aborts).
+    skipped, sorted by name, any invalid file aborts; warnings go to ``on_warning`` once
+    every file has loaded).
 
     Args:
         project_dir: The project whose ``.claude/agents`` directory is read.
         tools: Registry key -> Tool.
         skills: Registry key -> Skill or approved skill path.
+        on_warning: Called with each warning; without it each is issued as a Python
+            warning of category :class:`DefinitionWarning`.
 
     Returns:
         Canonical name -> definition (``{}`` when the directory is missing).
@@ -53,4 +59,4 @@ def claude_agent_definitions(
         DefinitionFileError: A file is invalid or two files share a name.
     """
     directory = check_path_argument(project_dir) / ".claude" / "agents"
-    return agent_definitions(directory, tools, skills, markdown=True)
+    return agent_definitions(directory, tools, skills, markdown=True, on_warning=on_warning)

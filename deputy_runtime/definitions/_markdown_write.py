@@ -137,7 +137,9 @@ def _render(
     record: dict[str, Any] = {
         "name": definition.name,
         "description": definition.description.strip(),
-        "tools": _Flow(_keys(definition.tools, tool_registry, "tools", path)),
+        "tools": _Flow(
+            _keys(definition.tools, tool_registry, "tools", path) + list(definition.mcp_tools or ())
+        ),
     }
     if definition.disallowed_tools is not None:
         record["disallowedTools"] = _Flow(definition.disallowed_tools)
