@@ -5,8 +5,8 @@ tools ``run`` gives subagents (scoped to the current directory) plus the tools o
 ``--plugin`` (its ``tools`` attribute), so a file that passes ``validate`` loads in
 ``run``. Skills resolve against the plugins' ``skills`` mappings (none without one).
 
-Shared with ``run`` (which calls them rather than keeping copies): :func:`import_plugin`,
-:func:`host_tool_registry`, :func:`host_skill_registry` and
+Shared with ``run`` and ``serve`` (which call them rather than keeping copies):
+:func:`import_plugin`, :func:`host_tool_registry`, :func:`host_skill_registry` and
 :func:`definitions_path_problem`.
 """
 
@@ -18,7 +18,8 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence, ValuesView
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence, ValuesView
 from pathlib import Path
 from types import ModuleType
 
@@ -47,6 +48,7 @@ __all__ = [
     "host_tool_registry",
     "import_plugin",
     "list_agents",
+    "plugin_failure",
     "plugin_tools",
     "schema",
     "validate",
@@ -68,8 +70,10 @@ class PluginError(DeputyError, ValueError):
 def import_plugin(target: str) -> ModuleType:
     """Import a plugin: a ``.py`` file (or any path with a separator) or a module name.
 
-    Raises :class:`PluginError` naming the plugin for anything that goes wrong.
+    Raises :class:`PluginError` naming the plugin for anything that goes wrong; a plugin
+    that raises is described by :func:`plugin_failure` (its own file, line and code).
     """
+    name: str | None = None
     try:
         if target.endswith(".py") or os.sep in target:
             path = Path(target)
@@ -79,15 +83,47 @@ def import_plugin(target: str) -> ModuleType:
             if spec is None or spec.loader is None:
                 raise PluginError(f"--plugin {target!r}: not an importable Python file")
             module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
+            name = spec.name
+            sys.modules[name] = module
             spec.loader.exec_module(module)
             return module
         return importlib.import_module(target)
     except PluginError:
         raise
     except Exception as exc:
+        if name is not None:
+            sys.modules.pop(name, None)  # a half-imported plugin is not kept
+        raise PluginError(f"--plugin {target!r} failed to load: {plugin_failure(exc)}") from exc
+
+
+def plugin_failure(exc: BaseException) -> str:
+    """``Type: message`` and the plugin's own frames (file:line and code), newest last.
+
+    Frames of the import machinery and of this package are left out: they say nothing
+    about the plugin. A syntax error has no plugin frame; its file and line are its own.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{text}\n  {exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"
+    package = str(Path(__file__).resolve().parent.parent)
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<")
+        and "importlib" not in frame.filename
+        and not str(Path(frame.filename).resolve()).startswith(package)
+    ]
+    lines = [f"  {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
+    return "\n".join([text, *lines[-5:]])
+
+
+def _call_attribute(module: ModuleType, attribute: str, function: Callable[[], object]) -> object:
+    """Call a plugin's ``tools``/``skills`` function; what it raises is a PluginError."""
+    try:
+        return function()
+    except Exception as exc:
         raise PluginError(
-            f"--plugin {target!r} failed to load: {type(exc).__name__}: {exc}"
+            f"plugin {module.__name__}: {attribute}() failed: {plugin_failure(exc)}"
         ) from exc
 
 
@@ -98,7 +134,7 @@ def plugin_tools(module: ModuleType) -> tuple[Tool, ...]:
     if value is None:
         return ()
     if callable(value) and not isinstance(value, Tool):
-        value = value()
+        value = _call_attribute(module, "tools", value)
     if isinstance(value, Tool | str) or not isinstance(value, Sequence):
         raise PluginError(
             f"plugin {module.__name__}: 'tools' must be a sequence of Tool objects (or a "
@@ -141,7 +177,7 @@ def host_skill_registry(plugins: Sequence[ModuleType] = ()) -> dict[str, Skill |
         if value is None:
             continue
         if callable(value):
-            value = value()
+            value = _call_attribute(module, "skills", value)
         if not isinstance(value, Mapping):
             raise PluginError(
                 f"plugin {module.__name__}: 'skills' must be a mapping of name to Skill or "

@@ -1,23 +1,22 @@
 """Building a lead from command-line choices: shared by ``run`` and ``serve``.
 
 Model selection (``--model``, else a configured provider's key, else the offline
-``test`` model), plugins (``--plugin``: providers, a delegation policy, model aliases),
-``--model-alias`` options and the definitions directory are read here, so both commands
-accept and refuse exactly the same things with the same messages. Every mistake raises
-:class:`UsageError`, whose message names the option or file.
+``test`` model), plugins (``--plugin``: providers, a delegation policy, model aliases,
+tools and skills), ``--model-alias`` options and the definitions directory are read here,
+so both commands accept and refuse exactly the same things with the same messages. The
+definitions directory, plugins and tool and skill registries are checked and built by
+the functions ``validate`` and ``list`` use (:mod:`.definitions`), so a file that passes
+``validate`` loads here. Every mistake raises :class:`UsageError`, whose message names
+the option or file.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
 from ..chat import (
     Chat,
@@ -31,10 +30,19 @@ from ..chat import (
     resolve_model,
     suggest_model_spec,
 )
-from ..definitions import AgentDefinition, agent_definitions
+from ..definitions import AgentDefinition, DefinitionProblem, agent_definitions
 from ..errors import DeputyError
 from ..runtime import DelegationPolicy, LeadAgent, Permissions, UsageLimits
-from ..tools import Tool, tools_file
+from ..skills import Skill
+from ..tools import Tool
+from .definitions import (
+    PluginError,
+    definitions_path_problem,
+    host_skill_registry,
+    host_tool_registry,
+    import_plugin,
+    plugin_failure,
+)
 
 __all__ = [
     "BASE_URL_VARIABLES",
@@ -42,18 +50,22 @@ __all__ = [
     "LEAD_PROMPT",
     "LEAD_TOOLS",
     "OFFLINE_MODEL",
+    "Definitions",
     "Plugin",
+    "Plugins",
     "UsageError",
     "alias_options",
     "build_lead",
+    "check_agents",
     "check_backend",
     "check_target",
     "fanout_note",
-    "file_tools",
     "lead_alias",
     "load_definitions",
     "load_plugin",
+    "load_plugins",
     "make_chat",
+    "print_warnings",
     "select_model",
 ]
 
@@ -198,25 +210,56 @@ def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) ->
         raise UsageError(f"{label}: {exc}") from exc
 
 
-def load_definitions(directory: str, registry: Mapping[str, Any]) -> dict[str, AgentDefinition]:
-    path = Path(directory)
-    if not path.is_dir():
+def check_agents(directory: str) -> None:
+    """Refuse an ``--agents`` path that cannot be read as definitions, before reading
+    anything: one that does not exist or holds no definition files (the messages of
+    ``validate`` and ``list``), or a file."""
+    reason = definitions_path_problem(directory)
+    if reason is not None:
+        raise UsageError(reason)
+    if not Path(directory).is_dir():
         raise UsageError(
-            f"--agents {directory!r} is not a directory; point it at a directory of "
-            "definition files (*.yaml, *.md), e.g. --agents examples/agents"
+            f"--agents {directory!r} is a file; point it at a directory of definition "
+            "files (*.yaml, *.yml, *.md), e.g. --agents examples/agents"
         )
+
+
+class Definitions:
+    """The definitions of an ``--agents`` directory and the warnings reading them gave."""
+
+    __slots__ = ("definitions", "warnings")
+
+    def __init__(
+        self, definitions: dict[str, AgentDefinition], warnings: Sequence[DefinitionProblem]
+    ) -> None:
+        self.definitions = definitions
+        self.warnings = tuple(warnings)
+
+
+def load_definitions(
+    directory: str, tools: Mapping[str, Tool], skills: Mapping[str, Skill | str]
+) -> Definitions:
+    """Read every definition in ``directory`` (all or none, as ``run`` needs them).
+
+    Warnings (a file accepted with caveats) are collected, not issued as Python
+    warnings, so the command can print them in its own format.
+    """
+    check_agents(directory)
+    warnings: list[DefinitionProblem] = []
     try:
-        found = agent_definitions(path, tools=registry, markdown=True)
+        found = agent_definitions(
+            directory, tools=tools, skills=skills, markdown=True, on_warning=warnings.append
+        )
     except DeputyError as exc:
         raise UsageError(str(exc)) from exc
-    if not found:
-        raise UsageError(f"--agents {directory!r} holds no definition files (*.yaml, *.yml, *.md)")
-    return found
+    return Definitions(found, warnings)
 
 
-def file_tools(directory: Path) -> dict[str, Tool]:
-    """The built-in file tools confined to ``directory``: the registry definitions name from."""
-    return {t.name: t for t in tools_file(directory)}
+def print_warnings(warnings: Sequence[DefinitionProblem], stream: TextIO) -> None:
+    """One ``file:line: warning: message`` line per definition warning."""
+    for problem in warnings:
+        print(problem, file=stream)
+    stream.flush()
 
 
 def build_lead(
@@ -250,11 +293,14 @@ def build_lead(
 
 
 class Plugin:
-    """What a plugin contributes: a delegation policy and model aliases."""
+    """What one plugin contributes: its module, a delegation policy and model aliases."""
 
-    __slots__ = ("aliases", "policy")
+    __slots__ = ("aliases", "module", "policy")
 
-    def __init__(self, policy: DelegationPolicy | None, aliases: dict[str, str]) -> None:
+    def __init__(
+        self, module: ModuleType, policy: DelegationPolicy | None, aliases: dict[str, str]
+    ) -> None:
+        self.module = module
         self.policy = policy
         self.aliases = aliases
 
@@ -265,36 +311,71 @@ def load_plugin(target: str) -> Plugin:
     A plugin runs before the model is resolved, so it can ``register_provider``. If it
     defines ``delegation_policy`` (a DelegationPolicy, or a function returning one), the
     lead uses it; ``model_aliases`` (a dict) maps definitions' model aliases, with
-    ``--model-alias`` options winning. A plugin that raises is reported with its own
-    frames only (file, line, code), not the importer's.
+    ``--model-alias`` options winning. Its ``tools`` and ``skills`` are read by
+    :func:`load_plugins`. A plugin that raises is reported with its own frames only
+    (file, line, code), not the importer's.
     """
-    path: Path | None = None
     try:
-        if target.endswith(".py") or os.sep in target:
-            path = Path(target)
-            if not path.is_file():
-                raise UsageError(f"--plugin {target!r}: no such file")
-            spec = importlib.util.spec_from_file_location(f"deputy_plugin_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                raise UsageError(f"--plugin {target!r}: not an importable Python file")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
-        policy = getattr(module, "delegation_policy", None)
-        if policy is not None and not isinstance(policy, DelegationPolicy) and callable(policy):
+        module = import_plugin(target)
+    except PluginError as exc:
+        raise UsageError(str(exc)) from exc
+    policy = getattr(module, "delegation_policy", None)
+    if policy is not None and not isinstance(policy, DelegationPolicy) and callable(policy):
+        try:
             policy = policy()
-    except UsageError:
-        raise
-    except Exception as exc:
-        raise UsageError(f"--plugin {target!r} failed: {_plugin_error(exc)}") from exc
+        except Exception as exc:
+            raise UsageError(
+                f"--plugin {target!r}: delegation_policy() failed: {plugin_failure(exc)}"
+            ) from exc
     if policy is not None and not isinstance(policy, DelegationPolicy):
         raise UsageError(
             f"--plugin {target!r}: delegation_policy must be a DelegationPolicy or a "
             f"function returning one, got {type(policy).__name__}"
         )
-    return Plugin(policy, _plugin_aliases(target, module))
+    return Plugin(module, policy, _plugin_aliases(target, module))
+
+
+class Plugins:
+    """What all ``--plugin`` modules contribute together.
+
+    ``policy`` is the last plugin's delegation policy; ``aliases`` merges their model
+    aliases (later plugins win); ``tools`` is the registry definitions name their tools
+    from (the file tools confined to the working directory, then every plugin's
+    ``tools``) and ``skills`` merges the plugins' ``skills``, exactly as ``validate``
+    resolves names.
+    """
+
+    __slots__ = ("aliases", "policy", "skills", "tools")
+
+    def __init__(
+        self,
+        policy: DelegationPolicy | None,
+        aliases: dict[str, str],
+        tools: dict[str, Tool],
+        skills: dict[str, Skill | str],
+    ) -> None:
+        self.policy = policy
+        self.aliases = aliases
+        self.tools = tools
+        self.skills = skills
+
+
+def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
+    """Import every plugin once, in order, and build the tool and skill registries."""
+    policy: DelegationPolicy | None = None
+    aliases: dict[str, str] = {}
+    modules: list[ModuleType] = []
+    for target in targets:
+        loaded = load_plugin(target)
+        policy = loaded.policy or policy
+        aliases.update(loaded.aliases)
+        modules.append(loaded.module)
+    try:
+        tools = host_tool_registry(modules, working_dir)
+        skills = host_skill_registry(modules)
+    except PluginError as exc:
+        raise UsageError(str(exc)) from exc
+    return Plugins(policy, aliases, tools, skills)
 
 
 def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:
@@ -308,24 +389,3 @@ def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:
     for alias, model in checked.items():
         check_target(f"--plugin {target!r}: model_aliases[{alias!r}]", model)
     return checked
-
-
-def _plugin_error(exc: BaseException) -> str:
-    """``Type: message`` and the plugin's own frames (file:line and code), newest last.
-
-    Frames of the import machinery and of this package are left out: they say nothing
-    about the plugin. A syntax error has no plugin frame; its file and line are its own.
-    """
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{text}\n  {exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"
-    package = str(Path(__file__).resolve().parent.parent)
-    frames = [
-        frame
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith("<")
-        and "importlib" not in frame.filename
-        and not str(Path(frame.filename).resolve()).startswith(package)
-    ]
-    lines = [f"  {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
-    return "\n".join([text, *lines[-5:]])

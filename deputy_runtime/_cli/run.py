@@ -2,11 +2,16 @@
 
 Model selection: ``--model`` if given; else a configured provider when its API key is in
 the environment (OpenAI first, then Anthropic); else the offline ``test`` provider. The
-choice is always the first line of output (stderr with ``--json``), so nobody mistakes
-the deterministic test model for a real one.
+choice is always the first line of output (stderr with ``--json``), after only the
+definition warnings on stderr, so nobody mistakes the deterministic test model for a real
+one.
 
 The lead gets the read-only file tools; the full set of file tools, scoped to the
-current directory, is the registry definitions name their tools from. Ctrl-C interrupts
+current directory, plus the ``tools`` of every ``--plugin``, is the registry definitions
+name their tools from, and the plugins' ``skills`` are their skills: the names
+``validate`` resolves against, so a file that passes ``validate`` loads here. Warnings
+about definition files (a file accepted with caveats) are printed on stderr, one
+``file:line: warning: message`` line each, just before the model line. Ctrl-C interrupts
 the lead and every running delegation at their next boundary, and cancels whatever is
 still running a moment later; owned resources are cleaned up either way, the summary
 shows what finished, and the exit status is 130.
@@ -39,13 +44,14 @@ from .leadsetup import (
     UsageError,
     alias_options,
     build_lead,
+    check_agents,
     check_backend,
     fanout_note,
-    file_tools,
     lead_alias,
     load_definitions,
-    load_plugin,
+    load_plugins,
     make_chat,
+    print_warnings,
     select_model,
 )
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
@@ -81,30 +87,27 @@ def _run(args: argparse.Namespace) -> int:
         )
     backend = getattr(args, "backend", None) or "asyncio"
     check_backend(backend)
-    aliases: dict[str, str] = {}
-    policy = None
-    for plugin in getattr(args, "plugin", None) or ():
-        loaded = load_plugin(plugin)
-        policy = loaded.policy or policy
-        aliases.update(loaded.aliases)
-    aliases.update(alias_options(getattr(args, "model_alias", None) or ()))
+    check_agents(args.agents)
+    cwd = Path.cwd()
+    plugins = load_plugins(getattr(args, "plugin", None) or (), cwd)
+    aliases = {**plugins.aliases, **alias_options(getattr(args, "model_alias", None) or ())}
     spec, announcement = lead_alias(*select_model(args.model, os.environ))
     fanout = getattr(args, "test_fanout", None)
     lead_chat = make_chat(spec, explicit=bool(args.model), fanout=fanout)
-    cwd = Path.cwd()
-    registry = file_tools(cwd)
+    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     lead = build_lead(
         lead_chat,
-        load_definitions(args.agents, registry),
-        registry,
+        loaded.definitions,
+        plugins.tools,
         working_dir=cwd,
         permission_mode=args.permission_mode,
         max_requests=args.max_requests,
-        policy=policy,
+        policy=plugins.policy,
         aliases=aliases,
     )
     as_json = bool(args.json)
     notes = sys.stderr if as_json else sys.stdout
+    print_warnings(loaded.warnings, sys.stderr)
     print(announcement, file=notes, flush=True)
     left_out = fanout_note(lead_chat, lead.available_sub_agents())
     if left_out:

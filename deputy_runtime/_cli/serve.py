@@ -1,14 +1,17 @@
 """``deputy-runtime serve``: the delegation service over HTTP (see docs/service.md).
 
-The lead is built exactly as ``deputy-runtime run`` builds it (model selection, plugins,
-model aliases, the definitions directory: :mod:`.leadsetup`), once per run, with the
-client's narrower limits and mode. Tokens come from ``--token-file`` (one per line) or
-the ``DEPUTY_RUNTIME_TOKEN`` environment variable, never from the command line, where
-other users could read them in the process list. Without a token the command refuses to
-start, unless ``--insecure-no-auth`` is given and the server listens on loopback only.
+The lead is built exactly as ``deputy-runtime run`` builds it (model selection, plugins
+with their tools and skills, model aliases, the definitions directory: :mod:`.leadsetup`),
+once per run, with the client's narrower limits and mode. Tokens come from
+``--token-file`` (one per line) or the ``DEPUTY_RUNTIME_TOKEN`` environment variable,
+never from the command line, where other users could read them in the process list.
+Without a token the command refuses to start, unless ``--insecure-no-auth`` is given and
+the server listens on loopback only.
 
 Exit status: 0 served and shut down cleanly (SIGTERM or Ctrl-C); 2 bad arguments,
-tokens, definitions or plugins (the message names the option or file).
+tokens, definitions or plugins (the message names the option or file). Warnings about
+definition files are printed on stderr at startup, one ``file:line: warning: message``
+line each, before the model line.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ from .leadsetup import (
     UsageError,
     alias_options,
     build_lead,
+    check_agents,
     check_backend,
     fanout_note,
-    file_tools,
     lead_alias,
     load_definitions,
-    load_plugin,
+    load_plugins,
     make_chat,
+    print_warnings,
     select_model,
 )
 
@@ -136,19 +140,16 @@ def _serve(args: argparse.Namespace) -> int:
         tokens = None
     elif args.insecure_no_auth:
         raise UsageError("--insecure-no-auth contradicts the configured token; drop one")
-    aliases: dict[str, str] = {}
-    policy = None
-    for plugin in args.plugin:
-        loaded = load_plugin(plugin)
-        policy = loaded.policy or policy
-        aliases.update(loaded.aliases)
-    aliases.update(alias_options(args.model_alias))
+    check_agents(args.agents)
+    cwd = Path.cwd()
+    plugins = load_plugins(args.plugin, cwd)
+    policy, registry = plugins.policy, plugins.tools
+    aliases = {**plugins.aliases, **alias_options(args.model_alias)}
     spec, announcement = lead_alias(*select_model(args.model, os.environ))
     explicit, fanout = bool(args.model), args.test_fanout
     probe = make_chat(spec, explicit=explicit, fanout=fanout)  # refuses a bad model now
-    cwd = Path.cwd()
-    registry = file_tools(cwd)
-    definitions: dict[str, AgentDefinition] = load_definitions(args.agents, registry)
+    loaded = load_definitions(args.agents, registry, plugins.skills)
+    definitions: dict[str, AgentDefinition] = loaded.definitions
     try:
         config = ServiceConfig(
             max_requests=args.max_requests,
@@ -180,6 +181,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     limits = UsageLimits(max_requests=config.max_requests, max_total_tokens=config.max_total_tokens)
     make_lead(Resolved("check", tuple(definitions), limits, config.permission_mode))
+    print_warnings(loaded.warnings, sys.stderr)
     print(announcement, file=sys.stderr, flush=True)
     note = fanout_note(probe, list(definitions))
     if note:

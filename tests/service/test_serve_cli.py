@@ -85,3 +85,50 @@ def test_insecure_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> 
     # model selection as for `run`: no key in the environment, so the offline model
     assert "Model: test - the offline, deterministic test provider, NOT a real model" in stderr
     assert status == 0, stderr
+
+
+def test_a_missing_agents_directory_is_refused_as_validate_refuses_it(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "deputy_runtime", "serve", "--insecure-no-auth"]
+    done = subprocess.run(
+        [*argv, "--agents", "nowhere"],
+        cwd=tmp_path,
+        env=offline_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "deputy-runtime serve: 'nowhere' does not exist\n"
+
+
+def test_plugin_tools_and_definition_warnings_at_startup(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "notes.md").write_text(
+        "---\nname: notes\ndescription: Use when: notes are due\ntools: search_web\n---\n"
+        "Write notes.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "search_plugin.py").write_text(
+        "from deputy_runtime import tool\n\n\n@tool(read_only=True)\n"
+        'def search_web(query: str) -> str:\n    """Search the web."""\n'
+        "    return query\n\n\ntools = [search_web]\n",
+        encoding="utf-8",
+    )
+    server = start_server(
+        tmp_path,
+        *("--agents", "agents", "--plugin", "search_plugin.py", "--insecure-no-auth"),
+        token=None,
+    )
+    try:
+        response = httpx.get(f"{server.url}/agents", timeout=30)
+    finally:
+        status, stderr = server.stop()
+    assert response.status_code == 200
+    assert [a["name"] for a in response.json()["agents"]] == ["notes"]
+    lines = stderr.splitlines()
+    warning = f"{Path('agents') / 'notes.md'}:3: warning: the value of 'description' contains"
+    assert lines[0].startswith(warning), stderr
+    assert lines[1].startswith("Model: test"), stderr
+    assert "DefinitionWarning" not in stderr
+    assert status == 0, stderr
