@@ -328,7 +328,7 @@ INTERNAL = {
         "whitespace_losses",
     ],
     "deputy_runtime.runtime": [],
-    "deputy_runtime.tools": ["tool_validator"],
+    "deputy_runtime.tools": ["TOOL_NAME_PATTERN", "inline_refs", "tool_validator"],
 }
 
 #: Names every module may have without exporting them.
