@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import IO, Any, NamedTuple
 
-from ..runtime._delegation import SubagentRecord
+from ..runtime import SubagentRecord
 from ..runtime._events import (
     DelegationEnd,
     DelegationStart,
@@ -569,8 +569,8 @@ def summary_table(records: Sequence[SubagentRecord], lead_usage: AgentUsage | No
         (
             _short_id(r.delegation_id),
             r.agent_name,
-            r.status,
-            r.stop_reason or "-",
+            str(r.status),
+            str(r.stop_reason or "-"),
             _limit_text(r.usage.requests, r.limits.max_requests if r.limits else None),
             str(r.usage.total_tokens),
             _cost(r.usage.cost_usd),

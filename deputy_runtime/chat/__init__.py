@@ -1,6 +1,6 @@
 """The chat layer: turns, content, usage, the Provider protocol and ellmer-style Chat."""
 
-from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
+from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat, running_async_library
 from ._context import (
     agent_name_scope,
     current_agent_name,
@@ -25,7 +25,7 @@ from ._scripted import (
     tool_call,
     tool_calls,
 )
-from ._stream import stream_request
+from ._stream import complete_streaming, stream_request
 from ._testprovider import DEFAULT_TEST_USAGE, TestProvider, example_arguments
 from ._toolloop import (
     CANCELLED_TOOL_CALL_ERROR,
@@ -36,6 +36,7 @@ from ._toolloop import (
     run_tools,
     tool_error_text,
     trailing_repairs,
+    user_turn_after,
 )
 from ._types import (
     AssistantTurn,
@@ -51,6 +52,8 @@ from ._types import (
     ToolSpec,
     Turn,
     Usage,
+    UsageCounts,
+    add_costs,
 )
 
 __all__ = [
@@ -78,8 +81,11 @@ __all__ = [
     "Turn",
     "UnknownProviderError",
     "Usage",
+    "UsageCounts",
+    "add_costs",
     "agent_name_scope",
     "chat",
+    "complete_streaming",
     "current_agent_name",
     "example_arguments",
     "is_provider_name",
@@ -92,6 +98,7 @@ __all__ = [
     "resolve_provider",
     "run_tool",
     "run_tools",
+    "running_async_library",
     "set_current_agent",
     "stream_request",
     "tool_call",
@@ -99,6 +106,7 @@ __all__ = [
     "tool_error_text",
     "trailing_repairs",
     "unregister_provider",
+    "user_turn_after",
 ]
 
 # The HTTP providers import httpx; load them only when asked for, like the registry does.

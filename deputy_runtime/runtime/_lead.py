@@ -3,43 +3,27 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import anyio
 import msgspec
 
 from .._ids import new_id
+from ..chat import Chat, ContentToolRequest
+from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..tools._decorator import _struct_validator
-from ..tools._invoke import invoke_tool, tool_validator
-from ..tools._tool import Tool
-from . import _delegation
+from ..tools import Tool, invoke_tool, struct_validator, tool_validator
 from ._agent import Agent
-from ._delegation import (
-    Delegation,
-    SubagentRecord,
-    build_subagent,
-    check_brief,
-    first_message,
-    hook_input,
-    new_delegation,
-    outcome_json,
-    release_binding,
-    settle,
-)
-from ._events import DelegationEnd, DelegationStart, EventSink
-from ._hooks import HookEvent, Hooks
+from ._context import RunContext
+from ._coordinator import DelegationCoordinator
+from ._events import EventSink
+from ._hooks import Hooks
+from ._parallel import ParallelResult, parallel_delegate
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
-from ._runstate import AgentResult, RunState, ToolRejection
-from ._usage import Meter, UsageLimits
-
-if TYPE_CHECKING:
-    from ..chat._chat import Chat
-    from ..definitions import AgentDefinition
-    from ._parallel import ParallelResult
+from ._records import SubagentRecord
+from ._result import AgentResult
+from ._usage import UsageLimits
 
 __all__ = ["LeadAgent"]
 
@@ -59,7 +43,7 @@ class _DelegateArgs(msgspec.Struct, forbid_unknown_fields=True):
     stop_conditions: list[str] | None = None
 
 
-_DELEGATE_VALIDATOR = _struct_validator(_DelegateArgs, DELEGATE_TOOL_NAME, {})
+_DELEGATE_VALIDATOR = struct_validator(_DelegateArgs, DELEGATE_TOOL_NAME, {})
 
 
 class LeadAgent(Agent):
@@ -82,14 +66,10 @@ class LeadAgent(Agent):
     __slots__ = (
         "_definitions",
         "_delegate_tool",
-        "_forwarded",
         "_own_tools",
-        "_records",
-        "_running",
-        "_slots",
         "delegation_policy",
         "delegation_scope",
-        "max_active_delegations",
+        "delegations",
     )
 
     def __init__(
@@ -123,14 +103,10 @@ class LeadAgent(Agent):
                 "max_active_delegations must be a positive int or None, "
                 f"got {max_active_delegations!r}"
             )
-        self.max_active_delegations = max_active_delegations
-        self._slots: tuple[str, anyio.Semaphore] | None = None
         self.delegation_policy = delegation_policy
-        self._forwarded = delegation_policy.forwarded_events  # computed once, shared
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
         self._definitions: dict[str, AgentDefinition] = {}
-        self._records: list[Delegation] = []
-        self._running: dict[str, Delegation] = {}  # admitted and not yet settled
+        self.delegations = DelegationCoordinator(self, max_active=max_active_delegations)
         self._own_tools = tuple(tools)
         self._delegate_tool = _delegate_tool(())
         super().__init__(
@@ -164,8 +140,6 @@ class LeadAgent(Agent):
         return self._definitions[name.strip().lower()]
 
     def _add_definition(self, definition: AgentDefinition) -> None:
-        from ..definitions import AgentDefinition
-
         if not isinstance(definition, AgentDefinition):
             raise DefinitionError(
                 f"sub_agents entries must be AgentDefinition, got {type(definition).__name__}"
@@ -203,52 +177,61 @@ class LeadAgent(Agent):
         blocks.append(ROUTING_END)
         return "\n\n".join(blocks)
 
+    @property
+    def max_active_delegations(self) -> int | None:
+        """How many of a run's delegations run at once (``None``: all)."""
+        return self.delegations.max_active
+
     # -- records -----------------------------------------------------------------------------
 
     def list_subagents(self) -> list[SubagentRecord]:
         """One record per admitted delegation, in admission order."""
-        return [d.record() for d in self._records]
+        return self.delegations.list_records()
 
     def get_subagent_results(
         self, agent_name: str | None = None, delegation_id: str | None = None
     ) -> list[AgentResult | None]:
-        """Subagent results in admission order (``None`` where a delegation has none)."""
-        key = agent_name.strip().lower() if agent_name is not None else None
-        return [
-            d.result
-            for d in self._records
-            if (key is None or d.agent_name == key)
-            and (delegation_id is None or d.delegation_id == delegation_id)
-        ]
+        """Subagent results in admission order (``None`` where a delegation has none).
+
+        Args:
+            agent_name: Only delegations to this sub-agent (trimmed, case-insensitive).
+            delegation_id: Only the delegation with this id.
+
+        Returns:
+            The matching results, in admission order.
+        """
+        return self.delegations.results(agent_name, delegation_id)
 
     # -- interrupts --------------------------------------------------------------------------
 
     def interrupt(self, reason: str = "interrupted") -> None:
-        """Stop the lead and every unsettled subagent at their next boundary."""
+        """Stop the lead and every unsettled subagent at their next boundary.
+
+        Args:
+            reason: Why; passed on to the subagents.
+        """
         super().interrupt(reason)
-        for delegation_id in tuple(self._running):
-            self.interrupt_subagent(delegation_id, reason)
+        self.delegations.interrupt_all(reason)
 
     def interrupt_subagent(self, delegation_id: str, reason: str = "interrupted") -> bool:
         """Stop one subagent at its next boundary (or before it starts, if it has not).
 
-        ``False`` when no unsettled delegation has that id.
+        Args:
+            delegation_id: The delegation to stop.
+            reason: Why.
+
+        Returns:
+            ``False`` when no unsettled delegation has that id.
         """
-        d = self._running.get(delegation_id)
-        if d is None:
-            return False
-        d.cancel_reason = d.cancel_reason or reason
-        if d.child is not None:
-            d.child.interrupt(reason)
-        return True
+        return self.delegations.interrupt(delegation_id, reason)
 
     # -- the delegate tool ----------------------------------------------------------------
 
     def _invoke(
         self,
-        run: RunState,
+        ctx: RunContext,
         tool: Tool,
-        call: Any,
+        call: ContentToolRequest,
         call_id: str,
         delegation_id: str | None,
     ) -> Awaitable[Any]:
@@ -256,223 +239,11 @@ class LeadAgent(Agent):
         if tool is not self._delegate_tool or delegation_id is None:
             return invoke_tool(tool, call.arguments)
         arguments = tool_validator(tool)(call.arguments)
-        return self._delegate(run, arguments, call_id, delegation_id)
+        return self.delegations.delegate(ctx, self._definitions, arguments, call_id, delegation_id)
 
     def _call_delegation_id(self, tool_name: str) -> str | None:
         # Minted when the call is seen, so tool_start/tool_end and the record share it.
         return new_id("delegation") if tool_name == DELEGATE_TOOL_NAME else None
-
-    async def _delegate(
-        self, run: RunState, arguments: dict[str, Any], call_id: str, delegation_id: str
-    ) -> str:
-        """One delegate_to_agent call: route, admit, build, run, settle, outcome."""
-        brief = check_brief(arguments)
-        over = run.meter.exceeded(reaching=True)
-        if over is not None:
-            raise _limit_reached(over)
-        requested = arguments["agent_name"]
-        key = requested.strip().lower()
-        definition = self._definitions.get(key)
-        d = new_delegation(
-            self,
-            definition,
-            brief,
-            parent_run_id=run.run_id,
-            tool_call_id=call_id,
-            delegation_id=delegation_id,
-            agent_name=key[:128],
-        )
-        self._records.append(d)
-        self._running[d.delegation_id] = d
-        slots = self._slots_for(run)
-        if slots is not None:
-            # Queued until a slot is free; the budget is reserved only once it runs.
-            blocker = await self._wait_for_slot(run, d, slots)
-            if blocker is not None:
-                if blocker.endswith("_limit"):
-                    raise _limit_reached(blocker)
-                return outcome_json(d)
-        failed: BaseException | None = None
-        try:
-            d.reservation = run.meter.reserve_child(
-                definition.max_requests if definition is not None else 0
-            )
-            self._announce(run.emit, d)
-            try:
-                if definition is None:
-                    names = ", ".join(self._definitions) or "none"
-                    raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
-                await build_subagent(self, d, d.reservation.limits)
-            except Exception:
-                d.stop_reason = "setup_error"
-                raise
-            await self._start_and_run(d, run.emit)
-        except BaseException as exc:
-            failed = exc
-            if not isinstance(exc, Exception):
-                raise
-        finally:
-            if slots is not None:
-                slots.release()
-            await self._conclude(d, run.meter, run.emit, failed)
-        if d.status == "failed":
-            raise ToolRejection(f"Subagent '{d.agent_name[:512]}' failed.\n{outcome_json(d)}")
-        return outcome_json(d)
-
-    async def _wait_for_slot(
-        self, run: RunState, d: Delegation, slots: anyio.Semaphore
-    ) -> str | None:
-        """Wait ``queued`` for a slot; ``None`` once ``d`` holds one and may start.
-
-        The lead's state may have changed while ``d`` waited, so it is checked again.
-        If ``d`` must not start, the slot is given back, ``d`` is settled ``not_started``
-        with nothing built, reserved or announced, and the blocker is returned:
-        ``"interrupted"`` (the lead or this delegation was interrupted) or the stop
-        reason of a run limit the lead reached meanwhile (the delegations ahead of it
-        spent the budget). A cancelled wait settles ``d`` the same way and propagates.
-        """
-        try:
-            await slots.acquire()
-        except BaseException:
-            self._never_started(d, run.meter, "not_started")
-            raise
-        if self._interrupt_reason is not None or d.cancel_reason is not None:
-            blocker, reason = "interrupted", "not_started"
-        else:
-            over = run.meter.exceeded(reaching=True)
-            if over is None:
-                return None
-            blocker = reason = over
-        slots.release()
-        self._never_started(d, run.meter, reason)
-        return blocker
-
-    def _never_started(self, d: Delegation, meter: Meter, stop_reason: str) -> None:
-        """Settle a delegation that left the queue without starting.
-
-        No DelegationEnd: it never had a DelegationStart, and nothing was bound and no
-        SubagentStart fired, so there is no cleanup or stop hook to run.
-        """
-        self._running.pop(d.delegation_id, None)
-        d.stop_reason = stop_reason
-        settle(d, meter, None)
-
-    def _slots_for(self, run: RunState) -> anyio.Semaphore | None:
-        """This run's delegation slots (``max_active_delegations``), or ``None``."""
-        if self.max_active_delegations is None:
-            return None
-        if self._slots is None or self._slots[0] != run.run_id:
-            self._slots = (run.run_id, anyio.Semaphore(self.max_active_delegations))
-        return self._slots[1]
-
-    def _announce(self, emit: EventSink | None, d: Delegation) -> None:
-        """Emit DelegationStart (admitted, budget reserved): every DelegationEnd has one."""
-        if emit is not None:
-            emit(
-                DelegationStart(
-                    **_delegation_ids(d),
-                    task=d.task,
-                    limits=d.reservation.limits if d.reservation else None,
-                    tool_call_id=d.tool_call_id,
-                )
-            )
-
-    async def _start_and_run(self, d: Delegation, emit: EventSink | None) -> bool:
-        """Fire SubagentStart, then run the built subagent on its brief.
-
-        ``False`` when the delegation was stopped before its run (it stays not_started).
-        Shared by the delegate tool and ``parallel_delegate``.
-        """
-        if not await self._start(d):
-            return False
-        assert d.child is not None
-        assert d.reservation is not None
-        d.result = await d.child._run(
-            first_message(d.definition, d.brief),
-            usage_limits=d.reservation.limits,
-            emit=emit,
-            run_id=d.run_id,
-        )
-        return True
-
-    async def _conclude(
-        self,
-        d: Delegation,
-        meter: Meter,
-        emit: EventSink | None,
-        failed: BaseException | None,
-    ) -> None:
-        """Settle exactly once, release the binding, fire SubagentStop, announce the end."""
-        self._running.pop(d.delegation_id, None)
-        settle(d, meter, failed)
-        try:
-            await self._finish_delegation(emit, d, cancelled=_is_cancel(failed))
-        finally:
-            # The record keeps the result, not the subagent: a long-lived lead's history
-            # of delegations must not keep every child's chat, tools and turns alive.
-            d.child = None
-
-    async def _start(self, d: Delegation) -> bool:
-        """Mark running and fire SubagentStart; ``False`` if it must not start after all."""
-        d.status = "running"
-        d.started_at = time.time()
-        if self.hooks.has(HookEvent.SubagentStart):
-            await self.hooks.dispatch(
-                hook_input(self, d, HookEvent.SubagentStart, status="running"),
-                d.hook_errors,
-            )
-        return self._interrupt_reason is None and d.cancel_reason is None
-
-    async def _finish_delegation(
-        self, emit: EventSink | None, d: Delegation, *, cancelled: bool = False
-    ) -> None:
-        """Release the binding, fire SubagentStop (if SubagentStart fired), announce the end.
-
-        Shielded from cancellation, so cleanup and the stop hook run even then.
-        """
-        stop_hooks = d.started_at is not None and self.hooks.has(HookEvent.SubagentStop)
-        if d.cleanup is None and not stop_hooks:
-            await release_binding(d)  # nothing to await: no shield needed (hot path)
-        else:
-            await self._finish_shielded(d, stop_hooks, cancelled)
-        if emit is not None:
-            emit(
-                DelegationEnd(
-                    **_delegation_ids(d),
-                    status=d.status,
-                    stop_reason=d.stop_reason or "error",
-                    usage=d.usage,
-                    error=d.error,
-                    tool_call_id=d.tool_call_id,
-                )
-            )
-
-    async def _finish_shielded(self, d: Delegation, stop_hooks: bool, cancelled: bool) -> None:
-        # Shielded so cleanup and the stop hook run even when the delegation is being
-        # cancelled; then (only then) the hook gets a deadline, so it cannot hang shutdown.
-        with anyio.CancelScope(shield=True):
-            await release_binding(d, cancelled=cancelled)
-            if stop_hooks:
-                with anyio.move_on_after(
-                    _delegation.SHIELDED_SECONDS if cancelled else None
-                ) as scope:
-                    await self.hooks.dispatch(
-                        hook_input(
-                            self,
-                            d,
-                            HookEvent.SubagentStop,
-                            status=d.status,
-                            reason=d.stop_reason,
-                            result=d.result.response if d.result else None,
-                            error=d.error,
-                        ),
-                        d.hook_errors,
-                    )
-                if scope.cancelled_caught:
-                    d.hook_errors.append(
-                        f"SubagentStop: did not finish within {_delegation.SHIELDED_SECONDS:g} s "
-                        "during cancellation"
-                    )
 
     # -- host-driven fan-out ----------------------------------------------------------------
 
@@ -496,30 +267,15 @@ class LeadAgent(Agent):
         to any number), and ``on_exceed`` is taken from the batch's limits when given.
         So a batch limit of 50 requests on a lead limited to 10 allows 10.
         """
-        from ._parallel import parallel_delegate
-
         return await parallel_delegate(
-            self, tasks, max_active=max_active, usage_limits=usage_limits, on_event=on_event
+            self,
+            self.delegations,
+            self._definitions,
+            tasks,
+            max_active=max_active,
+            usage_limits=usage_limits,
+            on_event=on_event,
         )
-
-
-def _limit_reached(reason: str) -> ToolRejection:
-    return ToolRejection(f"Run limit reached for {reason}: no new delegation can start.")
-
-
-def _is_cancel(exc: BaseException | None) -> bool:
-    return exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
-
-
-def _delegation_ids(d: Delegation) -> dict[str, Any]:
-    return {
-        "agent_id": d.agent_id,
-        "agent_name": d.agent_name,
-        "run_id": d.run_id,
-        "delegation_id": d.delegation_id,
-        "parent_agent_id": d.parent_agent_id,
-        "parent_run_id": d.parent_run_id,
-    }
 
 
 def _delegate_tool(names: tuple[str, ...]) -> Tool:

@@ -70,7 +70,7 @@ def test_deputy_worked_example_on_the_meter() -> None:
     meter.release(sibling)
     meter.release(child)
     meter.release(child)  # a second release does nothing
-    assert meter.reservations == set()
+    assert not meter.reservations
     again = meter.reserve_child(3)
     assert _quad(again.limits) == (3, 3, 550, 0.20)
     assert again.limits.on_exceed == "stop"
@@ -476,7 +476,7 @@ def test_meter_never_grants_more_than_is_left(limits: tuple[Any, ...], ops: list
             )
     for r in held:
         meter.release(r)
-    assert meter.reservations == set()
+    assert not meter.reservations
     # with nothing held, a new child gets exactly what is left
     fresh = meter.reserve_child(None)
     if lim.max_total_tokens is not None:
