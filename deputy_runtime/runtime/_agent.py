@@ -78,6 +78,21 @@ from ._usage import UsageLimits
 __all__ = ["Agent", "begin_batch", "end_batch", "run_delegated"]
 
 
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _directory(working_dir: str | os.PathLike[str] | None) -> Path:
+    """``working_dir`` (default: the current directory) resolved, checked to exist.
+
+    Raises:
+        ValueError: It is not an existing directory.
+    """
+    wd = Path(os.path.realpath(working_dir if working_dir is not None else os.getcwd()))
+    if not wd.is_dir():
+        raise ValueError(f"working_dir {str(wd)!r} is not an existing directory")
+    return wd
+
+
 class Agent:
     """An agent: a chat, tools, permissions, hooks and usage limits, and its run loop.
 
@@ -93,7 +108,7 @@ class Agent:
         usage_limits: Per-run limits (default :class:`UsageLimits`).
         hooks: Host callbacks (default: none).
         working_dir: Bounds the default permissions' write root (default: the current
-            directory).
+            directory; for a subagent, its lead's).
         name: The agent's name (in events, hook inputs and results).
         skills: Skills whose prompt section and ``load_skill`` tool the agent gets.
         disallowed_tools: Tool names never offered to the model, whatever their source
@@ -147,9 +162,11 @@ class Agent:
         agent_id: str | None = None,
         governance: Governance | None = None,
     ) -> None:
-        wd = Path(os.path.realpath(working_dir if working_dir is not None else os.getcwd()))
-        if not wd.is_dir():
-            raise ValueError(f"working_dir {str(wd)!r} is not an existing directory")
+        if governance is not None and working_dir is None:
+            # A subagent works in its lead's directory, which the lead resolved and checked.
+            wd = governance.lead.working_dir
+        else:
+            wd = _directory(working_dir)
         self.chat = chat
         self.working_dir = wd
         self.name = name
@@ -160,7 +177,11 @@ class Agent:
         self._permissions = (permissions or permissions_standard()).bind(wd)
         self._skills = tuple(skills)
         self._base_prompt = system_prompt if system_prompt is not None else chat.get_system_prompt()
-        self._hidden = frozenset(normalize_tool_name(n) for n in disallowed_tools)
+        self._hidden = (
+            frozenset(normalize_tool_name(n) for n in disallowed_tools)
+            if disallowed_tools
+            else _NO_NAMES
+        )
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
         self._active = False
@@ -651,14 +672,14 @@ class Agent:
             await ctx.fire(msgspec.structs.replace(pending_input, run_id=ctx.run_id))
 
 
-async def run_delegated(
+def run_delegated(
     agent: Agent,
     task: str,
     *,
     usage_limits: UsageLimits,
     emit: EventSink | None,
     run_id: str,
-) -> AgentResult:
+) -> Awaitable[AgentResult]:
     """Run ``agent`` as a delegation: under its reserved limits, with a preset run id.
 
     Events go to the lead's sink as they are (the lead's own run guards it), so a
@@ -672,9 +693,10 @@ async def run_delegated(
         run_id: The run id announced in the delegation's events.
 
     Returns:
-        The subagent's result.
+        The awaitable of the subagent's result (a plain function, so a fan-out keeps no
+        frame of its own per in-flight delegation).
     """
-    return await agent._run(task, usage_limits=usage_limits, emit=emit, run_id=run_id)
+    return agent._run(task, usage_limits=usage_limits, emit=emit, run_id=run_id)
 
 
 def begin_batch(agent: Agent) -> None:

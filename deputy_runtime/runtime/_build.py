@@ -85,7 +85,9 @@ async def build_subagent(
     assert definition is not None  # unknown agents fail before a subagent is built
     policy = lead.delegation_policy
     modes: tuple[ResourceMode, ...] = () if stateless else policy.resource_modes
-    supplied = any(mode.supplies_tools for mode in modes)
+    supplied = False
+    for mode in modes:
+        supplied = supplied or mode.supplies_tools
     if definition.mcp_servers and not supplied:
         raise DelegationBindingError(
             f"Subagent '{definition.name}' names mcp_servers "
@@ -96,12 +98,12 @@ async def build_subagent(
         mode.check(definition)
     context = _LazyContext(d, lead)
     skills = _load_skills(definition.skills)
-    skill_tools = tuple(t for s in skills for t in s.tools)
+    skill_tools = tuple(t for s in skills for t in s.tools) if skills else ()
     # Modes that do not supply tools (shared, exclusive) bind before anything else, so an
     # overlapping exclusive delegation fails before a chat or subagent is built.
-    early = [mode for mode in modes if not mode.supplies_tools]
-    for mode in early:
-        await mode.acquire(BindRequest(d, definition, None, skill_tools, context))
+    for mode in modes:
+        if not mode.supplies_tools:
+            await mode.acquire(BindRequest(d, definition, None, skill_tools, context))
     permissions = lead.permissions.ceiling(
         definition.permission_mode, definition.disallowed_tools or ()
     )
@@ -111,7 +113,6 @@ async def build_subagent(
         name=definition.name,
         permissions=permissions,
         usage_limits=limits,
-        working_dir=lead.working_dir,
         skills=skills,
         disallowed_tools=definition.disallowed_tools or (),
         agent_id=d.agent_id,
@@ -124,9 +125,11 @@ async def build_subagent(
     )
     d.child = child
     tools: tuple[Tool, ...] = () if supplied else definition.tools + skill_tools
-    for mode in modes:
-        if mode.supplies_tools:
-            tools += await mode.acquire(BindRequest(d, definition, child, skill_tools, context))
+    if supplied:
+        for mode in modes:
+            if mode.supplies_tools:
+                request = BindRequest(d, definition, child, skill_tools, context)
+                tools += await mode.acquire(request)
     tools = _without_disallowed(tools, definition.disallowed_tools)
     if stateless and (tools or skills):
         raise DelegationBindingError(

@@ -244,7 +244,11 @@ class RunContext:
 
     def wants(self, event: HookEvent) -> bool:
         """Whether any hook (own or a lead's forwarded one) listens to ``event``."""
-        return wants(self.owner, event)
+        owner = self.owner
+        gov = owner.governance
+        return owner.hooks.has(event) or (
+            gov is not None and event in gov.forwarded and gov.lead.hooks.has(event)
+        )
 
     def hook_input(
         self,
