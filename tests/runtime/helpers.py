@@ -22,6 +22,10 @@ from deputy_runtime.runtime import IN_PROCESS_LEASES, _usage
 
 DELEGATE = "delegate_to_agent"
 
+#: Every stop reason the runtime tests observed so far (reason -> first test that saw it);
+#: filled by the recorder in ``conftest.py``.
+OBSERVED_STOP_REASONS: dict[str, str] = {}
+
 
 def make_tool(
     name: str,
