@@ -160,10 +160,6 @@ class Chat:
         """The provider's model name."""
         return self.provider.model
 
-    def get_provider(self) -> Provider:
-        """The provider this chat sends requests to."""
-        return self.provider
-
     def get_system_prompt(self) -> str | None:
         """The system prompt, or ``None``."""
         return self._system_prompt

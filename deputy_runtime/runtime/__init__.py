@@ -1,6 +1,7 @@
 """The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
 
 from ._agent import Agent
+from ._coordinator import DelegationCoordinator
 from ._events import (
     DelegationEnd,
     DelegationStart,
@@ -60,6 +61,7 @@ __all__ = [
     "BindRequest",
     "BudgetLedger",
     "DelegationContext",
+    "DelegationCoordinator",
     "DelegationEnd",
     "DelegationPolicy",
     "DelegationResources",

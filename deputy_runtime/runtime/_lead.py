@@ -61,6 +61,30 @@ class LeadAgent(Agent):
     after the lead's run reached a limit, ends ``not_started`` without being built (a
     limit also gives the model the "Run limit reached" tool error). ``None`` (default):
     all of a turn's delegations at once.
+
+    The delegations themselves (records, slots, admission, budget reservation and
+    settlement) belong to :attr:`delegations`, a
+    :class:`~deputy_runtime.runtime.DelegationCoordinator`; this class routes the
+    model's ``delegate_to_agent`` calls and ``parallel_delegate`` batches to it.
+
+    Args:
+        chat: The lead's conversation and provider.
+        sub_agents: The definitions it may delegate to.
+        tools: The lead's own tools, after ``delegate_to_agent``.
+        system_prompt: Replaces the chat's system prompt when given.
+        permissions: The lead's permissions (and its subagents' ceiling).
+        usage_limits: Per-run limits, shared with the subagents by reservation.
+        hooks: Host callbacks; tool events of subagents are forwarded to them.
+        working_dir: The lead's (and its subagents') working directory.
+        delegation_policy: How subagents get resources, people and models.
+        delegation_scope: Host data handed to callbacks in ``DelegationContext.scope``.
+        name: The lead's name.
+        max_active_delegations: How many of a run's delegations run at once.
+
+    Raises:
+        TypeError: ``delegation_policy`` or ``delegation_scope`` has the wrong type.
+        ValueError: ``max_active_delegations`` is not a positive int or ``None``.
+        DefinitionError: A sub-agent entry is not an AgentDefinition, or names repeat.
     """
 
     __slots__ = (
@@ -127,7 +151,14 @@ class LeadAgent(Agent):
     # -- sub-agent registry -------------------------------------------------------------
 
     def register_sub_agent(self, definition: AgentDefinition) -> None:
-        """Add a definition; its name must not be registered yet."""
+        """Add a definition.
+
+        Args:
+            definition: A definition whose name is not registered yet.
+
+        Raises:
+            DefinitionError: It is not an AgentDefinition, or its name is registered.
+        """
         self._add_definition(definition)
         self._refresh()
 
@@ -266,6 +297,23 @@ class LeadAgent(Agent):
         tighten them: each limit is the tighter of the two (``None``, unlimited, loses
         to any number), and ``on_exceed`` is taken from the batch's limits when given.
         So a batch limit of 50 requests on a lead limited to 10 allows 10.
+
+        Args:
+            tasks: Definition name -> task, or ``(name, task)`` pairs.
+            max_active: How many responders run at once.
+            usage_limits: Limits that tighten the lead's for this batch.
+            on_event: Receives the batch's events (as for :meth:`run`).
+
+        Returns:
+            Every responder's result, status and outcome, in input order.
+
+        Raises:
+            DefinitionError: A name is not a registered sub-agent.
+            DelegationBindingError: A definition has tools, skills or mcp_servers, or a
+                responder could not be built (nothing was dispatched).
+            RunActiveError: A run or batch of this lead is active.
+            ValueError: ``tasks`` is empty or ``max_active`` is not a positive int.
+            TypeError: ``tasks`` has the wrong shape.
         """
         return await parallel_delegate(
             self,
