@@ -34,7 +34,7 @@ from ._records import (
 )
 from ._result import AgentResult, ToolRejection
 from ._states import DelegationStatus, StopReason
-from ._usage import Meter, UsageLimits
+from ._usage import Meter, UsageLimits, exhausted
 
 __all__ = ["SHIELDED_SECONDS", "DelegationCoordinator"]
 
@@ -185,17 +185,27 @@ class DelegationCoordinator:
                 if blocker.endswith("_limit"):
                     raise _limit_reached(blocker)
                 return outcome_json(d)
+        reservation = d.reservation = meter.reserve_child(
+            definition.max_requests if definition is not None else 0
+        )
+        if definition is not None:
+            empty = exhausted(reservation.limits)
+            if empty is not None:
+                # Granted nothing to run on (running delegations hold the rest of the
+                # budget): settle before anything is built, announced or bound, so a
+                # flood of delegations cannot make the host build resources for nothing.
+                if slots is not None:
+                    slots.release()
+                self.never_started(d, meter, empty)
+                return outcome_json(d)
         failed: BaseException | None = None
         try:
-            d.reservation = meter.reserve_child(
-                definition.max_requests if definition is not None else 0
-            )
             self.announce(ctx.emit, d)
             try:
                 if definition is None:
                     names = ", ".join(definitions) or "none"
                     raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
-                await build_subagent(self.lead, d, d.reservation.limits, self.forwarded)
+                await build_subagent(self.lead, d, reservation.limits, self.forwarded)
             except Exception:
                 d.stop_reason = StopReason.SETUP_ERROR
                 raise

@@ -60,7 +60,9 @@ class LeadAgent(Agent):
     no budget until they start. One whose slot frees after the lead was interrupted, or
     after the lead's run reached a limit, ends ``not_started`` without being built (a
     limit also gives the model the "Run limit reached" tool error). ``None`` (default):
-    all of a turn's delegations at once.
+    all of a turn's delegations at once. A delegation whose reservation grants it no
+    requests, tokens or cost (running siblings hold the rest) ends ``not_started`` with
+    that limit's stop reason before anything is built for it.
 
     The delegations themselves (records, slots, admission, budget reservation and
     settlement) belong to :attr:`delegations`, a

@@ -22,6 +22,7 @@ __all__ = [
     "Meter",
     "Reservation",
     "UsageLimits",
+    "exhausted",
     "tighter",
 ]
 
@@ -328,6 +329,31 @@ class Meter:
             reserved = self.reserved = dict.fromkeys(LIMIT_FIELDS, 0.0)
         for field, value in held:
             reserved[field] += sign * value
+
+
+def exhausted(limits: UsageLimits) -> StopReason | None:
+    """The stop reason a run under ``limits`` would stop with before its first request.
+
+    A limit of zero on requests, tokens or cost leaves a run nothing to do (a zero
+    tool-call limit still allows an answer without tools).
+
+    Args:
+        limits: The limits a run would start with.
+
+    Returns:
+        The reason of the first such limit, or ``None`` when a first request is allowed.
+    """
+    if limits.max_requests == 0:
+        return StopReason.REQUEST_LIMIT
+    if limits.max_input_tokens == 0:
+        return StopReason.INPUT_TOKEN_LIMIT
+    if limits.max_output_tokens == 0:
+        return StopReason.OUTPUT_TOKEN_LIMIT
+    if limits.max_total_tokens == 0:
+        return StopReason.TOTAL_TOKEN_LIMIT
+    if limits.max_cost_usd == 0:
+        return StopReason.COST_LIMIT
+    return None
 
 
 def _over(used: float, limit: float, reaching: bool) -> bool:
