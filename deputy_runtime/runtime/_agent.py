@@ -446,7 +446,15 @@ class Agent:
         ctx.turns = self.chat.get_turns()  # a fresh list
         error: BaseException | None = None
         try:
-            await self._loop(ctx, task)
+            seconds = ctx.limits.max_seconds
+            if seconds is None:
+                await self._loop(ctx, task)
+            else:
+                ctx.deadline = anyio.current_time() + seconds
+                with anyio.CancelScope(deadline=ctx.deadline) as scope:
+                    await self._loop(ctx, task)
+                if scope.cancelled_caught:
+                    ctx.stop_reason = StopReason.TIME_LIMIT
         except ProviderFailure as exc:
             error = exc
         except BaseException as exc:

@@ -165,10 +165,12 @@ class RunContext:
         requests: Model requests sent so far.
         stop_reason: Set when the run must stop (by a tool call, hook or limit); the
             loop stops after the current turn's tool calls are answered.
+        deadline: When the run's ``max_seconds`` runs out (``anyio.current_time()``).
     """
 
     __slots__ = (
         "cost_warned",
+        "deadline",
         "emit",
         "hook_errors",
         "ids",
@@ -200,6 +202,8 @@ class RunContext:
         self.turn_results: Sequence[ContentToolResult | None] = ()
         self.ids: dict[str, Any] | None = None  # event id fields, built on first use
         self.stop_reason: StopReason | None = None
+        # When max_seconds runs out, on the backend's clock (anyio.current_time()).
+        self.deadline: float | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 
@@ -207,6 +211,12 @@ class RunContext:
     def permissions(self) -> Permissions:
         """The owner's current permissions."""
         return self.owner.permissions
+
+    def seconds_left(self) -> float | None:
+        """The wall-clock seconds this run has left, ``None`` without a time limit."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - anyio.current_time())
 
     def stop(self, reason: StopReason) -> None:
         """Stop the run after the current turn, keeping an earlier reason if one is set."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import msgspec
 
 from ..definitions import AgentDefinition
 from ._agent import run_delegated
@@ -34,7 +35,7 @@ from ._records import (
 )
 from ._result import AgentResult, ToolRejection
 from ._states import DelegationStatus, StopReason
-from ._usage import Meter, UsageLimits, exhausted
+from ._usage import Meter, UsageLimits, exhausted, tighter
 
 __all__ = ["SHIELDED_SECONDS", "DelegationCoordinator"]
 
@@ -54,7 +55,7 @@ class DelegationCoordinator:
         active: The unsettled ones (queued or running), by delegation id.
     """
 
-    __slots__ = ("active", "forwarded", "lead", "max_active", "records", "slots")
+    __slots__ = ("active", "counts", "forwarded", "lead", "max_active", "records", "slots")
 
     def __init__(self, lead: LeadHandle, *, max_active: int | None) -> None:
         self.lead = lead
@@ -63,6 +64,8 @@ class DelegationCoordinator:
         self.records: list[Delegation] = []
         self.active: dict[str, Delegation] = {}
         self.slots: tuple[str, anyio.Semaphore] | None = None
+        # Delegations started per agent name in the current run (max_delegations).
+        self.counts: tuple[str, dict[str, int]] | None = None
 
     # -- records and interrupts ------------------------------------------------------------
 
@@ -177,6 +180,14 @@ class DelegationCoordinator:
             delegation_id=delegation_id,
             agent_name=key[:128],
         )
+        if definition is not None and not self._count(ctx.run_id, key):
+            cap = self.lead.delegation_policy.delegation_cap(key)
+            d.error = (
+                f"The delegation budget for agent '{key}' is spent: {cap} of {cap} "
+                "delegations in this run have started. Do the rest without it."
+            )
+            self.never_started(d, meter, StopReason.DELEGATION_LIMIT)
+            return outcome_json(d)
         slots = self._slots_for(ctx.run_id)
         if slots is not None:
             # Queued until a slot is free; the budget is reserved only once it runs.
@@ -188,6 +199,9 @@ class DelegationCoordinator:
         reservation = d.reservation = meter.reserve_child(
             definition.max_requests if definition is not None else 0
         )
+        seconds = tighter(self.lead.delegation_policy.max_seconds, ctx.seconds_left())
+        if seconds is not None:
+            reservation.limits = msgspec.structs.replace(reservation.limits, max_seconds=seconds)
         if definition is not None:
             empty = exhausted(reservation.limits)
             if empty is not None:
@@ -221,6 +235,20 @@ class DelegationCoordinator:
         if d.status == DelegationStatus.FAILED:
             raise ToolRejection(f"Subagent '{d.agent_name[:512]}' failed.\n{outcome_json(d)}")
         return outcome_json(d)
+
+    def _count(self, run_id: str, agent_name: str) -> bool:
+        """Count one delegation to ``agent_name`` in this run; ``False`` if over its cap."""
+        cap = self.lead.delegation_policy.delegation_cap(agent_name)
+        if cap is None:
+            return True
+        if self.counts is None or self.counts[0] != run_id:
+            self.counts = (run_id, {})
+        counts = self.counts[1]
+        used = counts.get(agent_name, 0)
+        if used >= cap:
+            return False
+        counts[agent_name] = used + 1
+        return True
 
     def _slots_for(self, run_id: str) -> anyio.Semaphore | None:
         """This run's delegation slots (``max_active``), or ``None``."""

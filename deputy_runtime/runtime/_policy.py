@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 import msgspec
@@ -55,6 +57,14 @@ class DelegationPolicy(msgspec.Struct, frozen=True):
         resource_modes: Several mode objects, each binding its own resource to every
             delegation (leave ``resource_mode`` at its default then). Filled from
             ``resource_mode`` when not given.
+        max_seconds: Wall-clock seconds each delegation may run (its subagent's
+            ``UsageLimits.max_seconds``), tightened by the time the lead's run has left.
+            A delegation that runs out ends ``stopped`` with stop reason ``time_limit``;
+            the lead's model gets its outcome, not an error.
+        max_delegations: How many delegations the model may start per agent in one lead
+            run: one number for every agent, or a mapping of agent name to number
+            (agents not named are unlimited). Further calls end ``not_started`` with stop
+            reason ``delegation_limit`` and an error saying the agent's budget is spent.
 
     Raises:
         DelegationBindingError: A setting is missing, misplaced or of the wrong type.
@@ -68,9 +78,15 @@ class DelegationPolicy(msgspec.Struct, frozen=True):
     chat: ChatFactory | None = None
     lease_backend: LeaseBackend | None = None
     resource_modes: tuple[ResourceMode, ...] = ()
+    max_seconds: float | None = None
+    max_delegations: int | Mapping[str, int] | None = None
 
     def __post_init__(self) -> None:
         modes = _modes(self)
+        _check_seconds(self.max_seconds)
+        msgspec.structs.force_setattr(
+            self, "max_delegations", _delegation_caps(self.max_delegations)
+        )
         for name in ("human_input", "chat"):
             value = getattr(self, name)
             if value is not None and not callable(value):
@@ -86,6 +102,55 @@ class DelegationPolicy(msgspec.Struct, frozen=True):
     def describe(self) -> list[dict[str, Any]]:
         """The resource modes as plain, JSON-encodable data."""
         return [mode.describe() for mode in self.resource_modes]
+
+    def delegation_cap(self, agent_name: str) -> int | None:
+        """How many delegations to ``agent_name`` one lead run may start (``None``: any)."""
+        caps = self.max_delegations
+        if caps is None or isinstance(caps, int):
+            return caps
+        return caps.get(agent_name)
+
+
+def _check_seconds(seconds: object) -> None:
+    if seconds is None:
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise DelegationBindingError(
+            f"DelegationPolicy.max_seconds must be a number or None, got {seconds!r}"
+        )
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise DelegationBindingError(
+            f"DelegationPolicy.max_seconds must be finite and > 0, got {seconds!r}"
+        )
+
+
+def _delegation_caps(caps: object) -> int | Mapping[str, int] | None:
+    """``max_delegations`` checked; a mapping is copied, keys trimmed and lowercased."""
+    if caps is None:
+        return None
+    if isinstance(caps, int) and not isinstance(caps, bool):
+        if caps < 0:
+            raise DelegationBindingError(
+                f"DelegationPolicy.max_delegations must be >= 0, got {caps}"
+            )
+        return caps
+    if not isinstance(caps, Mapping):
+        raise DelegationBindingError(
+            "DelegationPolicy.max_delegations must be an int, a mapping of agent name to "
+            f"int, or None, got {type(caps).__name__}"
+        )
+    out: dict[str, int] = {}
+    for name, cap in caps.items():
+        if not isinstance(name, str) or not name.strip():
+            raise DelegationBindingError(
+                f"DelegationPolicy.max_delegations keys must be agent names, got {name!r}"
+            )
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise DelegationBindingError(
+                f"DelegationPolicy.max_delegations[{name!r}] must be an int >= 0, got {cap!r}"
+            )
+        out[name.strip().lower()] = cap
+    return MappingProxyType(out)
 
 
 def _modes(policy: DelegationPolicy) -> tuple[ResourceMode, ...]:

@@ -15,9 +15,11 @@ __all__ = ["STOP_REASONS", "DelegationStatus", "StopReason", "delegation_status"
 class StopReason(StrEnum):
     """Why a run, a delegation or a ``parallel_delegate`` batch ended.
 
-    The first eleven end an agent's own run. ``setup_error`` and ``not_started`` end a
-    delegation that never ran its subagent (building it failed; it was queued and did not
-    start). ``lease_lost`` ends a delegation whose exclusive lease could not be kept.
+    The first eleven end an agent's own run; so does ``time_limit`` (its ``max_seconds``
+    ran out). ``setup_error`` and ``not_started`` end a delegation that never ran its
+    subagent (building it failed; it was queued and did not start). ``lease_lost`` ends a
+    delegation whose exclusive lease could not be kept; ``delegation_limit`` one refused
+    because its agent's ``max_delegations`` for the lead's run were spent.
     ``delegation_error`` and ``delegation_stopped`` end a ``parallel_delegate`` batch in
     which a responder failed or did not complete.
     """
@@ -38,6 +40,8 @@ class StopReason(StrEnum):
     LEASE_LOST = "lease_lost"
     DELEGATION_ERROR = "delegation_error"
     DELEGATION_STOPPED = "delegation_stopped"
+    TIME_LIMIT = "time_limit"
+    DELEGATION_LIMIT = "delegation_limit"
 
 
 #: Every stop reason the runtime produces, as plain strings, in declaration order.
@@ -60,6 +64,7 @@ class DelegationStatus(StrEnum):
 
 
 _FAILED = frozenset({StopReason.ERROR, StopReason.PROVIDER_ERROR, StopReason.SETUP_ERROR})
+_NEVER_STARTED = frozenset({StopReason.NOT_STARTED, StopReason.DELEGATION_LIMIT})
 
 
 def delegation_status(reason: str) -> DelegationStatus:
@@ -70,13 +75,13 @@ def delegation_status(reason: str) -> DelegationStatus:
 
     Returns:
         ``completed`` for ``complete``; ``failed`` for ``error``, ``provider_error`` and
-        ``setup_error``; ``not_started`` for ``not_started``; ``stopped`` for every other
-        reason (a limit, an interrupt, a hook, a lost lease).
+        ``setup_error``; ``not_started`` for ``not_started`` and ``delegation_limit``;
+        ``stopped`` for every other reason (a limit, an interrupt, a hook, a lost lease).
     """
     if reason == StopReason.COMPLETE:
         return DelegationStatus.COMPLETED
     if reason in _FAILED:
         return DelegationStatus.FAILED
-    if reason == StopReason.NOT_STARTED:
+    if reason in _NEVER_STARTED:
         return DelegationStatus.NOT_STARTED
     return DelegationStatus.STOPPED

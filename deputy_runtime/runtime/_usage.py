@@ -54,8 +54,11 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
 
     Request and tool-call limits are exact: they are checked before the request or call.
     Token and cost limits are checked after each response, so a run can exceed them by
-    at most one response. ``on_exceed="stop"`` ends the run with a typed stop reason;
-    ``"error"`` raises :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
+    at most one response. ``max_seconds`` is wall-clock time: when it runs out the run is
+    cancelled at once, wherever it is (a model request or a tool call that hangs
+    included); calls cut off are answered as such and the run ends ``time_limit``. A
+    lead's subagents get at most the time the lead has left. ``on_exceed="stop"`` ends the
+    run with a typed stop reason; ``"error"`` raises :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
     :class:`~deputy_runtime.BudgetExceeded` (everything else) after the final usage event.
     """
 
@@ -66,6 +69,7 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
     max_total_tokens: int | None = None
     max_cost_usd: float | None = None
     on_exceed: Literal["stop", "error"] = "stop"
+    max_seconds: float | None = None
 
     def __post_init__(self) -> None:
         for name in _COUNT_FIELDS:
@@ -84,6 +88,16 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
             raise ValueError(
                 f"UsageLimits.on_exceed must be 'stop' or 'error', got {self.on_exceed!r}"
             )
+        seconds = self.max_seconds
+        if seconds is not None:
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise TypeError(
+                    f"UsageLimits.max_seconds must be a number or None, got {seconds!r}"
+                )
+            if not math.isfinite(seconds) or seconds < 0:
+                raise ValueError(
+                    f"UsageLimits.max_seconds must be finite and >= 0, got {seconds!r}"
+                )
 
 
 class AgentUsage(UsageCounts, frozen=True, gc=False):
@@ -334,7 +348,7 @@ class Meter:
 def exhausted(limits: UsageLimits) -> StopReason | None:
     """The stop reason a run under ``limits`` would stop with before its first request.
 
-    A limit of zero on requests, tokens or cost leaves a run nothing to do (a zero
+    A limit of zero on requests, tokens, cost or time leaves a run nothing to do (a zero
     tool-call limit still allows an answer without tools).
 
     Args:
@@ -353,6 +367,8 @@ def exhausted(limits: UsageLimits) -> StopReason | None:
         return StopReason.TOTAL_TOKEN_LIMIT
     if limits.max_cost_usd == 0:
         return StopReason.COST_LIMIT
+    if limits.max_seconds is not None and limits.max_seconds <= 0:
+        return StopReason.TIME_LIMIT
     return None
 
 

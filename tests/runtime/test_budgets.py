@@ -146,7 +146,7 @@ async def test_worked_example_end_to_end_concurrent_sibling(
         with anyio.fail_after(10):
             # Hold the reservation until the sibling has settled (it is granted nothing,
             # so it settles not_started without a SubagentStop).
-            while not any(r.completed_at for r in lead.list_subagents() if r.task == "second"):
+            while not any(r.completed_at for r in lead.list_subagents()):
                 await anyio.sleep(0)
         return "done"
 
