@@ -58,7 +58,8 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
     cancelled at once, wherever it is (a model request or a tool call that hangs
     included); calls cut off are answered as such and the run ends ``time_limit``. A
     lead's subagents get at most the time the lead has left. ``on_exceed="stop"`` ends the
-    run with a typed stop reason; ``"error"`` raises :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
+    run with a typed stop reason; ``"error"`` raises
+    :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
     :class:`~deputy_runtime.BudgetExceeded` (everything else) after the final usage event.
     """
 
