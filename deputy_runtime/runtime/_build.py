@@ -21,7 +21,7 @@ from ._hooks import HookEvent
 from ._permissions import ASK_USER_TOOL_NAME, normalize_tool_name
 from ._policy import DelegationPolicy
 from ._records import Delegation, DelegationContext
-from ._resources import BindRequest, ResourceMode
+from ._resources import BindRequest, ResourceMode, SharedResources
 from ._usage import UsageLimits
 
 __all__ = ["LeadHandle", "build_subagent"]
@@ -102,7 +102,9 @@ async def build_subagent(
     # Modes that do not supply tools (shared, exclusive) bind before anything else, so an
     # overlapping exclusive delegation fails before a chat or subagent is built.
     for mode in modes:
-        if not mode.supplies_tools:
+        # Shared mode binds nothing: skipping its no-op acquire saves a request object
+        # and a coroutine per delegation.
+        if not mode.supplies_tools and not isinstance(mode, SharedResources):
             await mode.acquire(BindRequest(d, definition, None, skill_tools, context))
     permissions = lead.permissions.ceiling(
         definition.permission_mode, definition.disallowed_tools or ()

@@ -180,8 +180,13 @@ class DelegationCoordinator:
             delegation_id=delegation_id,
             agent_name=key[:128],
         )
-        if definition is not None and not self._count(ctx.run_id, key):
-            cap = self.lead.delegation_policy.delegation_cap(key)
+        policy = self.lead.delegation_policy
+        if (
+            policy.max_delegations is not None
+            and definition is not None
+            and not self._count(ctx.run_id, key)
+        ):
+            cap = policy.delegation_cap(key)
             d.error = (
                 f"The delegation budget for agent '{key}' is spent: {cap} of {cap} "
                 "delegations in this run have started. Do the rest without it."
@@ -199,8 +204,8 @@ class DelegationCoordinator:
         reservation = d.reservation = meter.reserve_child(
             definition.max_requests if definition is not None else 0
         )
-        seconds = tighter(self.lead.delegation_policy.max_seconds, ctx.seconds_left())
-        if seconds is not None:
+        if policy.max_seconds is not None or ctx.deadline is not None:
+            seconds = tighter(policy.max_seconds, ctx.seconds_left())
             reservation.limits = msgspec.structs.replace(reservation.limits, max_seconds=seconds)
         if definition is not None:
             empty = exhausted(reservation.limits)

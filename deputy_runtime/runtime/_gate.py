@@ -50,7 +50,7 @@ async def gate(
         )
     pre = (
         ctx.hook_input(HookEvent.PreToolUse, call=call, call_id=call_id)
-        if ctx.permissions.can_use_tool is not None or ctx.wants(HookEvent.PreToolUse)
+        if owner.permissions.can_use_tool is not None or ctx.wants(HookEvent.PreToolUse)
         else None
     )
     denied = await check_permission(ctx, tool, call, call_id, pre)
@@ -95,8 +95,8 @@ async def check_permission(
 
     ``can_use_tool`` receives ``context``: the call's PreToolUse hook input.
     """
-    permissions = ctx.permissions
     owner = ctx.owner
+    permissions = owner.permissions
     result = await permissions.check(tool, call.arguments, context)
     denial = result if isinstance(result, PermissionDeny) else None
     # An allow by the static rules is implied by the tool_start that follows; an
