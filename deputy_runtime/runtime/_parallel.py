@@ -153,7 +153,8 @@ def batch_limits(lead: UsageLimits, batch: UsageLimits | None) -> UsageLimits:
     if not isinstance(batch, UsageLimits):
         raise TypeError(f"usage_limits must be a UsageLimits or None, got {type(batch).__name__}")
     tightest: dict[str, Any] = {
-        field: tighter(getattr(lead, field), getattr(batch, field)) for field in LIMIT_FIELDS
+        field: tighter(getattr(lead, field), getattr(batch, field))
+        for field in (*LIMIT_FIELDS, "max_seconds")
     }
     return UsageLimits(**tightest, on_exceed=batch.on_exceed)
 
@@ -168,6 +169,9 @@ async def _dispatch(
     """Run the prepared responders, ``max_active`` at a time; return the stop reason."""
     slots = anyio.Semaphore(max_active)
     stop: list[StopReason] = []
+    seconds = meter.limits.max_seconds
+    deadline = anyio.current_time() + seconds if seconds is not None else math.inf
+    per_delegation = coordinator.lead.delegation_policy.max_seconds
 
     async def respond(d: Delegation) -> None:
         try:
@@ -177,17 +181,22 @@ async def _dispatch(
             slots.release()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for i, d in enumerate(batch):
-                await slots.acquire()
-                reason = _dispatch_blocker(coordinator, meter)
-                if stop or reason is not None:
-                    slots.release()
-                    if reason is not None and not stop:
-                        stop.append(reason)
-                    break
-                d.reservation = _reserve_share(meter, d, parts=min(max_active, len(batch) - i))
-                tg.start_soon(respond, d)
+        with anyio.CancelScope(deadline=deadline) as scope:
+            async with anyio.create_task_group() as tg:
+                for i, d in enumerate(batch):
+                    await slots.acquire()
+                    reason = _dispatch_blocker(coordinator, meter)
+                    if stop or reason is not None:
+                        slots.release()
+                        if reason is not None and not stop:
+                            stop.append(reason)
+                        break
+                    parts = min(max_active, len(batch) - i)
+                    left = None if seconds is None else max(0.0, deadline - anyio.current_time())
+                    d.reservation = _reserve_share(meter, d, parts, tighter(per_delegation, left))
+                    tg.start_soon(respond, d)
+        if scope.cancelled_caught and not stop:
+            stop.append(StopReason.TIME_LIMIT)
     finally:
         # Also when the host cancels the batch: nothing stays queued.
         coordinator.settle_unstarted(batch)
@@ -220,12 +229,13 @@ def _dispatch_blocker(coordinator: DelegationCoordinator, meter: Meter) -> StopR
     return None
 
 
-def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Reservation:
+def _reserve_share(meter: Meter, d: Delegation, parts: int, seconds: float | None) -> Reservation:
     """One request, and a share of what is left of tokens and cost.
 
     Shares round up, so the first responders take the remainder and a budget smaller
     than the number of slots still lets some of them run; the meter caps each share at
-    what is left, so the batch never exceeds its limits.
+    what is left, so the batch never exceeds its limits. ``seconds`` is the responder's
+    time limit (the policy's, tightened by the batch's time left), if any.
     """
     limits = meter.limits
     definition = d.definition
@@ -238,6 +248,8 @@ def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Reservation:
             continue
         share = remaining / parts
         shares[field] = share if field == "max_cost_usd" else math.ceil(share)
+    if seconds is not None:
+        shares["max_seconds"] = seconds
     return meter.reserve_child(requests, UsageLimits(**shares, on_exceed=limits.on_exceed))
 
 

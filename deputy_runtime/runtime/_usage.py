@@ -292,7 +292,7 @@ class Meter:
 
         Each field is ``limit - used - reserved`` (unset stays unset); ``max_requests`` is
         further capped by the definition's value. ``overrides`` (host-given limits) can
-        only tighten the result.
+        only tighten the result; its ``max_seconds`` is the child's time limit.
         """
         values: dict[str, Any] = {"max_requests": None}
         # Only fields the run limits (or the overrides) set can be set for the child.
@@ -309,7 +309,9 @@ class Meter:
             values["max_requests"] = tighter(values["max_requests"], max_requests)
         # A child that uses up its share stops (status "stopped"); only the lead's own
         # limits raise, so the lead's model can still see what the child did.
-        reservation = Reservation(UsageLimits(**values, on_exceed="stop"))
+        # Time is not a budget that is used up and handed back: it is passed on, not held.
+        seconds = overrides.max_seconds if overrides is not None else None
+        reservation = Reservation(UsageLimits(**values, on_exceed="stop", max_seconds=seconds))
         held = tuple(values.items())
         if values["max_requests"] is None:
             held = held[1:]  # "max_requests" is first: unset, so nothing is held for it

@@ -225,3 +225,42 @@ async def test_max_delegations_per_agent_gives_a_soft_budget_spent_outcome(
     again = await lead.run("next")
     assert again.stop_reason == "complete"
     assert lead.list_subagents()[-1].status == "completed"
+
+
+# -- parallel_delegate -------------------------------------------------------------------------
+
+
+async def test_a_batch_time_limit_stops_hung_responders(tmp_path: Path, meter_spy: Any) -> None:
+    lead, _ = scripted_lead({"w": hang}, [definition("w")], tmp_path)
+    result = await lead.parallel_delegate(
+        [("w", str(i)) for i in range(5)],
+        max_active=2,
+        usage_limits=UsageLimits(max_seconds=ROOMY),
+    )
+    assert result.run.stop_reason == "time_limit"
+    assert set(result.statuses) <= {"stopped", "not_started"}
+    assert "stopped" in result.statuses
+    assert result.statuses[2:] == ("not_started",) * 3
+    assert meter_spy.open_reservations() == 0
+    assert not lead.running
+    assert lead.delegations.active == {}
+
+
+async def test_policy_max_seconds_bounds_each_responder(tmp_path: Path) -> None:
+    async def first_hangs(request: ModelRequest) -> str:
+        if '"task":"slow"' in request.turns[0].text:
+            await anyio.Event().wait()
+        return "fast answer"
+
+    lead, _ = scripted_lead(
+        {"w": first_hangs},
+        [definition("w")],
+        tmp_path,
+        delegation_policy=DelegationPolicy(max_seconds=ROOMY),
+    )
+    result = await lead.parallel_delegate([("w", "slow"), ("w", "quick")])
+    assert result.statuses == ("stopped", "completed")
+    assert [o["stop_reason"] for o in result.outcomes] == ["time_limit", "complete"]
+    assert result.run.stop_reason == "delegation_stopped"
+    records = lead.list_subagents()
+    assert all(r.limits is not None and r.limits.max_seconds == ROOMY for r in records)
