@@ -8,23 +8,15 @@ from types import TracebackType
 from typing import Protocol, Self
 
 import anyio
-import msgspec
 
 from ..errors import CoordinationError, ResourceBusyError
+from ..runtime import Lease
 from . import _scripts
 from ._connection import RedisConnection
 from ._keepalive import LostReason, keep_alive
 from ._validate import check_name, check_seconds
 
 __all__ = ["Lease", "LeaseLike", "RedisLeases"]
-
-
-class Lease(msgspec.Struct, frozen=True, kw_only=True):
-    """A granted lease: ``token`` is the fencing token, strictly increasing per key."""
-
-    key: str
-    holder: str
-    token: int
 
 
 class LeaseLike(Protocol):
