@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from types import TracebackType
 from typing import Any
 
+import anyio
 import msgspec
 
 from .._ids import new_id
@@ -95,6 +98,7 @@ class LeadAgent(Agent):
     __slots__ = (
         "_definitions",
         "_delegate_tool",
+        "_open",
         "_own_tools",
         "delegation_policy",
         "delegation_scope",
@@ -140,6 +144,7 @@ class LeadAgent(Agent):
         self.delegation_policy = delegation_policy
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
         self._definitions: dict[str, AgentDefinition] = {}
+        self._open: contextlib.AsyncExitStack | None = None
         self.delegations = DelegationCoordinator(self, max_active=max_active_delegations)
         self._own_tools = tuple(tools)
         self._delegate_tool = _delegate_tool(())
@@ -217,6 +222,54 @@ class LeadAgent(Agent):
         )
         blocks.append(ROUTING_END)
         return "\n\n".join(blocks)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> LeadAgent:
+        """Open the lead: enter every resource mode of its policy that has a lifecycle.
+
+        Modes that are async context managers (an attached MCP server) live from here
+        until :meth:`aclose`; a shared MCP server starts on first use and stops then.
+
+        Returns:
+            The lead itself.
+
+        Raises:
+            RuntimeError: The lead is already open.
+        """
+        if self._open is not None:
+            raise RuntimeError(f"LeadAgent {self.name!r} is already open")
+        stack = contextlib.AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            for mode in self.delegation_policy.resource_modes:
+                if hasattr(mode, "__aenter__") and hasattr(mode, "__aexit__"):
+                    await stack.enter_async_context(mode)  # type: ignore[arg-type]
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await stack.aclose()
+            raise
+        self._open = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the lead: leave what :meth:`__aenter__` entered, last first (shielded).
+
+        Call it from the task that opened the lead; a lead that is not open is left as
+        it is.
+        """
+        stack, self._open = self._open, None
+        if stack is not None:
+            with anyio.CancelScope(shield=True):
+                await stack.aclose()
 
     @property
     def max_active_delegations(self) -> int | None:

@@ -30,6 +30,7 @@ from ..definitions import AgentDefinition
 from ..errors import DelegationBindingError
 from ..tools import Tool
 from ._agent import Agent
+from ._events import EventSink
 from ._hooks import HookEvent
 from ._leases import IN_PROCESS_LEASES, Lease, LeaseBackend
 from ._records import Binding, Delegation, DelegationContext, DelegationResources, error_text
@@ -58,9 +59,11 @@ class BindRequest:
         child: The subagent, built but not yet given its tools; ``None`` for modes that
             supply no tools (they bind before the subagent is built).
         skill_tools: The tools of the definition's skills.
+        emit: The lead run's event sink (``None`` when nothing listens); events about
+            the bound resource carry ``delegation.event_ids()``.
     """
 
-    __slots__ = ("_context", "child", "definition", "delegation", "skill_tools")
+    __slots__ = ("_context", "child", "definition", "delegation", "emit", "skill_tools")
 
     def __init__(
         self,
@@ -69,8 +72,10 @@ class BindRequest:
         child: Agent | None,
         skill_tools: tuple[Tool, ...],
         context: Callable[[], DelegationContext],
+        emit: EventSink | None = None,
     ) -> None:
         self.delegation = delegation
+        self.emit = emit
         self.definition = definition
         self.child = child
         self.skill_tools = skill_tools
@@ -109,6 +114,8 @@ class ResourceMode(Protocol):
         """Bind the resource for one delegation; return the tools it supplies.
 
         Register anything to release with ``request.keep`` before anything can fail.
+        A mode that does not supply the subagent's tools (``supplies_tools`` false) may
+        still return tools: they are added to the definition's tools (MCP servers).
         """
         ...
 
