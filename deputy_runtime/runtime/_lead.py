@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-import anyio
 import msgspec
 
 from .._ids import new_id
@@ -246,8 +245,7 @@ class LeadAgent(Agent):
                 if hasattr(mode, "__aenter__") and hasattr(mode, "__aexit__"):
                     await stack.enter_async_context(mode)  # type: ignore[arg-type]
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await stack.aclose()
+            await stack.aclose()
             raise
         self._open = stack
         return self
@@ -263,13 +261,14 @@ class LeadAgent(Agent):
     async def aclose(self) -> None:
         """Close the lead: leave what :meth:`__aenter__` entered, last first (shielded).
 
-        Call it from the task that opened the lead; a lead that is not open is left as
-        it is.
+        Call it from the task that opened the lead (what was entered holds task groups,
+        which must be left where they were entered, so no cancel scope is put around
+        them here: each mode stops its own resources shielded, with bounded waits). A
+        lead that is not open is left as it is.
         """
         stack, self._open = self._open, None
         if stack is not None:
-            with anyio.CancelScope(shield=True):
-                await stack.aclose()
+            await stack.aclose()
 
     @property
     def max_active_delegations(self) -> int | None:
