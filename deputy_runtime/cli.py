@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import a module or .py file first, as run does (its tools count as known)",
     )
+    p.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="MCP servers from this .mcp.json file (default: .mcp.json in the current "
+        "directory, if any)",
+    )
 
     p = sub.add_parser("list", help="list the definitions in a directory")
     p.add_argument(
@@ -117,6 +124,21 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    p.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="MCP servers from this .mcp.json file (default: .mcp.json in the current "
+        "directory, if any)",
+    )
+    p.add_argument(
+        "--mcp-mode",
+        action="append",
+        default=[],
+        metavar="NAME=MODE",
+        help="how delegations get MCP server NAME: owned (one per delegation), shared "
+        "(default) or exclusive (one delegation at a time); repeatable",
+    )
 
     _serve_arguments(
         sub.add_parser(

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+import msgspec
+
 from ..chat import (
     Chat,
     TestProvider,
@@ -32,16 +34,18 @@ from ..chat import (
 )
 from ..definitions import AgentDefinition, DefinitionProblem, agent_definitions
 from ..errors import DeputyError
-from ..runtime import DelegationPolicy, LeadAgent, Permissions, UsageLimits
+from ..runtime import DelegationPolicy, LeadAgent, Permissions, SharedResources, UsageLimits
 from ..skills import Skill
 from ..tools import Tool
 from .definitions import (
+    McpSetupError,
     PluginError,
     definitions_path_problem,
     host_skill_registry,
     host_tool_registry,
     import_plugin,
     plugin_failure,
+    read_mcp_servers,
 )
 
 __all__ = [
@@ -55,6 +59,7 @@ __all__ = [
     "Plugins",
     "UsageError",
     "alias_options",
+    "attach_mcp_servers",
     "build_lead",
     "check_agents",
     "check_backend",
@@ -62,9 +67,11 @@ __all__ = [
     "fanout_note",
     "lead_alias",
     "load_definitions",
+    "load_mcp_servers",
     "load_plugin",
     "load_plugins",
     "make_chat",
+    "mcp_mode_options",
     "print_warnings",
     "select_model",
 ]
@@ -389,3 +396,78 @@ def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:
     for alias, model in checked.items():
         check_target(f"--plugin {target!r}: model_aliases[{alias!r}]", model)
     return checked
+
+
+#: The lifecycles ``--mcp-mode NAME=MODE`` accepts (default ``shared``).
+MCP_MODE_NAMES = ("owned", "shared", "exclusive")
+
+
+def load_mcp_servers(config: str | None, cwd: Path) -> dict[str, Any]:
+    """The MCP servers of ``--mcp-config FILE``, else of ``.mcp.json`` in ``cwd`` if any.
+
+    Returns:
+        Each server's name mapped to its configuration (empty without a file).
+    """
+    try:
+        return read_mcp_servers(config, cwd)
+    except McpSetupError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def mcp_mode_options(values: Sequence[str], servers: Mapping[str, Any]) -> dict[str, str]:
+    """``--mcp-mode NAME=MODE`` options as a map; NAME must be a configured server."""
+    modes: dict[str, str] = {}
+    for value in values:
+        name, equals, mode = (part.strip() for part in value.partition("="))
+        if not equals or not name or mode not in MCP_MODE_NAMES:
+            raise UsageError(
+                f"--mcp-mode {value!r}: expected NAME=MODE with MODE one of "
+                f"{', '.join(MCP_MODE_NAMES)}, e.g. --mcp-mode files=owned"
+            )
+        if name not in servers:
+            known = ", ".join(servers) or "none (no .mcp.json found)"
+            raise UsageError(
+                f"--mcp-mode {value!r}: no MCP server named {name!r}; configured: {known}"
+            )
+        modes[name] = mode
+    return modes
+
+
+def attach_mcp_servers(
+    policy: DelegationPolicy | None, servers: Mapping[str, Any], modes: Mapping[str, str]
+) -> DelegationPolicy | None:
+    """``policy`` with every configured server attached (``McpResource``) in its mode.
+
+    A server the plugin's policy already attaches keeps the plugin's mode; naming it in
+    ``--mcp-mode`` too is refused. The lead must be opened (``async with lead:``) for
+    the servers to run.
+    """
+    if not servers:
+        return policy
+    from .. import mcp  # the SDK is an extra: imported only when servers are configured
+
+    base = policy if policy is not None else DelegationPolicy()
+    kept = tuple(m for m in base.resource_modes if not isinstance(m, SharedResources))
+    attached = {getattr(m, "mcp_server", None) for m in kept}
+    for name in modes:
+        if name in attached:
+            raise UsageError(
+                f"--mcp-mode {name}=...: the plugin's delegation_policy already attaches "
+                f"MCP server {name!r} with its own mode; drop the option"
+            )
+    added = tuple(
+        mcp.McpResource(mcp.McpServer(name, config), mode=modes.get(name, "shared"))
+        for name, config in servers.items()
+        if name not in attached
+    )
+    try:
+        return msgspec.structs.replace(
+            base,
+            resource_mode="shared",
+            resource_key=None,
+            resources=None,
+            lease_backend=None,
+            resource_modes=(*kept, *added),
+        )
+    except DeputyError as exc:
+        raise UsageError(str(exc)) from exc

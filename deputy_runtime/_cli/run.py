@@ -43,14 +43,17 @@ from .leadsetup import (
     OFFLINE_MODEL,
     UsageError,
     alias_options,
+    attach_mcp_servers,
     build_lead,
     check_agents,
     check_backend,
     fanout_note,
     lead_alias,
     load_definitions,
+    load_mcp_servers,
     load_plugins,
     make_chat,
+    mcp_mode_options,
     print_warnings,
     select_model,
 )
@@ -95,6 +98,9 @@ def _run(args: argparse.Namespace) -> int:
     fanout = getattr(args, "test_fanout", None)
     lead_chat = make_chat(spec, explicit=bool(args.model), fanout=fanout)
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)
+    mcp_modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
+    policy = attach_mcp_servers(plugins.policy, servers, mcp_modes)
     lead = build_lead(
         lead_chat,
         loaded.definitions,
@@ -102,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         working_dir=cwd,
         permission_mode=args.permission_mode,
         max_requests=args.max_requests,
-        policy=plugins.policy,
+        policy=policy,
         aliases=aliases,
     )
     as_json = bool(args.json)
@@ -194,10 +200,12 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
         tg.start_soon(watch_reader, tg)
         if isinstance(view, LiveView):
             tg.start_soon(tick)
-        with run_scope:
-            # An event sink rather than run_stream: events are rendered as they are
-            # emitted, including the final ones of a cancelled run.
-            await lead.run(task, on_event=view.handle)
+        # The open lead hosts its attached MCP servers; leaving it stops them all.
+        async with lead:
+            with run_scope:
+                # An event sink rather than run_stream: events are rendered as they are
+                # emitted, including the final ones of a cancelled run.
+                await lead.run(task, on_event=view.handle)
         tg.cancel_scope.cancel()
     return _Ending.READER_GONE if reader_gone.is_set() else ending
 
