@@ -213,7 +213,11 @@ class McpResource:
             await pool.__aexit__(None, None, None)
 
     def check(self, definition: Any) -> None:
-        """Any definition can be bound (its MCP names are resolved when bound)."""
+        """Any definition can be bound (its MCP names are resolved when bound).
+
+        Args:
+            definition: The subagent's definition.
+        """
 
     async def acquire(self, request: BindRequest) -> tuple[Tool, ...]:
         """Bind the server for one delegation; return the MCP tools the definition names.
