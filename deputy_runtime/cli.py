@@ -47,13 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import a module or .py file first, as run does (its tools count as known)",
     )
-    p.add_argument(
-        "--mcp-config",
-        default=None,
-        metavar="FILE",
-        help="MCP servers from this .mcp.json file (default: .mcp.json in the current "
-        "directory, if any)",
-    )
+    _mcp_arguments(p, modes=False)
 
     p = sub.add_parser("list", help="list the definitions in a directory")
     p.add_argument(
@@ -124,21 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
-    p.add_argument(
-        "--mcp-config",
-        default=None,
-        metavar="FILE",
-        help="MCP servers from this .mcp.json file (default: .mcp.json in the current "
-        "directory, if any)",
-    )
-    p.add_argument(
-        "--mcp-mode",
-        action="append",
-        default=[],
-        metavar="NAME=MODE",
-        help="how delegations get MCP server NAME: owned (one per delegation), shared "
-        "(default) or exclusive (one delegation at a time); repeatable",
-    )
+    _mcp_arguments(p, modes=True)
 
     _serve_arguments(
         sub.add_parser(
@@ -158,7 +138,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _mcp_arguments(p: argparse.ArgumentParser, *, modes: bool) -> None:
+    p.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="MCP servers from this .mcp.json file (default: .mcp.json in the current "
+        "directory, if any)",
+    )
+    if modes:
+        p.add_argument(
+            "--mcp-mode",
+            action="append",
+            default=[],
+            metavar="NAME=MODE",
+            help="how delegations get MCP server NAME: owned (one per delegation), shared "
+            "(default) or exclusive (one delegation at a time); repeatable",
+        )
+
+
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    _mcp_arguments(p, modes=True)
     p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8765, help="TCP port (default 8765)")

@@ -32,14 +32,17 @@ from ..service.config import Resolved, ServiceConfig
 from .leadsetup import (
     UsageError,
     alias_options,
+    attach_mcp_servers,
     build_lead,
     check_agents,
     check_backend,
     fanout_note,
     lead_alias,
     load_definitions,
+    load_mcp_servers,
     load_plugins,
     make_chat,
+    mcp_mode_options,
     print_warnings,
     select_model,
 )
@@ -150,6 +153,8 @@ def _serve(args: argparse.Namespace) -> int:
     probe = make_chat(spec, explicit=explicit, fanout=fanout)  # refuses a bad model now
     loaded = load_definitions(args.agents, registry, plugins.skills)
     definitions: dict[str, AgentDefinition] = loaded.definitions
+    servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)
+    mcp_modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
     try:
         config = ServiceConfig(
             max_requests=args.max_requests,
@@ -167,6 +172,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
     def make_lead(resolved: Resolved) -> LeadAgent:
+        # Attached per lead: each run hosts its own MCP sessions ("shared" is per run).
         return build_lead(
             make_chat(spec, explicit=explicit, fanout=fanout),
             {name: definitions[name] for name in resolved.agents},
@@ -175,7 +181,7 @@ def _serve(args: argparse.Namespace) -> int:
             permission_mode=resolved.permission_mode,
             max_requests=resolved.limits.max_requests or config.max_requests,
             max_total_tokens=resolved.limits.max_total_tokens,
-            policy=policy,
+            policy=attach_mcp_servers(policy, servers, mcp_modes),
             aliases=aliases,
         )
 
