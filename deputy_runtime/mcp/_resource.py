@@ -29,6 +29,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+import anyio
+
 from ..definitions import split_tool_names
 from ..errors import DelegationBindingError
 from ..runtime import (
@@ -180,6 +182,7 @@ class McpResource:
             server.name, server.config, limits=server.limits, on_event=self._forward
         )
         self._pool: McpServerPool | None = None
+        self._binding = anyio.Lock()
 
     async def __aenter__(self) -> McpResource:
         """Open the resource (the lead does it): sessions can start from now on.
@@ -258,12 +261,14 @@ class McpResource:
             request.keep(_OwnedSession(pool, session))
         else:
             # A shared session's start (or the replacement of one that failed) is
-            # reported to the delegation that caused it.
-            self._forward.sink, self._forward.ids = emit, ids
-            try:
-                session = await pool.shared(self._shared)
-            finally:
-                self._forward.sink = None
+            # reported to the delegation that caused it; the lock keeps concurrent
+            # delegations from reporting each other's (a READY session returns at once).
+            async with self._binding:
+                self._forward.sink, self._forward.ids = emit, ids
+                try:
+                    session = await pool.shared(self._shared)
+                finally:
+                    self._forward.sink = None
         return _select(session, wanted, definition.name)
 
     def describe(self) -> dict[str, Any]:

@@ -309,3 +309,25 @@ def test_bad_arguments_are_named() -> None:
         McpResource("tiny")  # type: ignore[arg-type]
     with pytest.raises(DelegationBindingError, match="exclusive"):
         McpResource(server, mode="owned", wait=True)
+
+
+async def test_an_owned_server_that_does_not_start_fails_only_its_delegation() -> None:
+    run_events: list[Event] = []
+    broken = stdio_server("tiny", args=("x",), env={"PID_DIR": "/nonexistent/dir"})
+    lead = LeadAgent(
+        chat("scripted", script={"lead": delegating(1), "worker": [reply("never")]}),
+        [worker_definition("mcp__tiny__whoami")],
+        delegation_policy=DelegationPolicy(resource_modes=(McpResource(broken, mode="owned"),)),
+    )
+    async with lead:
+        result = await lead.run("go", on_event=run_events.append)
+    assert result.response == "delegated"
+    (record,) = lead.list_subagents()
+    assert record.status == DelegationStatus.FAILED
+    assert "tiny" in (record.error or "")
+    stops = [e for e in run_events if isinstance(e, McpServerEvent) and e.action == "stop"]
+    assert len(stops) == 1
+    assert stops[0].kind == "failed"
+    assert stops[0].delegation_id == record.delegation_id
+    if stops[0].pid is not None:
+        assert not process_left(stops[0].pid)
