@@ -1,0 +1,132 @@
+"""The client side: turning definitions into workflow inputs and starting a lead run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+
+from temporalio.client import Client, WorkflowHandle
+
+from ..chat import ModelSource, parse_model_spec, resolve_model
+from ..definitions import AgentDefinition
+from ..errors import DefinitionError
+from ..runtime import Permissions, UsageLimits
+from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
+from ._workflows import LeadWorkflow
+
+__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
+
+
+def agent_spec(
+    definition: AgentDefinition, lead_model: str, aliases: Mapping[str, str] | None = None
+) -> AgentSpec:
+    """``definition`` as workflow input data, its model resolved for ``lead_model``.
+
+    Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
+    Skills and MCP servers cannot run on a worker yet, so a definition naming them is
+    refused here rather than running without them.
+    """
+    if not isinstance(definition, AgentDefinition):
+        raise TypeError(f"expected an AgentDefinition, got {type(definition).__name__}")
+    for field in ("skills", "mcp_servers"):
+        if getattr(definition, field):
+            raise DefinitionError(
+                f"definition {definition.name!r}: {field} are not supported on Temporal yet"
+            )
+    provider, _ = parse_model_spec(lead_model)
+    choice = resolve_model(
+        definition.model,
+        provider,
+        aliases=aliases,
+        plan_mode=definition.permission_mode == "plan",
+    )
+    if choice.source is ModelSource.LEAD or choice.model is None:
+        model = "inherit"
+    elif choice.source is ModelSource.LEAD_PROVIDER:
+        model = f"{provider}/{choice.model}"
+    else:
+        model = choice.model
+    prompt = definition.prompt
+    if definition.memory:
+        notes = "\n".join(f"- {m}" for m in definition.memory)
+        prompt = f"{prompt}\n\n# Memory\n\n{notes}"
+    return AgentSpec(
+        name=definition.name,
+        description=definition.description,
+        system_prompt=prompt,
+        tools=tuple(t.name for t in definition.tools),
+        model=model,
+        disallowed_tools=tuple(definition.disallowed_tools or ()),
+        initial_prompt=definition.initial_prompt,
+        max_requests=definition.max_requests,
+        permission_mode=definition.permission_mode,
+        params=dict(definition.params or {}),
+    )
+
+
+def permission_spec(permissions: Permissions) -> PermissionSpec:
+    """The plain-data part of ``permissions``; a ``can_use_tool`` callback is refused
+    (it cannot be recorded in a workflow's history)."""
+    if permissions.can_use_tool is not None:
+        raise ValueError(
+            "permissions: can_use_tool callbacks cannot cross the durable boundary; "
+            "use allow/deny lists or a permission mode"
+        )
+    return PermissionSpec(
+        mode=permissions.mode,
+        allow=tuple(sorted(permissions.allow)),
+        deny=tuple(sorted(permissions.deny)),
+        write_root=None if permissions.write_root is None else str(permissions.write_root),
+    )
+
+
+def lead_input(
+    task: str,
+    sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
+    *,
+    model: str,
+    tools: Iterable[str] = (),
+    system_prompt: str | None = None,
+    usage_limits: UsageLimits | None = None,
+    permissions: Permissions | None = None,
+    name: str = "lead",
+    model_aliases: Mapping[str, str] | None = None,
+) -> LeadInput:
+    """The lead workflow's input for ``task`` over ``sub_agents`` (names must be unique)."""
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-blank string")
+    values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
+    specs = [agent_spec(d, model, model_aliases) for d in values]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise DefinitionError(f"Sub-agent {spec.name!r} is given twice")
+        seen.add(spec.name)
+    return LeadInput(
+        task=task,
+        model=model,
+        sub_agents=tuple(specs),
+        tools=tuple(tools),
+        system_prompt=system_prompt,
+        limits=usage_limits if usage_limits is not None else UsageLimits(),
+        permissions=permission_spec(permissions or Permissions()),
+        name=name,
+    )
+
+
+async def start_lead(
+    client: Client,
+    request: LeadInput,
+    *,
+    workflow_id: str,
+    task_queue: str,
+    execution_timeout: timedelta | None = None,
+) -> WorkflowHandle[LeadWorkflow, LeadOutput]:
+    """Start a lead run; ``await handle.result()`` gives its :class:`LeadOutput`."""
+    return await client.start_workflow(
+        LeadWorkflow.run,
+        request,
+        id=workflow_id,
+        task_queue=task_queue,
+        execution_timeout=execution_timeout,
+    )
