@@ -6,7 +6,10 @@ limits are checked before each request or call; token and cost limits after each
 response; a child's limits are ``limit - used - reserved`` per field (requests further
 capped by the definition's ``max_requests``), carved and reserved in one synchronous
 step, so delegations started concurrently are served first come, first served and never
-together get more than the lead has left.
+together get more than the lead has left. The limit checks and the tool-call slots look
+at what is used, not at what is reserved, as in-process: the loop takes a turn's slots
+before its delegations start and sends the next request only after they all settle, so
+no reservation is live when the lead itself spends.
 """
 
 from __future__ import annotations

@@ -1,0 +1,239 @@
+"""Control and failure handling on a real Temporal dev server: the interrupt signal
+reaches every running child, the events query pages the log, the permission ceiling is
+checked before a child starts, and model errors follow the providers' retry rules."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
+
+from deputy_runtime import (
+    AgentDefinition,
+    AuthenticationError,
+    LeadAgent,
+    Permissions,
+    RateLimitError,
+    UsageLimits,
+    chat,
+    decode_event,
+    register_provider,
+    tool,
+    tools_file,
+)
+from deputy_runtime.chat import AssistantTurn, ModelRequest, TestProvider, unregister_provider
+from deputy_runtime.runtime import DelegationStart, RunStart, StopEvent
+from deputy_runtime.temporal import (
+    DeputyActivities,
+    LeadOutput,
+    deputy_worker,
+    lead_input,
+    start_lead,
+)
+
+pytestmark = pytest.mark.anyio
+
+WAIT_SECONDS = 120.0  # generous: the machine is shared; every wait is on a condition
+
+
+class Gate:
+    """A tool that blocks until released, counting the calls that reached it."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.started = 0
+        self.all_started = asyncio.Event()
+        self.release = asyncio.Event()
+
+        @tool(read_only=True)
+        async def hold() -> str:
+            """Wait for the test to let the call finish."""
+            self.started += 1
+            if self.started >= self.expected:
+                self.all_started.set()
+            await self.release.wait()
+            return "released"
+
+        self.tool = hold
+
+
+async def _start(
+    client: Client, task_queue: str, definitions: list[AgentDefinition], **kwargs: object
+) -> WorkflowHandle[object, LeadOutput]:
+    request = lead_input("Do the work", definitions, model="test", **kwargs)  # type: ignore[arg-type]
+    return await start_lead(
+        client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+    )
+
+
+async def _was_signalled(client: Client, workflow_id: str) -> bool:
+    handle = client.get_workflow_handle(workflow_id)
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            return True
+    return False
+
+
+@pytest.fixture
+async def gated_worker(client: Client, task_queue: str, workdir: Path) -> AsyncIterator[Gate]:
+    gate = Gate(expected=3)
+    activities = DeputyActivities([gate.tool], working_dir=workdir)
+    async with deputy_worker(client, activities, task_queue=task_queue):
+        yield gate
+        gate.release.set()  # never leave a held call behind
+
+
+async def test_interrupt_reaches_every_running_child(
+    client: Client, task_queue: str, gated_worker: Gate
+) -> None:
+    gate = gated_worker
+    definitions = [
+        AgentDefinition(name, f"The {name}.", "You wait.", tools=(gate.tool,), max_requests=3)
+        for name in ("one", "two", "three")
+    ]
+    handle = await _start(client, task_queue, definitions, usage_limits=UsageLimits(20))
+    with anyio.fail_after(WAIT_SECONDS):
+        await gate.all_started.wait()  # every child is inside its tool call
+    await handle.signal("interrupt", "test stop")
+    child_ids = []
+    with anyio.fail_after(WAIT_SECONDS):
+        starts: list[DelegationStart] = []
+        while len(starts) < 3:  # the lead's log names the three children
+            events = [decode_event(e) for e in await handle.query("events", 0)]
+            starts = [e for e in events if isinstance(e, DelegationStart)]
+        child_ids = [f"{handle.id}/{e.delegation_id}" for e in starts]
+        for child_id in child_ids:  # the forwarded signal is in each child's history
+            while not await _was_signalled(client, child_id):
+                await anyio.sleep(0.1)  # poll interval of the history check above
+    gate.release.set()
+    with anyio.fail_after(WAIT_SECONDS):
+        out = await handle.result()
+    assert out.result.stop_reason == "interrupted"
+    assert [(r.status, r.stop_reason) for r in out.subagents] == [("stopped", "interrupted")] * 3
+    for result in out.subagent_results:
+        assert result is not None
+        # The call that finished keeps its real result; no request followed it.
+        assert result.turns[-1].contents[0].value == "released"  # type: ignore[union-attr]
+        assert result.usage.requests == 1
+
+
+async def test_events_query_pages_the_log(
+    client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
+) -> None:
+    files = {t.name: t for t in tools_file(workdir)}
+    definitions = [
+        AgentDefinition(n, "Reads.", "You read.", tools=(files["read_file"],), max_requests=2)
+        for n in ("a", "b")
+    ]
+    handle = await _start(client, task_queue, definitions, usage_limits=UsageLimits(10))
+    out = await handle.result()
+    everything = [decode_event(e) for e in await handle.query("events", 0)]
+    assert isinstance(everything[0], RunStart)
+    assert everything[0].agent_id == out.result.agent_id
+    assert isinstance(everything[-1], StopEvent)
+    assert everything[-1].agent_id == out.result.agent_id
+    tail = [decode_event(e) for e in await handle.query("events", 5)]
+    assert tail == everything[5:]
+    # Each child's own events joined the lead's log, tagged with its delegation.
+    delegation_ids = {r.delegation_id for r in out.subagents}
+    child_stops = [e for e in everything if isinstance(e, StopEvent) and e.delegation_id]
+    assert {e.delegation_id for e in child_stops} == delegation_ids
+    assert await handle.query("events", len(everything)) == []
+    with pytest.raises(WorkflowQueryFailedError, match="offset"):
+        await handle.query("events", -1)
+
+
+async def test_ceiling_violation_fails_before_the_child_starts(
+    client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
+) -> None:
+    files = {t.name: t for t in tools_file(workdir)}
+    writer = AgentDefinition(
+        "writer", "Writes.", "You write.", tools=(files["write_file"],), permission_mode="full"
+    )
+    limits = UsageLimits(10)
+    permissions = Permissions(mode="readonly")
+    lead = LeadAgent(
+        chat("test"), [writer], usage_limits=limits, permissions=permissions, working_dir=workdir
+    )
+    await lead.run("Write things")
+    [expected] = lead.list_subagents()
+    handle = await _start(
+        client, task_queue, [writer], usage_limits=limits, permissions=permissions
+    )
+    out = await handle.result()
+    [record] = out.subagents
+    assert (record.status, record.stop_reason) == (expected.status, expected.stop_reason)
+    assert (record.status, record.stop_reason) == ("failed", "setup_error")
+    assert record.error == expected.error
+    assert out.subagent_results == (None,)
+    assert out.result.usage == lead.last_result.usage  # type: ignore[union-attr]
+    # No child workflow was started for it.
+    child = client.get_workflow_handle(f"{handle.id}/{record.delegation_id}")
+    with pytest.raises(Exception, match="not found"):
+        await child.describe()
+    assert not (workdir / "test").exists()
+
+
+class FlakyProvider(TestProvider):
+    """The test model, failing its first ``failures`` requests with ``error``."""
+
+    calls = 0
+
+    def __init__(self, error: Exception, failures: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.error = error
+        self.failures = failures
+
+    async def complete(self, request: ModelRequest) -> AssistantTurn:
+        FlakyProvider.calls += 1
+        if FlakyProvider.calls <= self.failures:
+            raise self.error
+        return await super().complete(request)
+
+
+@pytest.fixture
+def flaky() -> Iterator[str]:
+    name = f"flaky{uuid.uuid4().hex[:8]}"
+    FlakyProvider.calls = 0
+    yield name
+    unregister_provider(name)
+
+
+@pytest.mark.parametrize(
+    ("error", "failures", "calls", "stop_reason"),
+    [
+        pytest.param(AuthenticationError("bad key"), 99, 1, "provider_error", id="auth-no-retry"),
+        # The failed attempt is retried, then the lead makes its two requests (a delegate
+        # call the test model makes to the empty roster, and its answer).
+        pytest.param(RateLimitError("slow down"), 1, 3, "complete", id="rate-limit-retried"),
+    ],
+)
+async def test_model_errors_follow_the_provider_retry_rules(
+    client: Client,
+    task_queue: str,
+    running_worker: DeputyActivities,
+    flaky: str,
+    error: Exception,
+    failures: int,
+    calls: int,
+    stop_reason: str,
+) -> None:
+    register_provider(
+        flaky, lambda model, **kw: FlakyProvider(error, failures, model=model), default_model="m"
+    )
+    request = lead_input("Hello", [], model=f"{flaky}/m", usage_limits=UsageLimits(5))
+    handle = await start_lead(
+        client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+    )
+    out = await handle.result()
+    assert out.result.stop_reason == stop_reason
+    assert FlakyProvider.calls == calls
+    if stop_reason == "provider_error":
+        assert out.result.error is not None
+        assert "bad key" in out.result.error
