@@ -25,6 +25,7 @@ _COMMANDS = {
     "convert": "deputy_runtime._cli.convert:convert",
     "run": "deputy_runtime._cli.run:run",
     "bench": "deputy_runtime._cli.bench:bench",
+    "worker": "deputy_runtime._cli.worker:worker",
 }
 
 
@@ -94,6 +95,19 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+
+    p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
+    p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
+    p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
+    p.add_argument("--task-queue", default="deputy", metavar="QUEUE")
+    p.add_argument("--namespace", default="default", metavar="NAMESPACE")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first (register_provider; temporal_tools)",
+    )
 
     p = sub.add_parser("bench", help="measure delegation overhead against a bare floor")
     p.add_argument(
