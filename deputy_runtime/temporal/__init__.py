@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from ._activities import DeputyActivities
 from ._budget import Budget
+from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
 from ._values import (
@@ -53,6 +54,7 @@ __all__ = [
     "TemporalBridge",
     "ToolCall",
     "agent_spec",
+    "child_permissions",
     "data_converter",
     "deputy_worker",
     "lead_input",

@@ -31,18 +31,17 @@ with workflow.unsafe.imports_passed_through():
         DelegationEnd,
         DelegationStart,
         Event,
-        Permissions,
         SubagentRecord,
         UsageLimits,
         decode_event,
         encode_event,
     )
+    from ._ceiling import child_permissions
     from ._loop import AgentLoop, Ids, new_id
     from ._values import (
         AgentSpec,
         LeadInput,
         LeadOutput,
-        PermissionSpec,
         SubagentInput,
         SubagentOutput,
     )
@@ -421,13 +420,8 @@ class LeadWorkflow:
     def _child_input(
         self, d: _Delegation, spec: AgentSpec, args: _DelegateArgs, request: LeadInput
     ) -> SubagentInput:
-        lead = request.permissions
         try:
-            ceiling = Permissions(
-                mode=lead.mode,  # type: ignore[arg-type]
-                allow=frozenset(lead.allow),
-                deny=frozenset(lead.deny),
-            ).ceiling(spec.permission_mode, spec.disallowed_tools)
+            permissions = child_permissions(request.permissions, spec)
         except PermissionCeilingError as exc:
             raise _SetupFailure(str(exc)) from exc
         brief = _Brief(
@@ -443,13 +437,8 @@ class LeadWorkflow:
             model=request.model if spec.model == "inherit" else spec.model,
             message=msgspec.json.encode(message).decode(),
             limits=d.limits,
-            permissions=PermissionSpec(
-                mode=ceiling.mode,
-                allow=tuple(sorted(ceiling.allow)),
-                deny=tuple(sorted(ceiling.deny)),
-                write_root=lead.write_root,
-            ),
-            lead_permissions=lead,
+            permissions=permissions,
+            lead_permissions=request.permissions,
             agent_id=d.ids.agent_id,
             run_id=d.ids.run_id,
             delegation_id=d.ids.delegation_id or "",
