@@ -8,7 +8,7 @@ is asyncio-only, so from trio use :class:`TemporalBridge`. See ``docs/temporal.m
 from __future__ import annotations
 
 from ._bridge import TemporalBridge, run_in_asyncio_thread
-from ._devserver import temporal_cli_path
+from ._devserver import DevServer, TemporalUnavailableError, free_port, temporal_cli_path
 
 try:
     import temporalio  # noqa: F401
@@ -42,6 +42,7 @@ __all__ = [
     "AgentSpec",
     "Budget",
     "DeputyActivities",
+    "DevServer",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
@@ -52,11 +53,13 @@ __all__ = [
     "SubagentOutput",
     "SubagentWorkflow",
     "TemporalBridge",
+    "TemporalUnavailableError",
     "ToolCall",
     "agent_spec",
     "child_permissions",
     "data_converter",
     "deputy_worker",
+    "free_port",
     "lead_input",
     "permission_spec",
     "run_in_asyncio_thread",
