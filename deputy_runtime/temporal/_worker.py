@@ -16,10 +16,35 @@ __all__ = ["DEFAULT_TASK_QUEUE", "WORKFLOWS", "deputy_worker", "workflow_runner"
 DEFAULT_TASK_QUEUE = "deputy"
 WORKFLOWS = (LeadWorkflow, SubagentWorkflow)
 
-# Modules the workflow sandbox shares with the worker instead of re-importing them per
-# run: deputy itself (its workflow code is deterministic; its I/O happens only in
-# activities) and the libraries it imports.
-_PASSTHROUGH = ("deputy_runtime", "msgspec", "anyio", "yaml", "re2", "httpx", "sniffio")
+# Modules the workflow sandbox shares with the worker instead of re-importing them for
+# every workflow run: the libraries deputy uses, and deputy's own modules except the two
+# that hold workflow code (``_workflows`` and ``_loop``) and the packages above them.
+# Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
+# fails the workflow task instead of silently breaking replay.
+_PASSTHROUGH = (
+    "msgspec",
+    "anyio",
+    "yaml",
+    "re2",
+    "httpx",
+    "sniffio",
+    "deputy_runtime._ids",
+    "deputy_runtime.chat",
+    "deputy_runtime.definitions",
+    "deputy_runtime.errors",
+    "deputy_runtime.runtime",
+    "deputy_runtime.skills",
+    "deputy_runtime.tools",
+    "deputy_runtime.temporal._activities",
+    "deputy_runtime.temporal._bridge",
+    "deputy_runtime.temporal._budget",
+    "deputy_runtime.temporal._ceiling",
+    "deputy_runtime.temporal._client",
+    "deputy_runtime.temporal._converter",
+    "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._values",
+    "deputy_runtime.temporal._worker",
+)
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:

@@ -22,6 +22,8 @@ import msgspec
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
+from ._loop import AgentLoop, Ids, new_id
+
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
     from ..errors import PermissionCeilingError
@@ -37,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         encode_event,
     )
     from ._ceiling import child_permissions
-    from ._loop import AgentLoop, Ids, new_id
     from ._values import (
         AgentSpec,
         LeadInput,
