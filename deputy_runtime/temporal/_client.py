@@ -95,6 +95,11 @@ def lead_input(
     """The lead workflow's input for ``task`` over ``sub_agents`` (names must be unique)."""
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
+    if usage_limits is not None and usage_limits.on_exceed != "stop":
+        raise ValueError(
+            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
+            "stops at its limits; read LeadOutput.result.stop_reason instead"
+        )
     values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
     specs = [agent_spec(d, model, model_aliases) for d in values]
     seen: set[str] = set()

@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
         ContentToolResult,
         ToolSpec,
         Turn,
-        trailing_repairs,
     )
     from ..runtime import (
         AgentResult,
@@ -66,6 +65,9 @@ TOOL_RETRY = RetryPolicy(
 )
 TOOL_TIMEOUT = timedelta(minutes=30)
 HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+
+#: The answer to a tool call of a reply after which the run stopped (as in-process).
+NOT_RUN = "The run stopped before this tool call ran."
 
 Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
 
@@ -174,9 +176,14 @@ class AgentLoop:
         self.events.append(RunStart(**ids, task=task, limits=self.limits))
         turns: list[Turn] = [Turn("user", (ContentText(task),))]
         stop_reason, error = await self._steps(turns)
-        repairs = trailing_repairs(turns)
-        if repairs:
-            turns.append(Turn("user", tuple(repairs)))
+        if turns[-1].role == "assistant" and turns[-1].tool_requests:
+            # The run stopped at a limit after this reply: none of its calls ran.
+            turns.append(
+                Turn(
+                    "user",
+                    tuple(ContentToolResult(c.id, error=NOT_RUN) for c in turns[-1].tool_requests),
+                )
+            )
         usage = self.budget.snapshot()
         self.events.append(UsageEvent(**ids, usage=usage, limits=self.limits))
         self.events.append(StopEvent(**ids, stop_reason=stop_reason, usage=usage, error=error))

@@ -161,3 +161,18 @@ async def test_a_finished_run_replays_without_nondeterminism(
         replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert replayed.replay_failure is None, (wid, replayed.replay_failure)
     assert len(ids) == 4
+
+
+async def test_a_limit_passed_by_a_reply_stops_the_run_as_in_process(
+    client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
+) -> None:
+    # The first reply (15 tokens) passes the 10-token limit while asking for delegations:
+    # the run stops there, no delegation starts, and the open calls are answered.
+    definitions = _definitions(workdir)
+    limits = UsageLimits(max_requests=20, max_total_tokens=10)
+    expected, expected_records, _ = await _in_process(workdir, definitions, limits)
+    _, out = await _durable(client, task_queue, definitions, limits)
+    assert out.result.stop_reason == expected.stop_reason == "total_token_limit"
+    assert out.result.turns == expected.turns
+    assert out.result.usage == expected.usage
+    assert out.subagents == () == tuple(expected_records)
