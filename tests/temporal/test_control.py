@@ -36,6 +36,7 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
+from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -121,6 +122,8 @@ async def test_interrupt_reaches_every_running_child(
         # The call that finished keeps its real result; no request followed it.
         assert result.turns[-1].contents[0].value == "released"  # type: ignore[union-attr]
         assert result.usage.requests == 1
+    # A run that was signalled mid-way replays too.
+    assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 4
 
 
 async def test_events_query_pages_the_log(

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
-from temporalio.worker import Replayer
 
 from deputy_runtime import (
     AgentDefinition,
@@ -22,13 +21,10 @@ from deputy_runtime import (
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
-    LeadWorkflow,
-    SubagentWorkflow,
-    data_converter,
     lead_input,
     start_lead,
-    workflow_runner,
 )
+from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -150,17 +146,7 @@ async def test_a_finished_run_replays_without_nondeterminism(
     workflow_id, out = await _durable(
         client, task_queue, _definitions(workdir), UsageLimits(max_requests=20)
     )
-    replayer = Replayer(
-        workflows=[LeadWorkflow, SubagentWorkflow],
-        data_converter=data_converter,
-        workflow_runner=workflow_runner(),
-    )
-    ids = [workflow_id] + [f"{workflow_id}/{r.delegation_id}" for r in out.subagents]
-    for wid in ids:
-        history = await client.get_workflow_handle(wid).fetch_history()
-        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert replayed.replay_failure is None, (wid, replayed.replay_failure)
-    assert len(ids) == 4
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 4
 
 
 async def test_a_limit_passed_by_a_reply_stops_the_run_as_in_process(

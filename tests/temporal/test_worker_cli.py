@@ -22,6 +22,7 @@ from temporalio.client import Client
 from deputy_runtime import UsageLimits, agent_definitions, tools_file
 from deputy_runtime.temporal import lead_input, start_lead
 from tests.temporal import crash_plugin
+from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = Path(crash_plugin.__file__)
@@ -144,3 +145,5 @@ async def test_sigkill_mid_fanout_another_worker_completes_the_run(
     for result in out.subagent_results:
         assert result is not None
         assert "released" in result.response
+    # The histories written across the crash replay without nondeterminism.
+    assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 4
