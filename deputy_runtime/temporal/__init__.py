@@ -33,12 +33,21 @@ from ._values import (
     ToolCall,
 )
 from ._worker import DEFAULT_TASK_QUEUE, deputy_worker, workflow_runner
-from ._workflows import EVENTS_QUERY, INTERRUPT_SIGNAL, LeadWorkflow, SubagentWorkflow
+from ._workflows import (
+    EVENTS_QUERY,
+    INTERRUPT_SIGNAL,
+    LEAD_PERMISSIONS_SIGNAL,
+    SET_PERMISSION_MODE_UPDATE,
+    LeadWorkflow,
+    SubagentWorkflow,
+)
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "EVENTS_QUERY",
     "INTERRUPT_SIGNAL",
+    "LEAD_PERMISSIONS_SIGNAL",
+    "SET_PERMISSION_MODE_UPDATE",
     "AgentSpec",
     "Budget",
     "DeputyActivities",

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         DelegationEnd,
         DelegationStart,
         Event,
+        Permissions,
         SubagentRecord,
         UsageLimits,
         decode_event,
@@ -43,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         AgentSpec,
         LeadInput,
         LeadOutput,
+        PermissionSpec,
         SubagentInput,
         SubagentOutput,
     )
@@ -51,6 +53,8 @@ __all__ = [
     "DELEGATE_TOOL_NAME",
     "EVENTS_QUERY",
     "INTERRUPT_SIGNAL",
+    "LEAD_PERMISSIONS_SIGNAL",
+    "SET_PERMISSION_MODE_UPDATE",
     "LeadWorkflow",
     "SubagentWorkflow",
     "delegate_tool_spec",
@@ -59,6 +63,11 @@ __all__ = [
 
 DELEGATE_TOOL_NAME = "delegate_to_agent"
 INTERRUPT_SIGNAL = "interrupt"
+#: Update narrowing a running lead's permission mode (the lead's own calls and its
+#: children's, from their next tool call on).
+SET_PERMISSION_MODE_UPDATE = "set_permission_mode"
+#: Signal carrying the lead's current permissions to a running child.
+LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
 EVENTS_QUERY = "events"
 #: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
 ANSWER_MAX_BYTES = 8 * 1024
@@ -215,6 +224,15 @@ def status_of(result: AgentResult) -> str:
     return "stopped"
 
 
+def _permissions(spec: PermissionSpec) -> Permissions:
+    """The checkable form of ``spec`` (its write root is not resolved in workflow code)."""
+    return Permissions(
+        mode=spec.mode,  # type: ignore[arg-type]
+        allow=frozenset(spec.allow),
+        deny=frozenset(spec.deny),
+    )
+
+
 def _now() -> float:
     return workflow.now().timestamp()
 
@@ -233,6 +251,7 @@ class SubagentWorkflow:
         self._events: list[Event] = []
         self._interrupt: str | None = None
         self._loop: AgentLoop | None = None
+        self._lead_permissions: PermissionSpec | None = None
 
     @workflow.run
     async def run(self, request: SubagentInput) -> SubagentOutput:
@@ -253,7 +272,7 @@ class SubagentWorkflow:
             params=spec.params,
             limits=request.limits,
             permissions=request.permissions,
-            lead_permissions=request.lead_permissions,
+            lead_permissions=self._lead_permissions or request.lead_permissions,
             events=self._events,
         )
         if self._interrupt is not None:
@@ -267,6 +286,13 @@ class SubagentWorkflow:
         self._interrupt = self._interrupt or reason
         if self._loop is not None:
             self._loop.interrupt(reason)
+
+    @workflow.signal(name=LEAD_PERMISSIONS_SIGNAL)
+    def lead_permissions(self, permissions: PermissionSpec) -> None:
+        """The lead's permissions changed: check the next tool calls against these."""
+        self._lead_permissions = permissions
+        if self._loop is not None:
+            self._loop.lead_permissions = permissions
 
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
@@ -283,6 +309,7 @@ class LeadWorkflow:
         self._interrupt: str | None = None
         self._loop: AgentLoop | None = None
         self._request: LeadInput | None = None
+        self._permissions: PermissionSpec | None = None  # the lead's current permissions
         self._specs: dict[str, AgentSpec] = {}
         self._delegations: list[_Delegation] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
@@ -290,6 +317,7 @@ class LeadWorkflow:
     @workflow.run
     async def run(self, request: LeadInput) -> LeadOutput:
         self._request = request
+        self._permissions = request.permissions
         self._specs = {s.name: s for s in request.sub_agents}
         names = tuple(self._specs)
         ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
@@ -324,6 +352,33 @@ class LeadWorkflow:
             self._loop.interrupt(reason)
         for handle in tuple(self._children.values()):
             await handle.signal(INTERRUPT_SIGNAL, reason)
+
+    @workflow.update(name=SET_PERMISSION_MODE_UPDATE)
+    async def set_permission_mode(self, mode: str) -> str:
+        """Narrow the lead's permission mode; running children check their next tool
+        calls against it, and later delegations get it as their ceiling. Returns the
+        new mode; widening is rejected (see the validator)."""
+        current = self._current_permissions()
+        narrowed = _permissions(current).narrow(mode)
+        self._permissions = msgspec.structs.replace(current, mode=narrowed.mode)
+        if self._loop is not None:
+            self._loop.permissions = self._permissions
+        for handle in tuple(self._children.values()):
+            await handle.signal(LEAD_PERMISSIONS_SIGNAL, self._permissions)
+        return self._permissions.mode
+
+    @set_permission_mode.validator
+    def _check_permission_mode(self, mode: str) -> None:
+        # Raises PermissionModeWideningError (or PermissionsError for an unknown mode),
+        # which rejects the update before it is written to the history.
+        _permissions(self._current_permissions()).narrow(mode)
+
+    def _current_permissions(self) -> PermissionSpec:
+        if self._permissions is not None:
+            return self._permissions
+        if self._request is not None:
+            return self._request.permissions
+        return PermissionSpec()
 
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
@@ -387,6 +442,8 @@ class LeadWorkflow:
             self._children[delegation_id] = handle
             if self._interrupt is not None:  # arrived while the child was starting
                 await handle.signal(INTERRUPT_SIGNAL, self._interrupt)
+            if self._current_permissions() != child_input.lead_permissions:  # narrowed meanwhile
+                await handle.signal(LEAD_PERMISSIONS_SIGNAL, self._current_permissions())
             out: SubagentOutput = await handle
             d.result = out.result
             d.usage = out.result.usage
@@ -422,7 +479,7 @@ class LeadWorkflow:
         self, d: _Delegation, spec: AgentSpec, args: _DelegateArgs, request: LeadInput
     ) -> SubagentInput:
         try:
-            permissions = child_permissions(request.permissions, spec)
+            permissions = child_permissions(self._current_permissions(), spec)
         except PermissionCeilingError as exc:
             raise _SetupFailure(str(exc)) from exc
         brief = _Brief(
@@ -439,7 +496,7 @@ class LeadWorkflow:
             message=msgspec.json.encode(message).decode(),
             limits=d.limits,
             permissions=permissions,
-            lead_permissions=request.permissions,
+            lead_permissions=self._current_permissions(),
             agent_id=d.ids.agent_id,
             run_id=d.ids.run_id,
             delegation_id=d.ids.delegation_id or "",

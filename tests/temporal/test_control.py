@@ -12,7 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 
 from deputy_runtime import (
     AgentDefinition,
@@ -27,7 +32,16 @@ from deputy_runtime import (
     tool,
     tools_file,
 )
-from deputy_runtime.chat import AssistantTurn, ModelRequest, TestProvider, unregister_provider
+from deputy_runtime.chat import (
+    AssistantTurn,
+    ContentToolResult,
+    ModelRequest,
+    ScriptedProvider,
+    TestProvider,
+    reply,
+    tool_call,
+    unregister_provider,
+)
 from deputy_runtime.runtime import DelegationStart, RunStart, StopEvent
 from deputy_runtime.temporal import (
     DeputyActivities,
@@ -240,3 +254,71 @@ async def test_model_errors_follow_the_provider_retry_rules(
     if stop_reason == "provider_error":
         assert out.result.error is not None
         assert "bad key" in out.result.error
+
+
+@pytest.fixture
+def scripted() -> Iterator[str]:
+    """A fresh provider name for this test, unregistered afterwards."""
+    name = f"scripted{uuid.uuid4().hex[:8]}"
+    yield name
+    unregister_provider(name)
+
+
+async def test_narrowing_the_lead_narrows_a_running_child(
+    client: Client,
+    task_queue: str,
+    workdir: Path,
+    scripted: str,
+) -> None:
+    name = scripted
+    gate = Gate(expected=1)
+    files = {t.name: t for t in tools_file(workdir)}
+    # The child holds, then tries to write; the lead is narrowed to readonly meanwhile.
+    provider = ScriptedProvider(
+        {
+            "lead": [tool_call("delegate_to_agent", {"agent_name": "writer", "task": "Write"}),
+                     reply("lead done")],
+            "writer": [tool_call("hold", {}),
+                       tool_call("write_file", {"path": "out.txt", "content": "x"}),
+                       reply("writer done")],
+        }
+    )  # fmt: skip
+    register_provider(name, lambda model, **kw: provider, default_model="m")
+    writer = AgentDefinition(
+        "writer", "Writes.", "You write.", tools=(gate.tool, files["write_file"]), max_requests=5
+    )
+    activities = DeputyActivities([gate.tool, files["write_file"]], working_dir=workdir)
+    async with deputy_worker(client, activities, task_queue=task_queue):
+        request = lead_input(
+            "Write", [writer], model=f"{name}/m", usage_limits=UsageLimits(10),
+            permissions=Permissions(mode="standard"),
+        )  # fmt: skip
+        handle = await start_lead(
+            client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+        with anyio.fail_after(WAIT_SECONDS):
+            await gate.all_started.wait()
+        with pytest.raises(WorkflowUpdateFailedError) as widening:
+            await handle.execute_update("set_permission_mode", "full")
+        assert "only narrowing is allowed" in str(widening.value.cause)
+        assert await handle.execute_update("set_permission_mode", "readonly") == "readonly"
+        events = [decode_event(e) for e in await handle.query("events", 0)]
+        [start] = [e for e in events if isinstance(e, DelegationStart)]
+        child_id = f"{handle.id}/{start.delegation_id}"
+        with anyio.fail_after(WAIT_SECONDS):
+            while not await _was_signalled(client, child_id):
+                await anyio.sleep(0.1)  # poll interval of the history check above
+        gate.release.set()
+        with anyio.fail_after(WAIT_SECONDS):
+            out = await handle.result()
+    [result] = out.subagent_results
+    assert result is not None
+    [denied] = [
+        c for t in result.turns for c in t.contents if isinstance(c, ContentToolResult) and c.error
+    ]
+    assert denied.error is not None
+    assert denied.error.startswith("Permission denied: ")
+    assert denied.error.endswith("(lead's current permissions)")
+    assert not (workdir / "out.txt").exists()
+    assert out.result.stop_reason == "complete"
+    assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 2
