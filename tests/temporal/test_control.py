@@ -322,3 +322,34 @@ async def test_narrowing_the_lead_narrows_a_running_child(
     assert not (workdir / "out.txt").exists()
     assert out.result.stop_reason == "complete"
     assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 2
+
+
+async def test_interrupting_one_child_stops_only_that_delegation(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    gate = Gate(expected=2)
+    definitions = [
+        AgentDefinition(name, f"The {name}.", "You wait.", tools=(gate.tool,), max_requests=3)
+        for name in ("one", "two")
+    ]
+    activities = DeputyActivities([gate.tool], working_dir=workdir)
+    async with deputy_worker(client, activities, task_queue=task_queue):
+        handle = await _start(client, task_queue, definitions, usage_limits=UsageLimits(20))
+        with anyio.fail_after(WAIT_SECONDS):
+            await gate.all_started.wait()
+            starts: list[DelegationStart] = []
+            while len(starts) < 2:
+                events = [decode_event(e) for e in await handle.query("events", 0)]
+                starts = [e for e in events if isinstance(e, DelegationStart)]
+        target = next(e for e in starts if e.agent_name == "one")
+        child_id = f"{handle.id}/{target.delegation_id}"
+        await client.get_workflow_handle(child_id).signal("interrupt", "just this one")
+        with anyio.fail_after(WAIT_SECONDS):
+            while not await _was_signalled(client, child_id):
+                await anyio.sleep(0.1)  # poll interval of the history check above
+        gate.release.set()
+        with anyio.fail_after(WAIT_SECONDS):
+            out = await handle.result()
+    outcomes = {r.agent_name: (r.status, r.stop_reason) for r in out.subagents}
+    assert outcomes == {"one": ("stopped", "interrupted"), "two": ("completed", "complete")}
+    assert out.result.stop_reason == "complete"
