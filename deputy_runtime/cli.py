@@ -26,6 +26,7 @@ _COMMANDS = {
     "run": "deputy_runtime._cli.run:run",
     "bench": "deputy_runtime._cli.bench:bench",
     "worker": "deputy_runtime._cli.worker:worker",
+    "run-temporal": "deputy_runtime._cli.run_temporal:run_temporal",
 }
 
 
@@ -95,6 +96,13 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    p.add_argument(
+        "--temporal",
+        default=None,
+        metavar="ADDRESS",
+        help="run durably on the Temporal server at HOST:PORT (workers: deputy-runtime worker)",
+    )
+    p.add_argument("--task-queue", default="deputy", metavar="QUEUE", help="with --temporal")
 
     p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
@@ -134,7 +142,10 @@ _SIGPIPE = 13  # the exit status of a process killed by SIGPIPE is 128 + 13
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deputy-runtime`` command; returns the exit status."""
     args = _parser().parse_args(argv)
-    module_name, _, function_name = _COMMANDS[args.command].partition(":")
+    command = args.command
+    if command == "run" and args.temporal is not None:
+        command = "run-temporal"  # a durable run: started on Temporal, followed from here
+    module_name, _, function_name = _COMMANDS[command].partition(":")
     function = getattr(importlib.import_module(module_name), function_name)
     try:
         status: int = function(args)

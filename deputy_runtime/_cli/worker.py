@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import importlib.util
 import os
 import signal
 import sys
 from datetime import timedelta
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from ..definitions import AgentDefinition, agent_definitions
 from ..errors import DeputyError
 from ..tools import Tool, tools_file
+from .temporal_plugins import PluginError, plugin_tools
 
 __all__ = ["worker"]
 
@@ -77,7 +74,11 @@ def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDe
         raise _UsageError("--temporal is empty: give the server's HOST:PORT, e.g. 127.0.0.1:7233")
     registry = {t.name: t for t in tools_file(Path.cwd())}
     for target in args.plugin or ():
-        for t in _plugin_tools(target, _load_module(target)):
+        try:
+            found = plugin_tools(target)
+        except PluginError as exc:
+            raise _UsageError(str(exc)) from exc
+        for t in found:
             registry[t.name] = t
     directory = Path(args.agents)
     if not directory.is_dir():
@@ -90,44 +91,6 @@ def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDe
     except DeputyError as exc:
         raise _UsageError(str(exc)) from exc
     return registry, definitions
-
-
-def _load_module(target: str) -> ModuleType:
-    """Import a plugin: a ``.py`` file or a dotted module name."""
-    try:
-        if target.endswith(".py"):
-            path = Path(target)
-            if not path.is_file():
-                raise _UsageError(f"--plugin {target!r}: no such file")
-            spec = importlib.util.spec_from_file_location(f"deputy_worker_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                raise _UsageError(f"--plugin {target!r}: not an importable Python file")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-            return module
-        return importlib.import_module(target)
-    except _UsageError:
-        raise
-    except Exception as exc:
-        raise _UsageError(f"--plugin {target!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _plugin_tools(target: str, module: ModuleType) -> list[Tool]:
-    tools: Any = getattr(module, "temporal_tools", ())
-    if callable(tools):
-        tools = tools()
-    try:
-        found = list(tools)
-    except TypeError:
-        found = [tools]
-    bad = [t for t in found if not isinstance(t, Tool)]
-    if bad:
-        raise _UsageError(
-            f"--plugin {target!r}: temporal_tools must be a list of Tool objects, "
-            f"got {type(bad[0]).__name__}"
-        )
-    return found
 
 
 async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:

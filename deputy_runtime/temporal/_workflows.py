@@ -16,11 +16,12 @@ every running child; the ``events`` query returns the encoded event log from an 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import msgspec
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._loop import AgentLoop, Ids, new_id
 
@@ -233,6 +234,13 @@ def _permissions(spec: PermissionSpec) -> Permissions:
     )
 
 
+async def _tell(handle: workflow.ChildWorkflowHandle[Any, Any], name: str, arg: Any) -> None:
+    """Signal a running child. A child that finished before the signal reached it (its
+    completion not yet seen by the lead) needs nothing, so that failure is dropped."""
+    with contextlib.suppress(FailureError):
+        await handle.signal(name, arg)
+
+
 def _now() -> float:
     return workflow.now().timestamp()
 
@@ -351,7 +359,7 @@ class LeadWorkflow:
         if self._loop is not None:
             self._loop.interrupt(reason)
         for handle in tuple(self._children.values()):
-            await handle.signal(INTERRUPT_SIGNAL, reason)
+            await _tell(handle, INTERRUPT_SIGNAL, reason)
 
     @workflow.update(name=SET_PERMISSION_MODE_UPDATE)
     async def set_permission_mode(self, mode: str) -> str:
@@ -364,7 +372,7 @@ class LeadWorkflow:
         if self._loop is not None:
             self._loop.permissions = self._permissions
         for handle in tuple(self._children.values()):
-            await handle.signal(LEAD_PERMISSIONS_SIGNAL, self._permissions)
+            await _tell(handle, LEAD_PERMISSIONS_SIGNAL, self._permissions)
         return self._permissions.mode
 
     @set_permission_mode.validator
@@ -441,9 +449,9 @@ class LeadWorkflow:
             )
             self._children[delegation_id] = handle
             if self._interrupt is not None:  # arrived while the child was starting
-                await handle.signal(INTERRUPT_SIGNAL, self._interrupt)
+                await _tell(handle, INTERRUPT_SIGNAL, self._interrupt)
             if self._current_permissions() != child_input.lead_permissions:  # narrowed meanwhile
-                await handle.signal(LEAD_PERMISSIONS_SIGNAL, self._current_permissions())
+                await _tell(handle, LEAD_PERMISSIONS_SIGNAL, self._current_permissions())
             out: SubagentOutput = await handle
             d.result = out.result
             d.usage = out.result.usage

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
@@ -38,3 +39,12 @@ async def assert_replays(client: Client, workflow_ids: Iterable[str]) -> int:
         assert replayed.replay_failure is None, (wid, replayed.replay_failure)
         count += 1
     return count
+
+
+async def was_signalled(client: Client, workflow_id: str) -> bool:
+    """Whether the workflow's history holds a signal it received."""
+    handle = client.get_workflow_handle(workflow_id)
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            return True
+    return False

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -50,7 +49,7 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, run_workflow_ids
+from tests.temporal.helpers import assert_replays, run_workflow_ids, was_signalled
 
 pytestmark = pytest.mark.anyio
 
@@ -87,14 +86,6 @@ async def _start(
     )
 
 
-async def _was_signalled(client: Client, workflow_id: str) -> bool:
-    handle = client.get_workflow_handle(workflow_id)
-    async for event in handle.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            return True
-    return False
-
-
 @pytest.fixture
 async def gated_worker(client: Client, task_queue: str, workdir: Path) -> AsyncIterator[Gate]:
     gate = Gate(expected=3)
@@ -124,7 +115,7 @@ async def test_interrupt_reaches_every_running_child(
             starts = [e for e in events if isinstance(e, DelegationStart)]
         child_ids = [f"{handle.id}/{e.delegation_id}" for e in starts]
         for child_id in child_ids:  # the forwarded signal is in each child's history
-            while not await _was_signalled(client, child_id):
+            while not await was_signalled(client, child_id):
                 await anyio.sleep(0.1)  # poll interval of the history check above
     gate.release.set()
     with anyio.fail_after(WAIT_SECONDS):
@@ -306,7 +297,7 @@ async def test_narrowing_the_lead_narrows_a_running_child(
         [start] = [e for e in events if isinstance(e, DelegationStart)]
         child_id = f"{handle.id}/{start.delegation_id}"
         with anyio.fail_after(WAIT_SECONDS):
-            while not await _was_signalled(client, child_id):
+            while not await was_signalled(client, child_id):
                 await anyio.sleep(0.1)  # poll interval of the history check above
         gate.release.set()
         with anyio.fail_after(WAIT_SECONDS):
@@ -345,7 +336,7 @@ async def test_interrupting_one_child_stops_only_that_delegation(
         child_id = f"{handle.id}/{target.delegation_id}"
         await client.get_workflow_handle(child_id).signal("interrupt", "just this one")
         with anyio.fail_after(WAIT_SECONDS):
-            while not await _was_signalled(client, child_id):
+            while not await was_signalled(client, child_id):
                 await anyio.sleep(0.1)  # poll interval of the history check above
         gate.release.set()
         with anyio.fail_after(WAIT_SECONDS):
