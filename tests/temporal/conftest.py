@@ -40,6 +40,13 @@ else:
 SERVER_START_SECONDS = 120.0
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the dev server (a process of its own) is ``slow``."""
+    for item in items:
+        if "temporal_address" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """Temporal's SDK is asyncio-only: these tests run on asyncio alone."""
