@@ -426,9 +426,8 @@ class LeadWorkflow:
         )
         self._delegations.append(d)
         delegation_id = d.ids.delegation_id or ""
-        if self._interrupt is not None:
-            d.status, d.stop_reason, d.completed_at = "not_started", "interrupted", _now()
-            return ContentToolResult(call.id, value=d.outcome())
+        # No interrupt check here: the loop answers a turn's calls with "interrupted" before
+        # handing them over, and nothing awaits between that check and this point.
         d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
         fields = d.ids.fields()
         self._events.append(
