@@ -29,7 +29,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from deputy_runtime.runtime._permissions import permissions_standard
+from deputy_runtime import Permissions
 from deputy_runtime.tools import Tool, invoke_tool, tool
 
 
@@ -74,7 +74,7 @@ async def _time(n: int, reps: int, body: Callable[[], Awaitable[Any]]) -> float:
 
 async def main(n: int, reps: int) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="deputy-bench-tools-"))
-    perms = permissions_standard(deny=["run_bash"]).bind(workdir)
+    perms = Permissions(mode="standard", deny=["run_bash"]).bind(workdir)
     cases: list[tuple[str, Tool, dict[str, Any]]] = [
         ("async @tool", lookup, {"key": "k", "limit": 3}),
         ("sync @tool", add, {"a": 1, "b": 2}),

@@ -27,6 +27,7 @@ _COMMANDS = {
     "bench": "deputy_runtime._cli.bench:bench",
     "worker": "deputy_runtime._cli.worker:worker",
     "run-temporal": "deputy_runtime._cli.run_temporal:run_temporal",
+    "serve": "deputy_runtime._cli.serve:serve",
 }
 
 
@@ -39,9 +40,30 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check definition files (YAML and markdown)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    p.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first, as run does (its tools count as known)",
+    )
 
     p = sub.add_parser("list", help="list the definitions in a directory")
-    p.add_argument("directory", nargs="?", default=".deputy/agents", metavar="DIR")
+    p.add_argument(
+        "directory",
+        nargs="?",
+        default=".deputy/agents",
+        metavar="DIR",
+        help="directory of *.yaml, *.yml and *.md definitions (default: .deputy/agents)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first, as run does (its tools count as known)",
+    )
 
     sub.add_parser("schema", help="print the JSON Schema of definition format v1")
 
@@ -117,12 +139,113 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (register_provider; temporal_tools)",
     )
 
+    _serve_parser(sub)
+
     p = sub.add_parser("bench", help="measure delegation overhead against a bare floor")
     p.add_argument(
         "--quick", action="store_true", help="small sizes, few repetitions (about a minute)"
     )
     p.add_argument("--json", action="store_true", help="print results as JSON")
     return parser
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve leads over HTTP with a live web view (needs the 'serve' extra)",
+        description="Serve leads over HTTP: POST /runs, server-sent events, a web view at /. "
+        "The bearer token comes from DEPUTY_RUNTIME_TOKEN or --token-file, never from the "
+        "command line. See docs/service.md.",
+    )
+    p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8765, help="TCP port (default 8765)")
+    p.add_argument("--token-file", default=None, metavar="FILE", help="accepted tokens, one a line")
+    p.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve without a token; refused unless --host is a loopback address",
+    )
+    p.add_argument("--model", default=None, metavar="SPEC", help='e.g. "openai/gpt-4.1-mini"')
+    p.add_argument("--model-alias", action="append", default=[], metavar="ALIAS=MODEL")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    p.add_argument(
+        "--permission-mode",
+        default="standard",
+        choices=["readonly", "plan", "standard", "full"],
+        help="every run's mode ceiling (default standard)",
+    )
+    p.add_argument(
+        "--max-requests",
+        type=_whole_number,
+        default=25,
+        metavar="N",
+        help="ceiling of a run's model requests, delegations included (default 25)",
+    )
+    p.add_argument(
+        "--max-total-tokens",
+        type=_whole_number,
+        default=None,
+        metavar="N",
+        help="ceiling of a run's tokens (default: none)",
+    )
+    p.add_argument(
+        "--max-runs", type=_whole_number, default=32, metavar="N", help="active runs at once"
+    )
+    p.add_argument(
+        "--keep-runs",
+        type=_whole_number,
+        default=1000,
+        metavar="N",
+        help="finished runs kept for GET /runs/ID (default 1000)",
+    )
+    p.add_argument(
+        "--rate",
+        type=_positive,
+        default=20.0,
+        metavar="R",
+        help="requests per second per token, after --burst (default 20)",
+    )
+    p.add_argument("--burst", type=_whole_number, default=60, metavar="N")
+    p.add_argument("--max-body-bytes", type=_whole_number, default=64 * 1024, metavar="N")
+    p.add_argument(
+        "--event-log-size",
+        type=_whole_number,
+        default=10_000,
+        metavar="N",
+        help="events kept per run for Last-Event-ID resumption (default 10000)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=_positive,
+        default=5.0,
+        metavar="SECONDS",
+        help="on SIGTERM, runs get this long to stop at a boundary before being cancelled",
+    )
+    p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
+    p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+
+
+def _port(text: str) -> int:
+    """A TCP port, 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    """A number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
 
 
 def _whole_number(text: str) -> int:

@@ -14,10 +14,20 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BudgetExceeded",
+    "BudgetLedgerError",
+    "CoordinationError",
+    "CoordinationUnavailableError",
     "DefinitionError",
     "DefinitionFileError",
     "DelegationBindingError",
     "DeputyError",
+    "InvalidUsageError",
+    "McpCallTimeoutError",
+    "McpConfigError",
+    "McpError",
+    "McpServerGoneError",
+    "McpStartError",
+    "McpToolError",
     "PermissionCeilingError",
     "PermissionModeWideningError",
     "PermissionsError",
@@ -26,11 +36,14 @@ __all__ = [
     "RateLimitError",
     "RequestLimitExceeded",
     "ResourceBusyError",
+    "ResponseTooLargeError",
     "RunActiveError",
     "ScriptError",
     "SkillError",
     "ToolArgumentError",
     "ToolDefinitionError",
+    "ToolLoopLimitError",
+    "UnknownProviderError",
     "UsageLimitExceeded",
 ]
 
@@ -88,6 +101,22 @@ class DelegationBindingError(DeputyError):
 
 class ResourceBusyError(DelegationBindingError):
     """An exclusive resource key is held by another delegation (fails at once, no waiting)."""
+
+
+class CoordinationError(DeputyError):
+    """A cross-process coordination backend (the optional Redis leases and budget ledger)
+    failed or was misused; the message names the backend and what to do."""
+
+
+class CoordinationUnavailableError(CoordinationError, ConnectionError):
+    """The coordination backend cannot be reached: at setup, or mid-run for a new acquire or
+    reserve, or after a release or settle exhausted its bounded retry time."""
+
+
+class BudgetLedgerError(CoordinationError):
+    """A shared budget ledger refused an operation: its stored limits differ from the ones
+    configured, it is missing (the server lost its data), or a holder id was already used
+    or never reserved."""
 
 
 class PermissionCeilingError(DeputyError):
@@ -162,3 +191,100 @@ class ProviderTimeoutError(ProviderError):
 
 class BadRequestError(ProviderError):
     """The provider rejected the request as malformed (400/404/422); never retried."""
+
+
+class UnknownProviderError(DeputyError, ValueError):
+    """A model spec named a provider that is not registered; the message lists the known ones."""
+
+
+class ToolLoopLimitError(DeputyError, RuntimeError):
+    """The model kept calling tools for more than ``max_tool_rounds`` rounds.
+
+    ``max_tool_rounds`` is the limit that was reached.
+    """
+
+    def __init__(self, message: str, *, max_tool_rounds: int) -> None:
+        super().__init__(message)
+        self.max_tool_rounds = max_tool_rounds
+
+
+class ResponseTooLargeError(ProviderError):
+    """A response went over a configured size cap and was abandoned.
+
+    ``limit`` is the cap in bytes and ``what`` the thing it bounds (``"max_body_bytes"``,
+    ``"max_event_bytes"`` or ``"max_stream_bytes"``), so the message and the attributes
+    name the setting to raise.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        body: object | None = None,
+        limit: int | None = None,
+        what: str | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status, body=body)
+        self.limit = limit
+        self.what = what
+
+
+class InvalidUsageError(ProviderError):
+    """A response reported usage that cannot be true (negative, non-finite or absurd counts
+    or cost); the response is rejected so a usage limit is never fed a value that would
+    disable it."""
+
+
+class McpError(DeputyError):
+    """An MCP server could not be configured, started or called; ``server`` names it."""
+
+    def __init__(self, message: str, *, server: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class McpConfigError(McpError, ValueError):
+    """An MCP server configuration is invalid; the message names the file, server and field.
+
+    ``path`` is the ``.mcp.json`` file when the configuration came from one.
+    """
+
+    def __init__(
+        self, message: str, *, server: str | None = None, path: str | Path | None = None
+    ) -> None:
+        super().__init__(message, server=server)
+        self.path = None if path is None else Path(path)
+
+
+class McpStartError(McpError):
+    """An MCP server did not start: spawn failed, it exited, or it missed the start timeout.
+
+    ``stderr`` holds the last lines the server wrote to its standard error.
+    """
+
+    def __init__(
+        self, message: str, *, server: str | None = None, stderr: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, server=server)
+        self.stderr = stderr
+
+
+class McpToolError(McpError):
+    """An MCP tool call failed; the agent loop returns it to the model as a tool error.
+
+    ``tool`` is the server's own name for the tool.
+    """
+
+    def __init__(self, message: str, *, server: str | None = None, tool: str | None = None) -> None:
+        super().__init__(message, server=server)
+        self.tool = tool
+
+
+class McpCallTimeoutError(McpToolError):
+    """An MCP tool call did not answer within the call timeout."""
+
+
+class McpServerGoneError(McpToolError):
+    """The MCP server's connection ended (it crashed, was closed or broke the protocol)."""

@@ -18,10 +18,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from .definitions._yaml import nesting_problem
+from ._yaml_depth import SCALAR_ERRORS, plain_int, sexagesimal_tag, shape_problem
 from .errors import SkillError, ToolArgumentError
-from .tools._schema import schema_validator
-from .tools._tool import Tool
+from .tools import Tool, schema_validator
 
 __all__ = ["Skill", "skill_load", "skills_prompt_section", "skills_tool"]
 
@@ -42,18 +41,44 @@ SKILL_FILE = "SKILL.md"
 #: Skill names follow the Agent Skills format: letters, digits, '-', '_' (1-64).
 SKILL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SKILL_DESCRIPTION_MAX = 1024
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_NESTING = 64
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """The safe loader with the definition files' integer rule: plain decimal of at most
+    18 digits, so no huge or base-60 int is ever built (see ``plain_int``)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        return sexagesimal_tag(kind, value, implicit) or super().resolve(kind, value, implicit)
+
+
+def _plain_int(loader: Any, node: yaml.ScalarNode) -> int:
+    return plain_int(node.value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _plain_int)
 
 
 def skill_load(path: str | os.PathLike[str]) -> Skill:
     """Load an Agent Skills directory (or its ``SKILL.md``) into a :class:`Skill`.
 
     ``SKILL.md`` starts with YAML frontmatter between ``---`` lines holding ``name`` and
-    ``description`` (other keys such as ``license`` are allowed and ignored); the rest
-    is the instructions. The file must be a regular UTF-8 file of at most 256 KiB.
-    Any problem raises :class:`SkillError` naming the path.
+    ``description`` (other keys such as ``license`` are allowed and ignored); the rest is the
+    instructions.
+
+    Args:
+        path: The skill directory, or its ``SKILL.md``.
+
+    Returns:
+        The skill.
+
+    Raises:
+        SkillError: Any problem (not a regular UTF-8 file of at most 256 KiB, bad
+            frontmatter, a missing name or description); the error names the path.
     """
+    if "\0" in os.fspath(path):
+        raise SkillError(f"{path!r}: a path cannot contain a NUL character")
     given = Path(path)
     file = given / SKILL_FILE if given.is_dir() else given
     text = _read_skill_file(file)
@@ -89,8 +114,9 @@ def _read_skill_file(file: Path) -> str:
         raise SkillError(
             f"{file}: skill file not found (expected a directory with {SKILL_FILE})"
         ) from None
-    except OSError as exc:
-        raise SkillError(f"{file}: cannot read skill file ({exc.strerror})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a name the OS cannot encode
+        why = getattr(exc, "strerror", None) or exc
+        raise SkillError(f"{file}: cannot read skill file ({why})") from None
     if not stat.S_ISREG(st.st_mode):
         raise SkillError(f"{file}: not a regular file")
     if st.st_size > SKILL_MAX_BYTES:
@@ -122,19 +148,28 @@ def _split_frontmatter(text: str, file: Path) -> tuple[dict[str, Any], str]:
     else:
         raise SkillError(f"{file}: the frontmatter has no closing '---' line")
     frontmatter = "".join(lines[1:i])
-    # Checked before loading: libyaml's composer recurses in C, one frame per level.
-    deep = nesting_problem(frontmatter, _MAX_NESTING)
-    if deep is not None:
-        raise SkillError(
-            f"{file}: the frontmatter is nested more than {_MAX_NESTING} levels deep "
-            f"(line {deep[0] + 1}); flatten it"
-        )
+    # Checked before loading: libyaml's composer recurses in C, one frame per level, and
+    # an oversized list or mapping is refused before its values are built.
+    shape = shape_problem(frontmatter, _MAX_NESTING)
+    if shape is not None:
+        reason, mark = shape
+        where = f"line {mark[0] + 1}" if mark else "somewhere"
+        if reason is None:
+            reason = f"the frontmatter is nested more than {_MAX_NESTING} levels deep"
+            raise SkillError(f"{file}: {reason} ({where}); flatten it")
+        raise SkillError(f"{file}: frontmatter ({where}): {reason}")
     try:
         meta = yaml.load(frontmatter, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
         raise SkillError(f"{file}: invalid YAML frontmatter{where}: {exc}") from None
+    except SCALAR_ERRORS as exc:  # an int that is not plain decimal, '!!bool maybe', ...
+        detail = f" ({exc})" if str(exc) else ""
+        raise SkillError(
+            f"{file}: invalid YAML frontmatter: a value could not be read{detail}; quote "
+            "values meant as text (integers must be plain decimal of at most 18 digits)"
+        ) from None
     if not isinstance(meta, dict):
         raise SkillError(f"{file}: the frontmatter must be a mapping with name and description")
     return meta, "".join(lines[i + 1 :])
@@ -155,6 +190,15 @@ def skills_tool(skills: Iterable[Skill]) -> Tool:
     """The read-only ``load_skill(name)`` tool returning a skill's instructions.
 
     An unknown name is a tool error listing the available names, so the model can retry.
+
+    Args:
+        skills: The skills the tool can load.
+
+    Returns:
+        The ``load_skill`` tool.
+
+    Raises:
+        SkillError: Two skills share a name.
     """
     by_name = _check_skills(skills)
     folded = {name.lower(): skill for name, skill in by_name.items()}
@@ -201,7 +245,17 @@ def skills_tool(skills: Iterable[Skill]) -> Tool:
 
 
 def skills_prompt_section(skills: Iterable[Skill]) -> str:
-    """The system-prompt section listing skills by name and description ("" if none)."""
+    """The system-prompt section listing skills by name and description.
+
+    Args:
+        skills: The skills an agent has.
+
+    Returns:
+        The section's text, or ``""`` when there are no skills.
+
+    Raises:
+        SkillError: Two skills share a name.
+    """
     by_name = _check_skills(skills)
     if not by_name:
         return ""

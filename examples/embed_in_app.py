@@ -23,10 +23,10 @@ import anyio
 from deputy_runtime import (
     Event,
     LeadAgent,
+    Permissions,
     UsageLimits,
     agent_definitions,
     chat,
-    permissions_standard,
     tools_file,
 )
 
@@ -56,7 +56,7 @@ async def main(model: str = "test") -> int:
         chat(model),
         definitions,
         tools=[registry["read_file"], registry["list_files"]],
-        permissions=permissions_standard(),
+        permissions=Permissions(mode="standard"),
         usage_limits=UsageLimits(max_requests=60),
         working_dir=HERE.parent,
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import deputy_runtime._bench
 from deputy_runtime._bench import _runner
 from deputy_runtime._bench._contenders import BUILTIN
 from deputy_runtime._bench._floors import create_anyio
@@ -76,7 +77,7 @@ def test_every_contender_answers_done_n_in_worker_processes() -> None:
 def test_cli_bench_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(_runner, "QUICK", TINY)
+    monkeypatch.setattr(deputy_runtime._bench, "QUICK", TINY)  # what the command reads
     assert main(["bench", "--quick", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
     answers = {(s["contender"], s["kind"]): s["answer"] for s in results["samples"]}

@@ -157,3 +157,27 @@ def test_prompt_section_lists_names_and_descriptions() -> None:
     assert "- pdf-forms: Fill PDF forms.\n- review: Review code." in section
     assert "long..." not in section  # instructions load on demand only
     assert skills_prompt_section([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("name: 0x" + "f" * 4000, "(hexadecimal notation is not accepted)"),
+        ("version: 1" + ":59" * 60_000, "(YAML 1.1 reads digits separated by ':' as a base-60"),
+        ("tools: [" + ",".join(["a"] * 100_000) + "]", "the value of 'tools' has more than 1,024"),
+        ("flag: !!bool maybe", "a value could not be read ('maybe')"),
+    ],
+    ids=["huge-hex-name", "base-60", "long-list", "bad-bool"],
+)
+def test_hostile_frontmatter_is_a_skill_error(tmp_path: Path, extra: str, message: str) -> None:
+    # These used to escape as ValueError or KeyError, or take seconds (base 60).
+    d = write_skill(tmp_path, "s", f"---\ndescription: d\n{extra}\n---\nDo it.\n")
+    with pytest.raises(SkillError) as info:
+        skill_load(d)
+    assert str(d / "SKILL.md") in str(info.value)
+    assert message in str(info.value)
+
+
+def test_a_nul_in_the_path_is_a_skill_error() -> None:
+    with pytest.raises(SkillError, match="cannot contain a NUL character"):
+        skill_load("skills/a\0b")

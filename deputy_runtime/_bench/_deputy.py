@@ -6,7 +6,7 @@ lead's delegate calls), request and tool-call budgets large enough never to stop
 ``run_stream``. The definition sets ``max_requests=1`` (its model answers in one
 response): a child reserves min(definition, lead's remaining budget), so without it the
 first of N concurrent children would reserve the whole remaining budget and its siblings
-would start with none. Token and cost budgets are not set for the same reason: deputy's
+would start with none. Token and cost budgets are not set for the same reason: the
 budget arithmetic hands a child all the remaining tokens and cost, which leaves nothing to
 a concurrent sibling. The subagent is built fresh on every delegation from a small definition,
 as the runtime always does. One zero-cost provider answers both the lead and the children
@@ -22,7 +22,7 @@ from typing import Any
 import anyio.lowlevel
 import msgspec
 
-from ..chat._types import (
+from ..chat import (
     AssistantTurn,
     ContentText,
     ContentToolRequest,
@@ -136,10 +136,10 @@ class DeputyContender:
             HookEvent,
             Hooks,
             LeadAgent,
+            Permissions,
             UsageLimits,
             __version__,
             agent_definition,
-            permissions_standard,
         )
         from ..chat import Chat
 
@@ -154,7 +154,7 @@ class DeputyContender:
             sub_agents=[
                 agent_definition(CHILD_NAME, CHILD_DESCRIPTION, CHILD_PROMPT, max_requests=1)
             ],
-            permissions=permissions_standard(),
+            permissions=Permissions(mode="standard"),
             usage_limits=UsageLimits(max_requests=_BIG, max_tool_calls=_BIG),
             hooks=hooks,
         )

@@ -16,7 +16,7 @@ DEPUTY = "deputy_runtime"
 ANYIO = "anyio_floor"
 ASYNCIO = "asyncio_floor"
 
-#: The delegation targets of issue 7 (checked by :func:`target_checks`).
+#: The overhead targets the runtime is held to (checked by :func:`target_checks`).
 TARGETS = (
     "sequential lead run <= 8x anyio floor",
     "fan-out per delegation <= 5x anyio floor at N = 100 and 1,000",

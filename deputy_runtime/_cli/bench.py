@@ -37,9 +37,7 @@ def start_message(quick: bool, reps: int, sizes: tuple[int, ...]) -> str:
 
 def bench(args: argparse.Namespace) -> int:
     """Run the benchmark; exit status 1 if any worker failed or answered wrongly."""
-    from .._bench._contenders import BUILTIN
-    from .._bench._report import render
-    from .._bench._runner import FULL, QUICK, run_benchmarks
+    from .._bench import BUILTIN, FULL, QUICK, render, run_benchmarks
 
     config = QUICK if getattr(args, "quick", False) else FULL
 

@@ -17,9 +17,11 @@ and nothing is written:
   each field that loses some is named in a warning.
 
 Frontmatter keys deputy does not read (``color``, ``hooks``, ...) are not carried; the
-command names them on stderr. So it does for a markdown body over 1000 lines or a
-description over 1024 characters: the markdown reading rules cut them, and the
-converted definition has what a reader gets, so a warning says so (the exit status stays 0).
+command names them on stderr, and prints the markdown reader's warnings (an unquoted
+``: `` in a value, a dropped ``Agent(...)`` entry, ...) the same way. So it does for a
+markdown body over 1000 lines or a description over 1024 characters: the markdown reading
+rules cut them, and the converted definition has what a reader gets, so a warning says so
+(the exit status stays 0).
 """
 
 from __future__ import annotations
@@ -27,16 +29,30 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from ..definitions._discovery import definition_format
-from ..definitions._files import read_definition_text
-from ..errors import DeputyError
-from ..tools._tool import Tool
-
-if TYPE_CHECKING:
-    from ..definitions._markdown_read import ParsedMarkdown
-    from ..definitions._model import AgentDefinition
+from ..definitions import (
+    MAX_BODY_LINES,
+    MAX_DESCRIPTION_LENGTH,
+    REGISTRY_KEY_PATTERN,
+    AgentDefinition,
+    ParsedMarkdown,
+    ProblemLog,
+    YAMLProblem,
+    agent_definition_read,
+    agent_definition_write,
+    build_definition,
+    definition_format,
+    install_atomically,
+    load_yaml,
+    markdown_text,
+    parse_markdown,
+    read_definition_text,
+    surrounding_whitespace,
+    whitespace_losses,
+)
+from ..errors import DefinitionFileError, DeputyError
+from ..tools import Tool
 
 __all__ = ["convert", "placeholder_registries"]
 
@@ -93,13 +109,16 @@ def _convert(
     options: _Options,
     warnings: list[str],
 ) -> tuple[str, ...]:
-    from ..definitions import _markdown_read, agent_definition_read, agent_definition_write
-    from ..errors import DefinitionFileError
-
     ignored: tuple[str, ...] = ()
     if source_kind == "markdown":
         text = read_definition_text(source, markdown=True)
-        parsed = _markdown_read.parse_markdown(text, source)
+        log = ProblemLog(source)
+        parsed = parse_markdown(text, source, log)
+        # The reader's own warnings, except for what it cut: said below in convert's terms.
+        for problem in log.warnings:
+            if problem.field not in parsed.truncated:
+                where = source if problem.line is None else f"{source}:{problem.line}"
+                warnings.append(f"{where}: {problem.message}")
         warnings.extend(_truncation_warnings(parsed))
         if parsed.tool_names is None:
             raise DefinitionFileError(
@@ -110,7 +129,7 @@ def _convert(
                 line=1,
             )
         tools, skills = placeholder_registries(parsed.tool_names, parsed.skill_names)
-        definition = _markdown_read.build_definition(parsed, tools, skills)
+        definition = build_definition(parsed, tools, skills)
         ignored = parsed.ignored_keys
     else:
         tools, skills = placeholder_registries(*_yaml_names(source))
@@ -139,14 +158,6 @@ def _write_markdown(
 ) -> None:
     """Write the markdown file; surrounding whitespace of the prompt and description is an
     error naming the field, or with ``--strip-whitespace`` a warning per field."""
-    from ..definitions._files import install_atomically
-    from ..definitions._markdown_write import (
-        markdown_text,
-        surrounding_whitespace,
-        whitespace_losses,
-    )
-    from ..errors import DefinitionFileError
-
     losses = whitespace_losses(definition)
     exact = not options.strip_whitespace
     try:
@@ -170,9 +181,7 @@ def _write_markdown(
 
 
 def _truncation_warnings(parsed: ParsedMarkdown) -> list[str]:
-    """Say what the markdown reading rules cut (AgentLane's limits), and where."""
-    from ..definitions._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH
-
+    """Say what the markdown reading rules cut (description and body limits), and where."""
     source, fm, warnings = parsed.path, parsed.frontmatter, []
     if "description" in parsed.truncated:
         warnings.append(
@@ -201,8 +210,6 @@ def placeholder_registries(
     itself as a skill path. Names that are not valid registry keys are left out, so the
     reader reports them as it would with a real registry.
     """
-    from ..definitions._registry import REGISTRY_KEY_PATTERN
-
     tools = {
         name: Tool(f"placeholder_{index}", f"stands for {name}", {"type": "object"}, _inert)
         for index, name in enumerate(dict.fromkeys(tool_names))
@@ -219,8 +226,6 @@ def _inert() -> None:
 def _yaml_names(source: Path) -> tuple[list[str], list[str]]:
     """The tool and skill names a YAML file references; empty if it cannot be parsed (the
     real reader then reports the problem)."""
-    from ..definitions._yaml import YAMLProblem, load_yaml
-
     try:
         value, _ = load_yaml(read_definition_text(source))
     except (DeputyError, YAMLProblem):  # the reader then raises the precise, located error

@@ -1,160 +1,339 @@
 """``deputy-runtime validate``, ``list`` and ``schema``: definition files from the shell.
 
-The command line has no host registry, so tool and skill references are checked for form
-only (any well-formed key resolves to a placeholder); the host's registry is what decides
-when the host reads the file.
+``validate`` and ``list`` resolve tool names exactly as ``run`` does: against the file
+tools ``run`` gives subagents (scoped to the current directory) plus the tools of every
+``--plugin`` (its ``tools`` attribute), so a file that passes ``validate`` loads in
+``run``. Skills resolve against the plugins' ``skills`` mappings (none without one).
+
+Shared with ``run`` and ``serve`` (which call them rather than keeping copies):
+:func:`import_plugin`, :func:`host_tool_registry`, :func:`host_skill_registry` and
+:func:`definitions_path_problem`.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
+import os
 import sys
-from collections.abc import Iterator, Mapping, ValuesView
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence, ValuesView
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
-from ..definitions import AGENT_DEFINITION_SCHEMA, AgentDefinition, agent_definitions
-from ..definitions._discovery import candidate_names, definition_format, markdown_reader
-from ..definitions._files import read_definition_text
-from ..definitions._format import definition_from_yaml
-from ..definitions._registry import REGISTRY_KEY_PATTERN
-from ..errors import DefinitionFileError
-from ..tools._tool import Tool
+from ..definitions import (
+    AGENT_DEFINITION_SCHEMA,
+    AgentDefinition,
+    DefinitionProblem,
+    Severity,
+    candidate_names,
+    collect_agent_definitions,
+    validate_definitions,
+)
+from ..errors import DeputyError
+from ..skills import Skill
+from ..tools import Tool, tools_file
 
-__all__ = ["ALL_HOST_TOOLS", "list_agents", "schema", "validate"]
-
+__all__ = [
+    "ALL_HOST_TOOLS",
+    "DEFAULT_AGENTS_DIR",
+    "EXIT_ERRORS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PluginError",
+    "definitions_path_problem",
+    "host_skill_registry",
+    "host_tool_registry",
+    "import_plugin",
+    "list_agents",
+    "plugin_failure",
+    "plugin_tools",
+    "schema",
+    "validate",
+]
 
 #: What ``list`` shows for a definition that takes every tool the host registers (a
 #: markdown file without a ``tools`` key).
 ALL_HOST_TOOLS = "(all host tools)"
+#: The directory ``list`` (and ``run --agents``) reads when none is given; the default of
+#: ``agent_definitions()`` too.
+DEFAULT_AGENTS_DIR = ".deputy/agents"
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
-class _OpenRegistry(Mapping[str, Any]):
-    """Resolves every well-formed key to a placeholder, remembering what was asked for.
+class PluginError(DeputyError, ValueError):
+    """A ``--plugin`` could not be imported or its ``tools`` are malformed."""
 
-    It lists no keys. A reader takes ``values()`` only to take the whole registry (a
-    markdown file without a ``tools`` key gets every host tool), and the command line does
-    not know the host's registry, so ``values()`` gives one placeholder standing for all
-    of it (made from ``everything``) instead of the keys earlier files happened to ask for.
+
+def import_plugin(target: str) -> ModuleType:
+    """Import a plugin: a ``.py`` file (or any path with a separator) or a module name.
+
+    Raises :class:`PluginError` naming the plugin for anything that goes wrong; a plugin
+    that raises is described by :func:`plugin_failure` (its own file, line and code).
     """
+    name: str | None = None
+    try:
+        if target.endswith(".py") or os.sep in target:
+            path = Path(target)
+            if not path.is_file():
+                raise PluginError(f"--plugin {target!r}: no such file")
+            spec = importlib.util.spec_from_file_location(f"deputy_plugin_{path.stem}", path)
+            if spec is None or spec.loader is None:
+                raise PluginError(f"--plugin {target!r}: not an importable Python file")
+            module = importlib.util.module_from_spec(spec)
+            name = spec.name
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(target)
+    except PluginError:
+        raise
+    except Exception as exc:
+        if name is not None:
+            sys.modules.pop(name, None)  # a half-imported plugin is not kept
+        raise PluginError(f"--plugin {target!r} failed to load: {plugin_failure(exc)}") from exc
 
-    def __init__(self, make: Any, everything: str | None = None) -> None:
-        self._make = make
-        self._items: dict[str, Any] = {}
-        self._whole = {} if everything is None else {everything: make(everything)}
 
-    def __getitem__(self, key: str) -> Any:
-        if not isinstance(key, str) or not REGISTRY_KEY_PATTERN.match(key):
-            raise KeyError(key)
-        if key not in self._items:
-            self._items[key] = self._make(key)
-        return self._items[key]
+def plugin_failure(exc: BaseException) -> str:
+    """``Type: message`` and the plugin's own frames (file:line and code), newest last.
+
+    Frames of the import machinery and of this package are left out: they say nothing
+    about the plugin. A syntax error has no plugin frame; its file and line are its own.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{text}\n  {exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"
+    package = str(Path(__file__).resolve().parent.parent)
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<")
+        and "importlib" not in frame.filename
+        and not str(Path(frame.filename).resolve()).startswith(package)
+    ]
+    lines = [f"  {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
+    return "\n".join([text, *lines[-5:]])
+
+
+def _call_attribute(module: ModuleType, attribute: str, function: Callable[[], object]) -> object:
+    """Call a plugin's ``tools``/``skills`` function; what it raises is a PluginError."""
+    try:
+        return function()
+    except Exception as exc:
+        raise PluginError(
+            f"plugin {module.__name__}: {attribute}() failed: {plugin_failure(exc)}"
+        ) from exc
+
+
+def plugin_tools(module: ModuleType) -> tuple[Tool, ...]:
+    """The tools a plugin adds to the registry definitions name their tools from: its
+    ``tools`` attribute, a sequence of Tool objects or a function returning one."""
+    value = getattr(module, "tools", None)
+    if value is None:
+        return ()
+    if callable(value) and not isinstance(value, Tool):
+        value = _call_attribute(module, "tools", value)
+    if isinstance(value, Tool | str) or not isinstance(value, Sequence):
+        raise PluginError(
+            f"plugin {module.__name__}: 'tools' must be a sequence of Tool objects (or a "
+            f"function returning one), got {type(value).__name__}"
+        )
+    for index, item in enumerate(value):
+        if not isinstance(item, Tool):
+            raise PluginError(
+                f"plugin {module.__name__}: tools[{index}] is {type(item).__name__}, "
+                "expected a Tool"
+            )
+    return tuple(value)
+
+
+def host_tool_registry(
+    plugins: Sequence[ModuleType] = (), working_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Tool]:
+    """The tool registry ``run`` resolves definitions against: the five file tools
+    confined to ``working_dir`` (default: the current directory), then each plugin's
+    tools. A plugin tool whose name is already taken is a :class:`PluginError`."""
+    registry = {tool.name: tool for tool in tools_file(working_dir or Path.cwd())}
+    for module in plugins:
+        for tool in plugin_tools(module):
+            if tool.name in registry:
+                raise PluginError(
+                    f"plugin {module.__name__}: a tool named {tool.name!r} is already "
+                    "registered; give it another name"
+                )
+            registry[tool.name] = tool
+    return registry
+
+
+def host_skill_registry(plugins: Sequence[ModuleType] = ()) -> dict[str, Skill | str]:
+    """The skills registry: every plugin's ``skills`` attribute (a mapping of name to a
+    Skill or an approved skill directory, or a function returning one), merged in order;
+    a name two plugins define is a :class:`PluginError`."""
+    registry: dict[str, Skill | str] = {}
+    for module in plugins:
+        value = getattr(module, "skills", None)
+        if value is None:
+            continue
+        if callable(value):
+            value = _call_attribute(module, "skills", value)
+        if not isinstance(value, Mapping):
+            raise PluginError(
+                f"plugin {module.__name__}: 'skills' must be a mapping of name to Skill or "
+                f"skill directory, got {type(value).__name__}"
+            )
+        for name, skill in value.items():
+            if name in registry:
+                raise PluginError(
+                    f"plugin {module.__name__}: a skill named {name!r} is already registered"
+                )
+            registry[name] = skill
+    return registry
+
+
+def definitions_path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as definitions (it does not exist, or is a directory
+    with no definition files at its top level), or ``None``. Commands exit with status 2
+    on such a problem, before reading anything."""
+    target = Path(path)
+    try:
+        is_dir, exists = target.is_dir(), target.exists()
+    except (OSError, ValueError) as exc:
+        return f"{str(target)!r} cannot be read: {exc}"
+    if not exists:
+        return f"{str(target)!r} does not exist"
+    if is_dir:
+        try:
+            names = candidate_names(target, markdown=True)
+        except DeputyError as exc:
+            return str(exc)
+        if not names:
+            return (
+                f"{str(target)!r} holds no definition files (*.yaml, *.yml or *.md at its "
+                "top level; hidden files are skipped)"
+            )
+    return None
+
+
+class _HostTools(Mapping[str, Tool]):
+    """The host registry, except that ``values()`` (what a markdown file without a
+    ``tools`` key gets: every host tool) is one placeholder, so that ``list`` can show
+    ``(all host tools)`` instead of whatever the registry holds today."""
+
+    def __init__(self, registry: Mapping[str, Tool]) -> None:
+        self._registry = registry
+        self.everything = Tool(
+            "all_host_tools", ALL_HOST_TOOLS, {"type": "object"}, lambda **_: None
+        )
+
+    def __getitem__(self, key: str) -> Tool:
+        return self._registry[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(())
+        return iter(self._registry)
 
     def __len__(self) -> int:
-        return 0
+        return len(self._registry)
 
-    def values(self) -> ValuesView[Any]:
-        return self._whole.values()
+    def values(self) -> ValuesView[Tool]:
+        return {ALL_HOST_TOOLS: self.everything}.values()
 
-    def key_of(self, item: object) -> str:
-        """The key a placeholder was made for (``everything`` for the whole registry's)."""
-        found = {**self._whole, **self._items}.items()
-        return next(key for key, value in found if value is item)
-
-
-def _placeholder_tool(key: str) -> Tool:
-    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in key)[:64]
-    return Tool(name, f"(reference to {key!r})", {"type": "object"}, lambda **_: None)
-
-
-def _registries() -> tuple[_OpenRegistry, _OpenRegistry]:
-    return _OpenRegistry(_placeholder_tool, ALL_HOST_TOOLS), _OpenRegistry(lambda key: key)
+    def shown(self, definition: AgentDefinition) -> str:
+        names = []
+        for tool in definition.tools:
+            if tool is self.everything:
+                names.append(ALL_HOST_TOOLS)
+            else:
+                names.append(next(k for k, v in self._registry.items() if v is tool))
+        names += definition.mcp_tools or ()
+        return ", ".join(names) or "-"
 
 
-def _problem(exc: DefinitionFileError) -> str:
-    where = f"{exc.path}:{exc.line}" if exc.line is not None else str(exc.path)
-    return f"{where}: {exc.reason}"
-
-
-def _read(file: Path, out: list[str]) -> AgentDefinition | None:
-    """Read one file (markdown by its extension, else YAML); on a problem append it to ``out``."""
-    tools, skills = _registries()
+def _host(
+    args: argparse.Namespace, command: str
+) -> tuple[_HostTools, dict[str, Skill | str]] | None:
     try:
-        if definition_format(file) == "markdown":
-            reader = markdown_reader()
-            if reader is None:
-                print(f"{file}: skipped: markdown agent files are not supported by this build")
-                return None
-            return reader(file, tools, skills)
-        return definition_from_yaml(read_definition_text(file), file, tools, skills)
-    except DefinitionFileError as exc:
-        out.append(_problem(exc))
+        plugins = [import_plugin(target) for target in getattr(args, "plugin", None) or ()]
+        return _HostTools(host_tool_registry(plugins)), host_skill_registry(plugins)
+    except DeputyError as exc:
+        print(f"deputy-runtime {command}: {exc}", file=sys.stderr)
         return None
 
 
-def _files(path: Path, problems: list[str]) -> list[Path]:
-    if not path.is_dir():
-        return [path]
-    try:
-        return [path / name for name in candidate_names(path, markdown=True)]
-    except DefinitionFileError as exc:
-        problems.append(_problem(exc))
-        return []
+def _line(problem: DefinitionProblem, strict: bool) -> str:
+    where = str(problem.path) if problem.line is None else f"{problem.path}:{problem.line}"
+    if problem.severity is Severity.WARNING and not strict:
+        return f"{where}: warning: {problem.message}"
+    return f"{where}: {problem.message}"
 
 
 def validate(args: argparse.Namespace) -> int:
-    """Check files and directories; print ``path:line: reason`` per problem; 1 if any."""
-    problems: list[str] = []
-    checked = 0
-    for raw in args.paths:
-        path = Path(raw)
-        seen: dict[str, Path] = {}
-        for file in _files(path, problems):
-            checked += 1
-            definition = _read(file, problems)
-            if definition is None or not path.is_dir():
-                continue
-            if definition.name in seen:
-                problems.append(
-                    f"{path}: duplicate agent name {definition.name!r} in "
-                    f"{seen[definition.name].name} and {file.name}; names must be unique"
-                )
-            seen.setdefault(definition.name, file)
-    for line in problems:
-        print(line)
-    status = "no problems" if not problems else f"{len(problems)} problem(s)"
-    print(f"checked {checked} file(s): {status}", file=sys.stderr)
-    return 1 if problems else 0
+    """Check files and directories as ``run`` would read them; print every problem.
+
+    Each problem is one line, ``path:line: reason`` for errors and ``path:line: warning:
+    reason`` for warnings (with ``--strict`` warnings count as errors and print like
+    them); stderr ends with how many files were checked. Exit status 0 without errors,
+    1 with errors, 2 for a path that does not exist, a directory without definition
+    files, or a plugin that fails.
+    """
+    usage = [reason for raw in args.paths if (reason := definitions_path_problem(raw))]
+    if usage:
+        for reason in usage:
+            print(f"deputy-runtime validate: {reason}", file=sys.stderr)
+        return EXIT_USAGE
+    host = _host(args, "validate")
+    if host is None:
+        return EXIT_USAGE
+    strict = bool(getattr(args, "strict", False))
+    try:
+        report = validate_definitions(args.paths, *host)
+    except DeputyError as exc:  # a plugin's registry entry the readers refuse
+        print(f"deputy-runtime validate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for problem in report.problems:
+        print(_line(problem, strict))
+    errors, warnings = len(report.errors), len(report.warnings)
+    if strict:
+        errors, warnings = errors + warnings, 0
+    parts = [f"{errors} error(s)"] if errors else []
+    parts += [f"{warnings} warning(s)"] if warnings else []
+    print(f"checked {report.files} file(s): {', '.join(parts) or 'no problems'}", file=sys.stderr)
+    return EXIT_ERRORS if errors else EXIT_OK
 
 
 def list_agents(args: argparse.Namespace) -> int:
-    """Print the definitions in a directory: name, model, tools, permission mode, limit.
+    """Print the definitions in a directory (default ``.deputy/agents``): name, model,
+    tools, permission mode, request limit; then every file that did not load, with its
+    problems.
 
-    TOOLS is ``-`` for none and ``(all host tools)`` for a markdown file without a
-    ``tools`` key, which gets every tool the host registers.
+    Tools resolve as in ``run`` (file tools plus ``--plugin`` tools). TOOLS is ``-`` for
+    none and ``(all host tools)`` for a markdown file without a ``tools`` key. Exit
+    status 0, 1 if some file did not load, 2 for a missing directory, one without
+    definition files, or a plugin that fails.
     """
-    tools, skills = _registries()
+    reason = definitions_path_problem(args.directory)
+    if reason is None and not Path(args.directory).is_dir():
+        reason = f"{args.directory!r} is a file; list takes a directory of definitions"
+    if reason is not None:
+        print(f"deputy-runtime list: {reason}", file=sys.stderr)
+        return EXIT_USAGE
+    found_host = _host(args, "list")
+    if found_host is None:
+        return EXIT_USAGE
+    host, skills = found_host
     try:
-        found = agent_definitions(
-            args.directory, tools, skills, markdown=markdown_reader() is not None
-        )
-    except DefinitionFileError as exc:
-        print(_problem(exc), file=sys.stderr)
-        return 1
-    if not found:
-        print(f"no agent definitions in {args.directory}", file=sys.stderr)
-        return 0
+        found = collect_agent_definitions(args.directory, host, skills, markdown=True)
+    except DeputyError as exc:
+        print(f"deputy-runtime list: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     rows = [("NAME", "MODEL", "TOOLS", "PERMISSION", "MAX REQUESTS")]
-    for definition in found.values():
+    for definition in found.definitions.values():
         rows.append(
             (
                 definition.name,
                 definition.model,
-                ", ".join(tools.key_of(tool) for tool in definition.tools) or "-",
+                host.shown(definition),
                 definition.permission_mode or "(lead's)",
                 "-" if definition.max_requests is None else str(definition.max_requests),
             )
@@ -164,7 +343,13 @@ def list_agents(args: argparse.Namespace) -> int:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
-    return 0
+    bad = sorted({p.path for p in found.errors})
+    if bad:
+        print(f"\n{len(bad)} file(s) did not load:")
+        for problem in found.problems:
+            if problem.path in bad:
+                print(f"  {_line(problem, strict=False)}")
+    return EXIT_ERRORS if bad else EXIT_OK
 
 
 def schema(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from ..definitions import agent_definitions
 from ..errors import DeputyError
 from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits, decode_event
 from ..tools import tools_file
-from .run import LEAD_PROMPT, LEAD_TOOLS, select_model
+from .leadsetup import LEAD_PROMPT, LEAD_TOOLS, select_model
 from .temporal_plugins import PluginError, plugin_tools
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 

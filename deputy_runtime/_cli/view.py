@@ -18,8 +18,9 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import IO, Any, NamedTuple
 
-from ..runtime._delegation import SubagentRecord
-from ..runtime._events import (
+from ..runtime import (
+    DELEGATE_TOOL_NAME,
+    AgentUsage,
     DelegationEnd,
     DelegationStart,
     Event,
@@ -27,14 +28,14 @@ from ..runtime._events import (
     ModelResponseEvent,
     RunStart,
     StopEvent,
+    SubagentRecord,
     ToolEnd,
     ToolStart,
     UsageEvent,
+    UsageLimits,
     WarningEvent,
     encode_event,
 )
-from ..runtime._permissions import DELEGATE_TOOL_NAME
-from ..runtime._usage import AgentUsage, UsageLimits
 from . import silence_stream
 
 __all__ = [

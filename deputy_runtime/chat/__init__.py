@@ -1,5 +1,18 @@
-"""The chat layer: turns, content, usage, the Provider protocol and ellmer-style Chat."""
+"""The chat layer: conversation value types, the Provider protocol, providers and Chat.
 
+A :class:`Provider` turns one :class:`ModelRequest` into one :class:`AssistantTurn`; it
+keeps no conversation. :class:`Chat` keeps the conversation and runs the tool loop.
+:func:`chat` builds a Chat from a ``"provider/model"`` spec through the provider registry
+(:func:`register_provider` adds your own).
+
+The HTTP providers (:class:`OpenAIProvider`, :class:`AnthropicProvider`, ...) and
+:class:`RetryPolicy` import httpx, so they are loaded on first access: importing this
+package, or a command that never talks to a model, does not pay for the HTTP stack.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..errors import ToolLoopLimitError, UnknownProviderError
 from ._aliases import (
     ALIASES_CHECKED,
     CLAUDE_CODE_ALIASES,
@@ -11,15 +24,9 @@ from ._aliases import (
     suggest_model_spec,
 )
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
-from ._context import (
-    agent_name_scope,
-    current_agent_name,
-    reset_current_agent,
-    set_current_agent,
-)
+from ._context import agent_name_scope, current_agent_name
 from ._registry import (
     ProviderFactory,
-    UnknownProviderError,
     chat,
     is_provider_name,
     parse_model_spec,
@@ -37,16 +44,7 @@ from ._scripted import (
 )
 from ._stream import stream_request
 from ._testprovider import DEFAULT_TEST_USAGE, TestProvider, example_arguments
-from ._toolloop import (
-    CANCELLED_TOOL_CALL_ERROR,
-    TOOL_ERROR_PREFIX,
-    ToolLoopLimitError,
-    repair_turns,
-    run_tool,
-    run_tools,
-    tool_error_text,
-    trailing_repairs,
-)
+from ._toolloop import CANCELLED_TOOL_CALL_ERROR
 from ._types import (
     AssistantTurn,
     Content,
@@ -63,6 +61,22 @@ from ._types import (
     Usage,
 )
 
+# isort: split
+# Building blocks of the agent runtime (deputy_runtime.runtime). They are importable from
+# here so that the runtime never reaches into this package's private modules, but they
+# are not in __all__: they are not public API and may change.
+from ._chat import running_async_library as running_async_library
+from ._context import reset_current_agent as reset_current_agent
+from ._context import set_current_agent as set_current_agent
+from ._stream import complete_streaming as complete_streaming
+from ._toolloop import user_turn_after as user_turn_after
+
+if TYPE_CHECKING:  # loaded lazily by __getattr__ below; these lines only inform type checkers
+    from ._anthropic import AnthropicProvider
+    from ._http import HTTPProvider, RetryPolicy
+    from ._limits import ResponseLimits
+    from ._openai import OllamaProvider, OpenAICompatibleProvider, OpenAIProvider
+
 __all__ = [
     "ALIASES_CHECKED",
     "CANCELLED_TOOL_CALL_ERROR",
@@ -70,7 +84,7 @@ __all__ = [
     "DEFAULT_MAX_TOOL_ROUNDS",
     "DEFAULT_SCRIPTED_USAGE",
     "DEFAULT_TEST_USAGE",
-    "TOOL_ERROR_PREFIX",
+    "AnthropicProvider",
     "AssistantTurn",
     "Chat",
     "Content",
@@ -78,11 +92,17 @@ __all__ = [
     "ContentThinking",
     "ContentToolRequest",
     "ContentToolResult",
+    "HTTPProvider",
     "ModelChoice",
     "ModelRequest",
     "ModelSource",
+    "OllamaProvider",
+    "OpenAICompatibleProvider",
+    "OpenAIProvider",
     "Provider",
     "ProviderFactory",
+    "ResponseLimits",
+    "RetryPolicy",
     "Role",
     "ScriptedProvider",
     "StreamDelta",
@@ -102,38 +122,43 @@ __all__ = [
     "parse_model_spec",
     "provider_names",
     "register_provider",
-    "repair_turns",
     "reply",
-    "reset_current_agent",
     "resolve_model",
     "resolve_provider",
-    "run_tool",
-    "run_tools",
-    "set_current_agent",
     "stream_request",
     "suggest_model_spec",
     "tool_call",
     "tool_calls",
-    "tool_error_text",
-    "trailing_repairs",
     "unregister_provider",
 ]
 
-# The HTTP providers import httpx; load them only when asked for, like the registry does.
+#: Attribute -> the module that defines it, imported on first access.
 _LAZY = {
-    "OpenAIProvider": "._openai",
-    "OpenAICompatibleProvider": "._openai",
-    "OllamaProvider": "._openai",
     "AnthropicProvider": "._anthropic",
-    "RetryPolicy": "._http",
+    "ResponseLimits": "._limits",
     "HTTPProvider": "._http",
+    "OllamaProvider": "._openai",
+    "OpenAICompatibleProvider": "._openai",
+    "OpenAIProvider": "._openai",
+    "RetryPolicy": "._http",
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+# Hidden from type checkers: they see the TYPE_CHECKING imports above instead, so an
+# attribute that does not exist is still a type error.
+if not TYPE_CHECKING:
 
-    return getattr(importlib.import_module(module, __name__), name)
+    def __getattr__(name: str) -> object:
+        """Load an HTTP provider class (or RetryPolicy) the first time it is asked for."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value  # later lookups find it directly, without this hook
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

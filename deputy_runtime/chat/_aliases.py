@@ -96,7 +96,14 @@ class ModelChoice(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
 
 def is_model_alias(model: str) -> bool:
-    """Whether ``model`` is a Claude Code alias (``sonnet``, ``opusplan``, ``opus[1m]``...)."""
+    """Whether ``model`` is a Claude Code alias (``sonnet``, ``opusplan``, ``opus[1m]``...).
+
+    Args:
+        model: A definition's ``model`` field (case and surrounding spaces ignored).
+
+    Returns:
+        True when ``model`` is one of Claude Code's aliases, in any of its forms.
+    """
     key = model.strip().lower()
     return key in CLAUDE_CODE_ALIASES or key in _FAMILY_OF or key == _PLAN_ALIAS
 
@@ -104,9 +111,19 @@ def is_model_alias(model: str) -> bool:
 def model_alias_map(aliases: Mapping[str, str] | None) -> dict[str, str]:
     """Validate a host alias map: non-blank string keys and values; keys compared lowercased.
 
-    Raises ``TypeError`` or ``ValueError`` naming the entry. A value may be
-    ``provider/model`` or a model id on the lead's provider; it is not itself resolved
-    again, so a map cannot loop.
+    A value may be ``provider/model`` or a model id on the lead's provider; it is not itself
+    resolved again, so a map cannot loop.
+
+    Args:
+        aliases: Alias -> model, or ``None`` for none.
+
+    Returns:
+        The map with lowercased, stripped keys.
+
+    Raises:
+        TypeError: ``aliases`` is not a mapping of str to str.
+        ValueError: A key or value is blank, or a value asks to inherit; the error names
+            the entry.
     """
     if aliases is None:
         return {}
@@ -139,9 +156,18 @@ def resolve_model(
 ) -> ModelChoice:
     """Resolve a definition's ``model`` for a lead whose provider is ``lead_provider``.
 
-    ``aliases`` is a map :func:`model_alias_map` accepted; ``environ`` defaults to
-    ``os.environ`` (read for ``ANTHROPIC_DEFAULT_*_MODEL``); ``plan_mode`` says whether
-    the subagent runs in plan mode (``opusplan``). See the module docstring for the rules.
+    The rules are in the module docstring and on the "Models of subagents" page.
+
+    Args:
+        model: The definition's ``model`` field.
+        lead_provider: The name of the lead's provider (``"openai"``, ``"anthropic"``, ...).
+        aliases: A host alias map that :func:`model_alias_map` accepts.
+        environ: Where ``ANTHROPIC_DEFAULT_*_MODEL`` is read; ``os.environ`` by default.
+        plan_mode: Whether the subagent runs in plan mode (for ``opusplan``).
+
+    Returns:
+        The choice: inherit the lead's chat, a model id on the lead's provider, or a
+        ``provider/model`` spec, with a warning when the request could not be honoured.
     """
     key = model.strip().lower()
     lead_provider = lead_provider.strip().lower()
@@ -221,12 +247,18 @@ def _foreign(model: str, lead_provider: str) -> str:
 
 
 def suggest_model_spec(spec: str) -> str | None:
-    """What a mistyped ``provider/model`` spec probably meant, or ``None`` if it looks fine.
+    """What a mistyped ``provider/model`` spec probably meant.
 
-    A bare model id gets its vendor's provider (``gpt-4o`` -> ``openai/gpt-4o``, a
-    Claude Code alias -> its ``anthropic/`` model id); an unknown provider gets the
-    closest registered name (``anthropc/x`` -> ``anthropic/x``). A bare word close to a
-    provider name gets that name.
+    A bare model id gets its vendor's provider (``gpt-4o`` -> ``openai/gpt-4o``, a Claude Code
+    alias -> its ``anthropic/`` model id); an unknown provider gets the closest registered
+    name (``anthropc/x`` -> ``anthropic/x``). A bare word close to a provider name gets that
+    name.
+
+    Args:
+        spec: The spec as given (``--model``).
+
+    Returns:
+        The suggested spec, or ``None`` if the spec looks fine.
     """
     text = spec.strip()
     if not text:

@@ -3,19 +3,28 @@
 Tool requests travel as ``tool_use`` blocks and results as ``tool_result`` blocks at the
 front of the next user message; ``thinking`` and ``redacted_thinking`` blocks are kept with
 their signatures so they can be replayed, as Anthropic requires when thinking precedes tool
-use. Like ellmer, the system prompt and the last block of the final user message are
-marked cacheable (``cache="5m"`` by default).
+use. The system prompt and the last block of the final user message are marked cacheable
+(``cache="5m"`` by default), so a growing conversation re-reads its cached prefix.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import httpx
 import msgspec
 
 from ..errors import BadRequestError, ProviderError
-from ._http import HTTPProvider, RetryPolicy, merge_params, parse_arguments, tool_result_text
+from ._http import (
+    HTTPProvider,
+    ResponseLimits,
+    RetryPolicy,
+    merge_params,
+    parse_arguments,
+    tool_result_text,
+)
+from ._redact import Redactor
 from ._sse import ServerSentEvent
 from ._types import (
     AssistantTurn,
@@ -28,6 +37,7 @@ from ._types import (
     StreamDelta,
     Usage,
 )
+from ._wire_usage import wire_usage
 
 __all__ = ["AnthropicProvider"]
 
@@ -83,15 +93,19 @@ _decode_message = msgspec.json.Decoder(_Message).decode
 _decode_event = msgspec.json.Decoder(_Event).decode
 
 
-def _usage(usage: _Usage | None) -> Usage:
+def _usage(provider: str, usage: _Usage | None) -> Usage:
     """Input counts every prompt token (uncached + cache writes + cache reads)."""
     if usage is None:
         return Usage(requests=1)
-    cached = usage.cache_read_input_tokens or 0
-    return Usage(
-        requests=1,
-        input_tokens=(usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + cached,
-        output_tokens=usage.output_tokens or 0,
+    cached = usage.cache_read_input_tokens
+    return wire_usage(
+        provider,
+        input_tokens=usage.input_tokens,
+        extra_input_tokens={
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": cached,
+        },
+        output_tokens=usage.output_tokens,
         cached_input_tokens=cached,
     )
 
@@ -143,9 +157,10 @@ class _BlockState:
 class _MessageStream:
     """Accumulates Messages stream events into one turn."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, redactor: Redactor | None = None) -> None:
         self.done = False
         self._provider = provider
+        self._redactor = redactor or Redactor(())
         self._blocks: dict[int, _BlockState] = {}
         self._usage = _Usage()
         self._stop: str | None = None
@@ -165,7 +180,7 @@ class _MessageStream:
         except msgspec.DecodeError as exc:
             raise ProviderError(
                 f"{self._provider}: malformed stream event {event.event!r} ({exc}): "
-                f"{event.data[:200]!r}",
+                f"{self._redactor.excerpt(event.data)}",
                 provider=self._provider,
             ) from exc
         kind = ev.type
@@ -224,7 +239,8 @@ class _MessageStream:
             item = _content(self._provider, block, "".join(state.json))
             if item is not None:
                 contents.append(item)
-        return AssistantTurn(tuple(contents), _usage(self._usage), self._stop, duration)
+        usage = _usage(self._provider, self._usage)
+        return AssistantTurn(tuple(contents), usage, self._stop, duration)
 
 
 class AnthropicProvider(HTTPProvider):
@@ -266,6 +282,7 @@ class AnthropicProvider(HTTPProvider):
         max_tokens: int = 4096,
         cache: Literal["5m", "1h", "none"] = "5m",
         beta_headers: tuple[str, ...] | list[str] = (),
+        limits: ResponseLimits | Mapping[str, Any] | None = None,
     ) -> None:
         if cache not in ("5m", "1h", "none"):
             raise ValueError(
@@ -290,6 +307,7 @@ class AnthropicProvider(HTTPProvider):
             retry=retry,
             params=params,
             headers=extra,
+            limits=limits,
         )
         self.max_tokens = max_tokens
         self.cache = cache
@@ -356,7 +374,7 @@ class AnthropicProvider(HTTPProvider):
         if isinstance(c, ContentText):
             if not c.text:
                 return None
-            # Whitespace-only text blocks are rejected by the API (ellmer does the same).
+            # The API rejects whitespace-only text blocks, so they are sent as a placeholder.
             return {"type": "text", "text": c.text if c.text.strip() else "[empty string]"}
         if isinstance(c, ContentToolResult) and role == "user":
             return {
@@ -383,12 +401,14 @@ class AnthropicProvider(HTTPProvider):
             message = _decode_message(raw)
         except msgspec.DecodeError as exc:
             raise ProviderError(
-                f"{self.name}: malformed response ({exc}): {raw[:200]!r}", provider=self.name
+                f"{self.name}: malformed response ({exc}): {self._redactor.excerpt(raw)}",
+                provider=self.name,
             ) from exc
         if message.type == "error" or message.error is not None:
             raise _error(self.name, message.error)
         contents = [c for b in message.content if (c := _content(self.name, b)) is not None]
-        return AssistantTurn(tuple(contents), _usage(message.usage), message.stop_reason, duration)
+        usage = _usage(self.name, message.usage)
+        return AssistantTurn(tuple(contents), usage, message.stop_reason, duration)
 
     def _accumulator(self) -> _MessageStream:
-        return _MessageStream(self.name)
+        return _MessageStream(self.name, self._redactor)

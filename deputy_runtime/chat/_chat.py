@@ -1,4 +1,4 @@
-"""ellmer-style Chat: a conversation with one provider, plus a tool loop.
+"""Chat: a conversation with one provider, plus a tool loop.
 
 Your input enters the history together with the assistant turn that answered it, so a
 first request that is cancelled or fails rolls your input back (send it again to retry).
@@ -18,14 +18,15 @@ import asyncio
 import sys
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
+from ..errors import ToolLoopLimitError
+from ..tools import Tool
 from ._stream import stream_request
 from ._toolloop import (
     CANCELLED_TOOL_CALL_ERROR,
-    ToolLoopLimitError,
     run_tools,
     user_turn_after,
 )
@@ -42,9 +43,6 @@ from ._types import (
     Usage,
 )
 
-if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
-    from ..tools._tool import Tool
-
 __all__ = ["DEFAULT_MAX_TOOL_ROUNDS", "Chat"]
 
 #: Tool rounds one ``chat_async`` call may run before :class:`ToolLoopLimitError`.
@@ -55,7 +53,7 @@ _CONTENT_TYPES = (ContentText, ContentThinking, ContentToolRequest, ContentToolR
 
 
 class Chat:
-    """A conversation with one model provider, with ellmer's methods.
+    """A conversation with one model provider: send input, run tools, keep the turns.
 
     ``chat_async``/``stream_async``/``chat`` send your input, run the tool loop
     (concurrent tool calls, errors returned to the model) and record the turns. The
@@ -121,8 +119,14 @@ class Chat:
     def clone(self, *, turns: bool = True, tools: bool = True) -> Chat:
         """A copy with its own turns, tools and token log; the provider is shared.
 
-        ``turns=False``/``tools=False`` start the copy with none. Turn and tool objects
-        are immutable and shared, so this is a shallow, cheap copy.
+        Turn and tool objects are immutable and shared, so this is a shallow, cheap copy.
+
+        Args:
+            turns: Copy the conversation; false starts the copy with none.
+            tools: Copy the registered tools; false starts the copy with none.
+
+        Returns:
+            The new chat.
         """
         new = Chat.__new__(Chat)
         new.provider = self.provider
@@ -140,6 +144,12 @@ class Chat:
 
         This is the ``model="inherit"`` copy for a subagent: the lead's own system prompt
         describes the lead, so it is not carried over; pass the child's instead.
+
+        Args:
+            system_prompt: The new chat's system prompt (a sequence is joined with blank lines).
+
+        Returns:
+            The new chat.
         """
         new = self.clone(turns=False, tools=False)
         new._system_prompt = _join_prompt(system_prompt)
@@ -153,46 +163,88 @@ class Chat:
         return self._params
 
     def set_params(self, params: Mapping[str, Any] | None) -> None:
-        """Replace the model parameters."""
+        """Replace the model parameters.
+
+        Args:
+            params: Sent with every request (``temperature``, ...); ``None`` clears them.
+        """
         self._params = dict(params) if params else _EMPTY_PARAMS
 
     def get_model(self) -> str:
-        """The provider's model name."""
+        """The provider's model name.
+
+        Returns:
+            The model name, e.g. ``"gpt-4.1-mini"``.
+        """
         return self.provider.model
 
     def get_provider(self) -> Provider:
-        """The provider this chat sends requests to."""
+        """The provider this chat sends requests to.
+
+        Returns:
+            The provider.
+        """
         return self.provider
 
     def get_system_prompt(self) -> str | None:
-        """The system prompt, or ``None``."""
+        """The system prompt.
+
+        Returns:
+            The system prompt, or ``None`` when there is none.
+        """
         return self._system_prompt
 
     def set_system_prompt(self, value: str | Sequence[str] | None) -> None:
-        """Set the system prompt; a sequence is joined with blank lines, ``None`` removes it."""
+        """Set the system prompt.
+
+        Args:
+            value: The prompt; a sequence is joined with blank lines, ``None`` removes it.
+        """
         self._system_prompt = _join_prompt(value)
 
     def get_tools(self) -> list[Tool]:
-        """The registered tools, in registration order."""
+        """The registered tools.
+
+        Returns:
+            The tools, in registration order.
+        """
         return list(self._tools.values())
 
     def register_tool(self, tool: Tool) -> None:
-        """Offer ``tool`` to the model; a tool with the same name is replaced."""
-        from ..tools._tool import Tool
+        """Offer ``tool`` to the model; a tool with the same name is replaced.
 
+        Args:
+            tool: The tool.
+
+        Raises:
+            TypeError: ``tool`` is not a Tool.
+        """
         if not isinstance(tool, Tool):
             raise TypeError(f"register_tool() expects a Tool, got {type(tool).__name__}")
         self._tools[tool.name] = tool
 
     def register_tools(self, tools: Iterable[Tool]) -> None:
-        """Register several tools, in order."""
+        """Register several tools, in order (a later tool replaces an earlier namesake).
+
+        Args:
+            tools: The tools.
+
+        Raises:
+            TypeError: One of them is not a Tool.
+        """
         for tool in tools:
             self.register_tool(tool)
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
-        """Replace all registered tools. Two tools with one name are an error."""
-        from ..tools._tool import Tool
+        """Replace all registered tools.
 
+        Args:
+            tools: The new tools.
+
+        Raises:
+            TypeError: One of them is not a Tool.
+            ValueError: Two tools have the same name.
+        """
         registry: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):
@@ -203,7 +255,14 @@ class Chat:
         self._tools = registry
 
     def get_turns(self, include_system_prompt: bool = False) -> list[Turn]:
-        """A copy of the conversation; with the system prompt as a leading system turn."""
+        """A copy of the conversation.
+
+        Args:
+            include_system_prompt: Put the system prompt first, as a system turn.
+
+        Returns:
+            The turns, oldest first.
+        """
         if include_system_prompt and self._system_prompt is not None:
             return [Turn("system", (ContentText(self._system_prompt),)), *self._turns]
         return list(self._turns)
@@ -211,8 +270,16 @@ class Chat:
     def set_turns(self, turns: Sequence[Turn]) -> None:
         """Replace the conversation.
 
-        A leading system turn becomes the system prompt (so ``get_turns(True)`` round
-        trips); system turns elsewhere are rejected. The token log is kept.
+        A leading system turn becomes the system prompt (so ``get_turns(True)`` round trips).
+        The token log is kept.
+
+        Args:
+            turns: The new conversation.
+
+        Raises:
+            TypeError: An item is not a Turn.
+            ValueError: A system turn appears after the first turn.
+            RuntimeError: The chat is running an exchange.
         """
         self._check_idle("set_turns")
         new = list(turns)
@@ -226,7 +293,14 @@ class Chat:
         self._turns = new
 
     def last_turn(self, role: Literal["assistant", "user", "system"] = "assistant") -> Turn | None:
-        """The most recent turn with ``role`` (the system prompt for ``"system"``), or None."""
+        """The most recent turn with ``role``.
+
+        Args:
+            role: ``"assistant"``, ``"user"``, or ``"system"`` for the system prompt.
+
+        Returns:
+            The turn, or ``None`` when there is none.
+        """
         if role == "system":
             if self._system_prompt is None:
                 return None
@@ -237,22 +311,36 @@ class Chat:
         return None
 
     def get_tokens(self) -> list[Usage]:
-        """One :class:`Usage` per completed request this chat made, oldest first.
+        """The usage of each completed request this chat made, oldest first.
 
-        Cancelled or failed requests are not included; neither are requests made
-        directly through ``chat.provider``. Sum them with :meth:`get_usage`.
+        Cancelled or failed requests are not included; neither are requests made directly
+        through ``chat.provider``. Sum them with :meth:`get_usage`.
+
+        Returns:
+            One :class:`Usage` per completed request.
         """
         return list(self._usage)
 
     def get_usage(self) -> Usage:
-        """The total usage of this chat's completed requests."""
+        """The total usage of this chat's completed requests.
+
+        Returns:
+            The sum of :meth:`get_tokens`.
+        """
         total = Usage()
         for usage in self._usage:
             total = total + usage
         return total
 
     def get_cost(self, include: Literal["all", "last"] = "all") -> float | None:
-        """The summed ``cost_usd`` (``None`` when the provider reported no cost)."""
+        """The cost the provider reported for this chat's requests.
+
+        Args:
+            include: ``"all"`` for every completed request, ``"last"`` for the latest one.
+
+        Returns:
+            The summed ``cost_usd``, or ``None`` when the provider reported no cost.
+        """
         if include == "last":
             return self._usage[-1].cost_usd if self._usage else None
         if include != "all":
@@ -265,12 +353,22 @@ class Chat:
         """Send ``inputs`` as one user turn, run the tool loop, return the final text.
 
         Tool calls of one turn run concurrently; their results go back in request order,
-        failures as ``Tool calling failed with error ...``. Each completed request is
-        committed with the user turn it answered, and each round of tool results as soon
-        as its tools finish. On cancellation or error your input is dropped if no reply
-        to it arrived; tool results already recorded stay, and your next input is merged
-        into their user turn. Raises :class:`ToolLoopLimitError` after
-        ``max_tool_rounds`` tool rounds.
+        failures as ``Tool calling failed with error ...``. Each completed request is committed
+        with the user turn it answered, and each round of tool results as soon as its tools
+        finish. On cancellation or error your input is dropped if no reply to it arrived; tool
+        results already recorded stay, and your next input is merged into their user turn.
+
+        Args:
+            *inputs: Text or content blocks, sent together as one user turn.
+
+        Returns:
+            The model's final text, after the last tool round.
+
+        Raises:
+            ToolLoopLimitError: The model kept calling tools for more than
+                ``max_tool_rounds`` rounds.
+            ProviderError: The provider failed.
+            RuntimeError: The chat is already running an exchange (clone it for a parallel one).
         """
         async with aclosing(self._exchange(inputs, stream=False)) as exchange:
             async for _ in exchange:
@@ -282,6 +380,17 @@ class Chat:
 
         Close the generator (``contextlib.aclosing``) if you stop early: the request is
         abandoned and the turns stay as they were before it.
+
+        Args:
+            *inputs: Text or content blocks, sent together as one user turn.
+
+        Returns:
+            An async generator of text chunks.
+
+        Raises:
+            ToolLoopLimitError: The model kept calling tools for more than
+                ``max_tool_rounds`` rounds.
+            ProviderError: The provider failed.
         """
         async with aclosing(self._exchange(inputs, stream=True)) as exchange:
             async for chunk in exchange:
@@ -290,8 +399,15 @@ class Chat:
     def chat(self, *inputs: str | Content) -> str:
         """Synchronous :meth:`chat_async` (on a new asyncio loop).
 
-        Raises ``RuntimeError`` inside a running asyncio or trio loop, where blocking
-        would deadlock it: await :meth:`chat_async` there.
+        Args:
+            *inputs: Text or content blocks, sent together as one user turn.
+
+        Returns:
+            The model's final text.
+
+        Raises:
+            RuntimeError: Called inside a running asyncio or trio loop, where blocking would
+                deadlock it: await :meth:`chat_async` there.
         """
         running = running_async_library()
         if running is not None:

@@ -24,7 +24,11 @@ _current_agent: ContextVar[str | None] = ContextVar("deputy_runtime_current_agen
 
 
 def current_agent_name() -> str | None:
-    """The name of the agent whose model request is in progress, or ``None`` outside one."""
+    """The name of the agent whose model request is in progress.
+
+    Returns:
+        The agent's name, or ``None`` outside a model request made by an agent.
+    """
     return _current_agent.get()
 
 
@@ -40,7 +44,14 @@ def reset_current_agent(token: Token[str | None]) -> None:
 
 @contextmanager
 def agent_name_scope(name: str | None) -> Iterator[None]:
-    """Make ``name`` the current agent name for the duration of the ``with`` block."""
+    """Make ``name`` the current agent name for the duration of the ``with`` block.
+
+    Args:
+        name: The agent name :func:`current_agent_name` returns inside the block.
+
+    Returns:
+        A context manager; the previous name is restored when the block exits.
+    """
     token = _current_agent.set(name)
     try:
         yield

@@ -6,6 +6,12 @@ backoff and jitter on 408, 409, 429, 5xx and connection errors, honouring ``retr
 within a retry budget. Streams are retried only until their headers arrive: once events may
 have been seen, an error is raised instead. Failures become typed errors that carry the
 HTTP status and the provider's own error message.
+
+Nothing a server sends is trusted to be finite or well formed: bodies are decoded in
+bounded pieces under the size caps of :class:`ResponseLimits`, every call runs under a
+total deadline and streams under an idle deadline, retry hints that are not finite
+non-negative numbers are ignored, reported usage is validated, and every error leaving a
+provider has its credentials masked.
 """
 
 from __future__ import annotations
@@ -14,10 +20,12 @@ import copy
 import dataclasses
 import email.utils
 import functools
+import math
 import os
 import random
 import ssl
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
@@ -34,12 +42,16 @@ from ..errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
-from ._sse import ServerSentEvent, SSEDecoder
+from ._bounded import ResponseReader
+from ._limits import ACCEPT_ENCODING, ResponseLimits
+from ._redact import Redactor, display_url, header_secrets, url_secrets
+from ._sse import EventTooLarge, ServerSentEvent, SSEDecoder
 from ._types import AssistantTurn, ModelRequest, StreamDelta
 
 __all__ = [
     "HTTPProvider",
     "HttpSession",
+    "ResponseLimits",
     "RetryPolicy",
     "StreamAccumulator",
     "error_from_response",
@@ -51,6 +63,18 @@ __all__ = [
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _DEFAULT_TIMEOUT = 600.0  # seconds per read/write/pool wait; long generations are slow
 _DEFAULT_CONNECT_TIMEOUT = 5.0
+_ERROR_BODY_BYTES = 64 * 1024  # an error body is read this far for its message, no further
+# Malformed data in a response makes the parsers raise these; they become ProviderError.
+_PARSE_ERRORS = (
+    TypeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+    msgspec.MsgspecError,
+)
 
 
 @dataclass(frozen=True)
@@ -59,9 +83,11 @@ class RetryPolicy:
 
     ``max_retries`` extra attempts are made at most; the waits between attempts are
     ``min(initial_delay * 2**n, max_delay)`` reduced by up to 25% of jitter, or what the
-    server's ``retry-after``/``retry-after-ms`` header asks for. ``budget`` caps the total
-    seconds spent waiting for one request: a retry whose wait would exceed it is not made,
-    and the last error is raised. ``sleep`` is injectable so tests need not wait.
+    server's ``retry-after``/``retry-after-ms`` header asks for (when that is a finite number
+    >= 0; other hints are ignored). ``budget`` caps the total seconds spent waiting for one
+    request: a retry whose wait would exceed it (or pass the call's total deadline, see
+    :class:`ResponseLimits`) is not made, and the last error is raised. ``sleep`` is
+    injectable so tests need not wait.
     """
 
     max_retries: int = 2
@@ -81,39 +107,62 @@ class RetryPolicy:
                 raise ValueError(f"{name} must be a number >= 0 seconds, got {value!r}")
 
     def backoff(self, retry_number: int) -> float:
-        """The jittered exponential wait before retry ``retry_number`` (0-based)."""
+        """The jittered exponential wait before a retry.
+
+        Args:
+            retry_number: Which retry, 0-based.
+
+        Returns:
+            Seconds to wait.
+        """
         base = min(self.initial_delay * (2.0**retry_number), self.max_delay)
         return base * (1.0 - 0.25 * random.random())
 
 
+def _seconds(value: str, scale: float = 1.0) -> float | None:
+    """A hint in (milli)seconds as seconds; ``None`` unless a finite number >= 0."""
+    try:
+        seconds = float(value.strip()) / scale
+    except (ValueError, OverflowError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
 def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, then ``retry-after``)."""
+    """Seconds the server asked us to wait (``retry-after-ms``, then ``retry-after``).
+
+    A hint that is not a finite non-negative number (``nan``, ``inf``, ``-1``, garbage) is
+    ignored, and our own backoff applies; a hint longer than the retry budget or the total
+    deadline ends the retries instead of being waited for.
+    """
     value = headers.get("retry-after-ms")
     if value is not None:
-        try:
-            return max(float(value) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        seconds = _seconds(value, 1000.0)
+        if seconds is not None:
+            return seconds
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:  # the HTTP-date form
         parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        wait = parsed.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None  # unparseable: fall back to our own backoff
-    return max(parsed.timestamp() - time.time(), 0.0)
+    return max(wait, 0.0) if math.isfinite(wait) else None
 
 
-def _error_details(body: bytes) -> tuple[str | None, str | None, object]:
+def _error_details(
+    body: bytes, redact: Callable[[str], str]
+) -> tuple[str | None, str | None, object]:
     """(message, type) from the error body shapes real servers use, plus the parsed body."""
     try:
         parsed: object = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        text = body.decode("utf-8", errors="replace").strip()
+    except (msgspec.DecodeError, RecursionError):  # nested past the parser's depth limit
+        # Masked before it is cut, so a truncation cannot leave part of a secret behind.
+        text = redact(body.decode("utf-8", errors="replace")).strip()
         return (text[:500] or None), None, text
     message = kind = None
     if isinstance(parsed, dict):
@@ -126,13 +175,22 @@ def _error_details(body: bytes) -> tuple[str | None, str | None, object]:
             raw_kind = err.get("type") or err.get("code")
             kind = raw_kind if isinstance(raw_kind, str) else None
             if message is None and raw_msg is not None:
-                message = msgspec.json.encode(raw_msg).decode()
+                try:
+                    message = msgspec.json.encode(raw_msg).decode()
+                except RecursionError:
+                    message = "(an error message nested too deeply to show)"
     return message, kind, parsed
 
 
-def error_from_response(provider: str, status: int, body: bytes) -> ProviderError:
-    """Map an HTTP error status and body to the typed error, with the server's message."""
-    message, kind, parsed = _error_details(body)
+def error_from_response(
+    provider: str, status: int, body: bytes, redactor: Redactor | None = None
+) -> ProviderError:
+    """Map an HTTP error status and body to the typed error, with the server's message.
+
+    With a ``redactor``, secrets the server echoed are masked in the message and the body.
+    """
+    redact = redactor.text if redactor is not None else _same
+    message, kind, parsed = _error_details(body, redact)
     text = f"{provider} API error (HTTP {status}): {message or 'no error message'}"
     if kind:
         text += f" [{kind}]"
@@ -147,7 +205,14 @@ def error_from_response(provider: str, status: int, body: bytes) -> ProviderErro
         cls = ProviderTimeoutError
     else:
         cls = ProviderError
-    return cls(text, provider=provider, status=status, body=parsed)
+    error = cls(text, provider=provider, status=status, body=parsed)
+    if redactor is not None:
+        redactor.scrub(error)
+    return error
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _should_retry(response: httpx.Response, error: ProviderError) -> bool:
@@ -170,7 +235,7 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 class HttpSession:
-    """The HTTP client, headers, timeouts and retry policy one provider (family) uses.
+    """The HTTP client, headers, timeouts, limits and retry policy one provider (family) uses.
 
     The client is created lazily on first use (so constructing a provider does no I/O)
     and re-created if the previous one belongs to an event loop that has since ended,
@@ -188,10 +253,24 @@ class HttpSession:
         connect_timeout: float | None,
         retry: RetryPolicy,
         client: httpx.AsyncClient | None,
+        limits: ResponseLimits | None = None,
+        secrets: tuple[str | None, ...] = (),
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
-        self._headers = dict(headers)  # holds the API key: never logged, never in repr
+        try:
+            parts = urllib.parse.urlsplit(base_url)
+            parts.port  # noqa: B018 -- parsing the port validates it
+        except ValueError as exc:
+            raise ValueError(f"{provider}: base_url is not a valid URL ({exc})") from None
+        # Request paths go after the base path and before its query (``?api-version=``).
+        self._prefix = urllib.parse.urlunsplit(
+            (parts.scheme, parts.netloc, parts.path.rstrip("/"), "", "")
+        )
+        self._query = f"?{parts.query}" if parts.query else ""
+        # Bounded decoding handles exactly these; a client default (br, zstd) is not used.
+        self._headers = {"accept-encoding": ACCEPT_ENCODING, **headers}  # holds the API key
+        self.redactor = Redactor((*secrets, *url_secrets(base_url), *header_secrets(self._headers)))
         # Explicit timeouts apply to every request, even on an injected client; without
         # them an injected client keeps its own and an owned one gets the defaults.
         self._explicit_timeout = timeout is not None or connect_timeout is not None
@@ -203,12 +282,14 @@ class HttpSession:
                 connect=_DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
             )
         self.retry = retry
+        self.limits = limits or ResponseLimits()
+        self.reader = ResponseReader(provider, self.limits)
         self._client = client
         self._owned = client is None
         self._token: object = None
 
     def __repr__(self) -> str:
-        return f"HttpSession(provider={self.provider!r}, base_url={self.base_url!r})"
+        return f"HttpSession(provider={self.provider!r}, base_url={display_url(self.base_url)!r})"
 
     def client(self) -> httpx.AsyncClient:
         """The client to use now (created on first use when not injected)."""
@@ -231,38 +312,56 @@ class HttpSession:
             # else: its connections belong to an event loop that has ended and cannot be
             # closed from this one; they went away with that loop.
 
+    def deadline(self) -> float:
+        """The total deadline (event-loop clock) of a call that starts now."""
+        return anyio.current_time() + self.limits.total_timeout
+
     def _request(self, client: httpx.AsyncClient, path: str, body: bytes) -> httpx.Request:
-        url = self.base_url + path
+        url = self._prefix + path + self._query
         if self._explicit_timeout:
             return client.build_request(
                 "POST", url, content=body, headers=self._headers, timeout=self.timeout
             )
         return client.build_request("POST", url, content=body, headers=self._headers)
 
-    async def post(self, path: str, body: bytes) -> bytes:
-        """POST ``body``; return the 2xx response body, retrying as the policy allows."""
-        return await self._attempts(path, body, stream=False)  # type: ignore[no-any-return]
+    async def post(self, path: str, body: bytes, deadline: float | None = None) -> bytes:
+        """POST ``body``; return the 2xx response body, retrying as the policy allows.
 
-    async def open_stream(self, path: str, body: bytes) -> httpx.Response:
+        The whole call, retries and their waits included, ends by ``deadline`` (the
+        event-loop clock; a fresh total deadline when omitted).
+        """
+        when = self.deadline() if deadline is None else deadline
+        return await self._attempts(path, body, stream=False, deadline=when)  # type: ignore[no-any-return]
+
+    async def open_stream(
+        self, path: str, body: bytes, deadline: float | None = None
+    ) -> httpx.Response:
         """POST ``body`` and return the 2xx streaming response with its body unread.
 
         The caller must ``aclose()`` the response (in a ``finally``).
         """
-        return await self._attempts(path, body, stream=True)  # type: ignore[no-any-return]
+        when = self.deadline() if deadline is None else deadline
+        return await self._attempts(path, body, stream=True, deadline=when)  # type: ignore[no-any-return]
 
-    async def _attempts(self, path: str, body: bytes, *, stream: bool) -> Any:
+    async def _attempts(self, path: str, body: bytes, *, stream: bool, deadline: float) -> Any:
         policy = self.retry
         waited = 0.0
         retry_number = 0
         while True:
             retry_after: float | None = None
-            try:
-                result = await self._attempt(path, body, stream=stream)
-            except _Retryable as exc:
-                error, retry_after = exc.error, exc.retry_after
-            else:
-                return result
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                raise self.reader.total_timeout_error()
+            with anyio.move_on_after(remaining) as scope:
+                try:
+                    return await self._attempt(path, body, stream=stream)
+                except _Retryable as exc:
+                    error, retry_after = exc.error, exc.retry_after
+            if scope.cancelled_caught:
+                raise self.reader.total_timeout_error()
             delay = policy.backoff(retry_number) if retry_after is None else retry_after
+            if not math.isfinite(delay) or delay < 0:  # a policy subclass's odd backoff
+                delay = policy.initial_delay
             attempts = retry_number + 1
             if retry_number >= policy.max_retries:
                 raise _with_note(error, f"gave up after {attempts} attempt(s)")
@@ -272,30 +371,43 @@ class HttpSession:
                     f"gave up after {attempts} attempt(s): waiting {delay:.3g}s more "
                     f"would exceed the retry budget of {policy.budget:g}s",
                 )
+            if anyio.current_time() + delay >= deadline:
+                raise _with_note(
+                    error,
+                    f"gave up after {attempts} attempt(s): waiting {delay:.3g}s more would "
+                    f"pass the total deadline of {self.limits.total_timeout:g}s",
+                )
             await policy.sleep(delay)
             waited += delay
             retry_number += 1
 
     async def _attempt(self, path: str, body: bytes, *, stream: bool) -> Any:
         client = self.client()
-        request = self._request(client, path, body)
         try:
-            # Without stream=True httpx reads the whole body (and closes the response,
-            # shielded by httpcore, even when cancelled) before returning.
-            response = await client.send(request, stream=stream)
-            if response.is_success:
-                return response if stream else response.content
-            if stream:
-                try:
-                    await response.aread()
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await response.aclose()
-        except httpx.TimeoutException as exc:
-            raise _Retryable(self._timeout_error(exc)) from exc
-        except httpx.TransportError as exc:
-            raise _Retryable(self._connection_error(exc)) from exc
-        error = error_from_response(self.provider, response.status_code, response.content)
+            request = self._request(client, path, body)
+        except httpx.InvalidURL as exc:
+            raise ProviderError(
+                f"{self.provider}: invalid request URL ({exc})", provider=self.provider
+            ) from None
+        response: httpx.Response | None = None
+        try:
+            try:
+                response = await client.send(request, stream=True)
+                if response.is_success:
+                    if stream:
+                        opened, response = response, None  # the caller closes it
+                        return opened
+                    return await self.reader.read_body(response)
+                error_body = await self.reader.read_body(response, _ERROR_BODY_BYTES, truncate=True)
+            except httpx.TimeoutException as exc:
+                raise _Retryable(self._timeout_error(exc)) from exc
+            except httpx.RequestError as exc:
+                raise _Retryable(self._connection_error(exc)) from exc
+        finally:
+            if response is not None:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+        error = error_from_response(self.provider, response.status_code, error_body, self.redactor)
         if _should_retry(response, error):
             raise _Retryable(error, _retry_after(response.headers))
         raise error
@@ -308,9 +420,15 @@ class HttpSession:
         error.__cause__ = exc
         return error
 
-    def _connection_error(self, exc: httpx.TransportError) -> ProviderError:
+    def _connection_error(self, exc: httpx.RequestError) -> ProviderError:
+        # A protocol error is the server speaking broken HTTP, not a network failure.
+        what = (
+            "malformed HTTP response"
+            if isinstance(exc, httpx.ProtocolError)
+            else "connection failed"
+        )
         error = ProviderError(
-            f"{self.provider}: connection failed ({type(exc).__name__}: {exc or 'no detail'})",
+            f"{self.provider}: {what} ({type(exc).__name__}: {exc or 'no detail'})",
             provider=self.provider,
         )
         error.__cause__ = exc
@@ -325,10 +443,9 @@ class _Retryable(Exception):
 
 
 def _with_note(error: ProviderError, note: str) -> ProviderError:
-    """The same error, its message extended with why retrying stopped."""
-    final = type(error)(
-        f"{error} ({note})", provider=error.provider, status=error.status, body=error.body
-    )
+    """The same error (type and attributes), its message extended with why retrying stopped."""
+    final = copy.copy(error)
+    final.args = (f"{error} ({note})",)
     final.__cause__ = error.__cause__
     return final
 
@@ -373,6 +490,7 @@ class HTTPProvider:
         retry: RetryPolicy | None = None,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        limits: ResponseLimits | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}: model must be a non-empty string")
@@ -385,6 +503,18 @@ class HTTPProvider:
             raise TypeError(f"{type(self).__name__}: client must be an httpx.AsyncClient")
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"{type(self).__name__}: params must be a mapping")
+        if isinstance(limits, Mapping):  # e.g. from a definition file's model_args
+            unknown = sorted(set(limits) - {f.name for f in dataclasses.fields(ResponseLimits)})
+            if unknown:
+                raise ValueError(
+                    f"{type(self).__name__}: unknown limits {unknown}; expected fields of "
+                    "ResponseLimits"
+                )
+            limits = ResponseLimits(**limits)
+        if limits is not None and not isinstance(limits, ResponseLimits):
+            raise TypeError(
+                f"{type(self).__name__}: limits must be a ResponseLimits or a mapping of its fields"
+            )
         policy = retry or RetryPolicy()
         if max_retries is not None:
             policy = dataclasses.replace(policy, max_retries=max_retries)
@@ -406,6 +536,8 @@ class HTTPProvider:
             connect_timeout=connect_timeout,
             retry=policy,
             client=client,
+            limits=limits,
+            secrets=(api_key,),
         )
 
     # -- subclass hooks -------------------------------------------------------------------
@@ -437,11 +569,24 @@ class HTTPProvider:
         """The retry policy in force."""
         return self._session.retry
 
+    @property
+    def limits(self) -> ResponseLimits:
+        """The size caps and deadlines in force."""
+        return self._session.limits
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        shown = display_url(self.base_url)  # without user info or query values
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def with_model(self, model: str) -> Self:
-        """A provider for another model sharing this one's client and settings."""
+        """A provider for another model sharing this one's client and settings.
+
+        Args:
+            model: The model name.
+
+        Returns:
+            The new provider.
+        """
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}.with_model: model must be a non-empty string")
         other = copy.copy(self)
@@ -475,64 +620,143 @@ class HTTPProvider:
             ) from exc
 
     async def complete(self, request: ModelRequest) -> AssistantTurn:
-        """Send one request and return the model's whole turn (usage.requests == 1)."""
+        """Send one request and return the model's whole turn (``usage.requests == 1``).
+
+        Args:
+            request: The request.
+
+        Returns:
+            The model's turn.
+
+        Raises:
+            ProviderError: The request failed after the retries the policy allows (a subclass
+                says why: ``AuthenticationError``, ``RateLimitError``, ``BadRequestError``,
+                ``ProviderTimeoutError``).
+        """
         body = self._encode(request, stream=False)
+        session = self._session
         start = time.perf_counter()
-        raw = await self._session.post(self._path, body)
-        return self._parse(raw, time.perf_counter() - start)
+        try:
+            raw = await session.post(self._path, body, session.deadline())
+            return self._checked_parse(raw, start)
+        except ProviderError as exc:
+            session.redactor.scrub(exc)
+            raise
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]:
         """Send one streaming request; yield text/thinking deltas, then the whole turn.
 
-        A stream that breaks, reports an error or ends without its final event raises
-        :class:`ProviderError`; no partial turn is yielded. Closing or cancelling the
-        iteration closes the HTTP response.
+        A stream that breaks, reports an error, ends without its final event, goes over
+        a size cap or past a deadline raises :class:`ProviderError`; no partial turn is
+        yielded. Closing or cancelling the iteration closes the HTTP response.
+
+        Args:
+            request: The request.
+
+        Returns:
+            An async iterator of deltas followed by the turn.
+
+        Raises:
+            ProviderError: The stream broke, reported an error, ended without its final
+                event, went over a size cap or past a deadline; no partial turn is yielded.
         """
         body = self._encode(request, stream=True)
+        session = self._session
         start = time.perf_counter()
-        response = await self._session.open_stream(self._path, body)
+        deadline = session.deadline()
+        try:
+            response = await session.open_stream(self._path, body, deadline)
+        except ProviderError as exc:
+            session.redactor.scrub(exc)
+            raise
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # Some compatible servers ignore "stream": true and answer in one piece.
-                whole = self._parse(await response.aread(), time.perf_counter() - start)
+                whole = await self._whole_body(response, start, deadline)
                 text = whole.text
                 if text:
                     yield StreamDelta(text=text)
                 yield whole
                 return
             accumulator = self._accumulator()
-            decoder = SSEDecoder()
-            try:
-                async for chunk in response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        for delta in accumulator.feed(event):
-                            yield delta
-                        if accumulator.done:
-                            break
+            decoder = SSEDecoder(session.limits.max_event_bytes)
+            reader = session.reader.stream(response, deadline)
+            while not accumulator.done:
+                chunk = await reader.next()
+                if chunk is None:
+                    break
+                for event in self._events(decoder, chunk):
+                    if event.event != "ping":
+                        reader.progress()
+                    for delta in self._feed(accumulator, event):
+                        yield delta
                     if accumulator.done:
                         break
-            except httpx.TimeoutException as exc:
-                raise ProviderTimeoutError(
-                    f"{self.name}: stream stalled (read timeout) before it was complete",
-                    provider=self.name,
-                ) from exc
-            except httpx.TransportError as exc:
-                raise ProviderError(
-                    f"{self.name}: stream interrupted ({type(exc).__name__}: {exc or 'no detail'})",
-                    provider=self.name,
-                ) from exc
-            turn = accumulator.finish(time.perf_counter() - start)
+            turn = self._finish(accumulator, start)
+        except ProviderError as exc:
+            session.redactor.scrub(exc)
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
         yield turn
+
+    async def _whole_body(
+        self, response: httpx.Response, start: float, deadline: float
+    ) -> AssistantTurn:
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            try:
+                raw = await self._session.reader.read_body(response)
+            except httpx.TimeoutException as exc:
+                raise self._session._timeout_error(exc) from exc
+            except httpx.RequestError as exc:
+                raise self._session._connection_error(exc) from exc
+            return self._checked_parse(raw, start)
+        raise self._session.reader.total_timeout_error()
+
+    def _checked_parse(self, raw: bytes, start: float) -> AssistantTurn:
+        try:
+            return self._parse(raw, time.perf_counter() - start)
+        except _PARSE_ERRORS as exc:
+            raise self._malformed(exc) from exc
+
+    def _events(self, decoder: SSEDecoder, chunk: bytes) -> list[ServerSentEvent]:
+        try:
+            return decoder.feed(chunk)
+        except EventTooLarge as exc:
+            raise self._session.reader.too_large("max_event_bytes", exc.limit) from exc
+
+    def _feed(self, accumulator: StreamAccumulator, event: ServerSentEvent) -> list[StreamDelta]:
+        try:
+            return accumulator.feed(event)
+        except _PARSE_ERRORS as exc:
+            raise self._malformed(exc) from exc
+
+    def _finish(self, accumulator: StreamAccumulator, start: float) -> AssistantTurn:
+        try:
+            return accumulator.finish(time.perf_counter() - start)
+        except _PARSE_ERRORS as exc:
+            raise self._malformed(exc) from exc
+
+    def _malformed(self, exc: BaseException) -> ProviderError:
+        # The parsers reject what they expect to be wrong; anything else that breaks them
+        # on a server's data is still the server's malformed response, not a crash.
+        return ProviderError(
+            f"{self.name}: malformed response ({type(exc).__name__}: "
+            f"{self._session.redactor.text(str(exc))[:200]})",
+            provider=self.name,
+        )
+
+    @property
+    def _redactor(self) -> Redactor:
+        return self._session.redactor
 
 
 _encoder = msgspec.json.Encoder()
 
 
 def tool_result_text(value: Any, error: str | None) -> str:
-    """What the model sees for a tool result (ellmer's rules).
+    """What the model sees for a tool result.
 
     Errors become ``Tool calling failed with error <message>``; strings go as they are;
     anything else is sent as JSON.

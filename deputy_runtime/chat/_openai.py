@@ -1,14 +1,16 @@
 """OpenAI Chat Completions providers: ``openai``, ``openai_compatible`` and ``ollama``.
 
-Turns are serialised as ellmer does (tool results become ``role: "tool"`` messages ahead of
-the user's text; tool-call arguments travel as JSON strings), responses and SSE chunks are
-decoded into typed structs at the boundary, and streamed tool calls are reassembled
-leniently: compatible servers omit, repeat or null the ``index`` of tool-call deltas, or
-send a whole call in one chunk.
+Turns are serialised as Chat Completions expects them (tool results become
+``role: "tool"`` messages ahead of the user's text; tool-call arguments travel as JSON
+strings), responses and SSE chunks are decoded into typed structs at the boundary, and
+streamed tool calls are reassembled leniently: compatible servers omit, repeat or null
+the ``index`` of tool-call deltas, or send a whole call in one chunk.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import httpx
@@ -17,11 +19,13 @@ import msgspec
 from ..errors import BadRequestError, ProviderError
 from ._http import (
     HTTPProvider,
+    ResponseLimits,
     RetryPolicy,
     merge_params,
     parse_arguments,
     tool_result_text,
 )
+from ._redact import Redactor
 from ._sse import ServerSentEvent
 from ._types import (
     AssistantTurn,
@@ -35,6 +39,7 @@ from ._types import (
     ToolSpec,
     Usage,
 )
+from ._wire_usage import wire_usage
 
 __all__ = ["OllamaProvider", "OpenAICompatibleProvider", "OpenAIProvider"]
 
@@ -77,6 +82,7 @@ class _Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    cost: float | None = None  # USD, reported by some gateways (OpenRouter)
 
 
 class _Completion(msgspec.Struct):
@@ -88,22 +94,25 @@ class _Completion(msgspec.Struct):
 _decode_completion = msgspec.json.Decoder(_Completion).decode
 
 
-def _usage(usage: _Usage | None) -> Usage:
+def _usage(provider: str, usage: _Usage | None) -> Usage:
     if usage is None:
         return Usage(requests=1)
     details = usage.prompt_tokens_details
-    return Usage(
-        requests=1,
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cached_input_tokens=(details.cached_tokens or 0) if details is not None else 0,
+    return wire_usage(
+        provider,
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=details.cached_tokens if details is not None else None,
+        cost_usd=usage.cost,
     )
 
 
 def _text_of(content: str | list[Any] | None) -> str:
     if content is None or isinstance(content, str):
         return content or ""
-    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return "".join(
+        text for p in content if isinstance(p, dict) and isinstance(text := p.get("text"), str)
+    )
 
 
 def _stream_error(provider: str, error: Any) -> ProviderError:
@@ -156,23 +165,77 @@ def _tool_json(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
+_JSON_SPECIAL = re.compile(r'[\\"{}\[\]]')
+
+
 class _CallSlot:
-    __slots__ = ("args", "id", "name")
+    """One streamed tool call: its id, name and argument fragments.
+
+    Whether the arguments so far form a whole JSON object is tracked as fragments arrive
+    (nesting depth outside strings), so asking costs nothing per fragment: re-parsing all
+    the arguments on every fragment would let a server make a stream quadratic.
+    """
+
+    __slots__ = ("_complete", "_depth", "_escaped", "_in_string", "_opened", "args", "id", "name")
 
     def __init__(self, call_id: str | None) -> None:
         self.id = call_id
         self.name: str | None = None
         self.args: list[str] = []
+        self._depth = 0
+        self._opened = False  # an object or array was opened
+        self._in_string = False
+        self._escaped = False  # the previous fragment ended inside an escape
+        self._complete: bool | None = None  # decided once the top-level value closed
+
+    def add(self, fragment: str) -> None:
+        self.args.append(fragment)
+        if self._complete is not None:
+            if fragment.strip():
+                self._complete = False  # content after a whole value: never valid JSON
+            return
+        escaped_at = 0 if self._escaped else -1
+        for match in _JSON_SPECIAL.finditer(fragment):
+            at = match.start()
+            char = fragment[at]
+            if at == escaped_at:
+                continue
+            if self._in_string:
+                if char == "\\":
+                    escaped_at = at + 1
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+                self._opened = True
+            elif char in "}]":
+                self._depth -= 1
+                if self._depth <= 0:
+                    # The top-level value closed (or closed too often): parse it once.
+                    self._complete = self._depth == 0 and _parses("".join(self.args))
+                    if fragment[at + 1 :].strip():
+                        self._complete = False
+                    return
+        self._escaped = escaped_at == len(fragment)
+
+    def replace(self, text: str) -> None:
+        """Arguments sent whole (as an object): they replace what came before."""
+        self.args = [text]
+        self._complete = _parses(text)
 
     def is_complete(self) -> bool:
         """Whether the call has a name and its arguments so far are a whole JSON value."""
-        if not self.name or not self.args:
-            return False
-        try:
-            msgspec.json.decode("".join(self.args))
-        except msgspec.DecodeError:
-            return False
-        return True
+        return bool(self.name and self.args and self._complete)
+
+
+def _parses(text: str) -> bool:
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def _starts_new_call(slot: _CallSlot, call: _ToolCall) -> bool:
@@ -194,9 +257,10 @@ def _starts_new_call(slot: _CallSlot, call: _ToolCall) -> bool:
 class _ChatStream:
     """Accumulates Chat Completions chunks into one turn."""
 
-    def __init__(self, provider: str, require_done: bool) -> None:
+    def __init__(self, provider: str, require_done: bool, redactor: Redactor | None = None) -> None:
         self.done = False
         self._provider = provider
+        self._redactor = redactor or Redactor(())
         self._require_done = require_done
         self._text: list[str] = []
         self._thinking: list[str] = []
@@ -217,7 +281,7 @@ class _ChatStream:
             if event.event == "error":
                 raise _stream_error(self._provider, data) from exc
             raise ProviderError(
-                f"{self._provider}: malformed stream chunk ({exc}): {data[:200]!r}",
+                f"{self._provider}: malformed stream chunk ({exc}): {self._redactor.excerpt(data)}",
                 provider=self._provider,
             ) from exc
         if chunk.error is not None or event.event == "error":
@@ -277,9 +341,9 @@ class _ChatStream:
         if fn.name and not slot.name:
             slot.name = fn.name
         if isinstance(fn.arguments, dict):
-            slot.args = [msgspec.json.encode(fn.arguments).decode()]
+            slot.replace(msgspec.json.encode(fn.arguments).decode())
         elif fn.arguments:
-            slot.args.append(fn.arguments)
+            slot.add(fn.arguments)
 
     def finish(self, duration: float) -> AssistantTurn:
         if not self.done and (self._require_done or self._finish is None):
@@ -302,7 +366,8 @@ class _ChatStream:
                 )
             args = parse_arguments(self._provider, slot.name, call_id, "".join(slot.args))
             contents.append(ContentToolRequest(call_id, slot.name, args))
-        return AssistantTurn(tuple(contents), _usage(self._usage), self._finish, duration)
+        usage = _usage(self._provider, self._usage)
+        return AssistantTurn(tuple(contents), usage, self._finish, duration)
 
 
 class OpenAIProvider(HTTPProvider):
@@ -342,6 +407,7 @@ class OpenAIProvider(HTTPProvider):
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         preserve_thinking: bool = False,
+        limits: ResponseLimits | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -355,6 +421,7 @@ class OpenAIProvider(HTTPProvider):
             retry=retry,
             params=params,
             headers=headers,
+            limits=limits,
         )
         self.preserve_thinking = bool(preserve_thinking)
 
@@ -431,7 +498,8 @@ class OpenAIProvider(HTTPProvider):
             completion = _decode_completion(raw)
         except msgspec.DecodeError as exc:
             raise ProviderError(
-                f"{self.name}: malformed response ({exc}): {raw[:200]!r}", provider=self.name
+                f"{self.name}: malformed response ({exc}): {self._redactor.excerpt(raw)}",
+                provider=self.name,
             ) from exc
         if completion.error is not None:
             raise _stream_error(self.name, completion.error)
@@ -461,11 +529,11 @@ class OpenAIProvider(HTTPProvider):
                 args = parse_arguments(self.name, fn.name, call_id, raw_args)
             contents.append(ContentToolRequest(call_id, fn.name, args))
         return AssistantTurn(
-            tuple(contents), _usage(completion.usage), choice.finish_reason, duration
+            tuple(contents), _usage(self.name, completion.usage), choice.finish_reason, duration
         )
 
     def _accumulator(self) -> _ChatStream:
-        return _ChatStream(self.name, self._require_done)
+        return _ChatStream(self.name, self._require_done, self._redactor)
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
@@ -490,7 +558,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
 class OllamaProvider(OpenAICompatibleProvider):
     """Ollama through its OpenAI-compatible endpoint (default ``http://localhost:11434/v1``).
 
-    Construction does no network I/O (unlike ellmer's ``chat_ollama``). A key is optional
+    Construction does no network I/O (no model listing or probing). A key is optional
     (``api_key`` or ``OLLAMA_API_KEY``, for proxies that want one).
     """
 

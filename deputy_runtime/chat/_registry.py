@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import DeputyError
+from ..errors import UnknownProviderError
+from ..tools import Tool
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
 from ._types import Provider
 
-if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
-    from ..tools._tool import Tool
-
 __all__ = [
     "ProviderFactory",
-    "UnknownProviderError",
     "chat",
     "is_provider_name",
     "parse_model_spec",
@@ -33,10 +30,6 @@ __all__ = [
 
 #: Builds a provider for a model name; extra keyword arguments come from ``chat(...)``.
 ProviderFactory = Callable[..., Provider]
-
-
-class UnknownProviderError(DeputyError, ValueError):
-    """A model spec named a provider that is not registered; the message lists the known ones."""
 
 
 class _Entry:
@@ -93,9 +86,20 @@ def register_provider(
 ) -> None:
     """Make ``chat("name/model")`` call ``factory(model=model, **kwargs)``.
 
-    Names are case-insensitive and ``-`` equals ``_``. ``default_model`` is used for a
-    bare ``chat("name")``; without it a model is required. Replacing an existing
-    provider (built-ins included) needs ``replace=True``.
+    Names are case-insensitive and ``-`` equals ``_``.
+
+    Args:
+        name: The provider name, the part of a model spec before ``/``.
+        factory: Builds a :class:`~deputy_runtime.chat.Provider` from ``model=`` and the
+            extra keyword arguments given to :func:`chat`.
+        default_model: The model a bare ``chat("name")`` uses; without it a model is
+            required.
+        replace: Allow replacing a registered provider (built-ins included).
+
+    Raises:
+        ValueError: ``name`` is empty or contains ``/``, or it is already registered and
+            ``replace`` is false.
+        TypeError: ``factory`` is not callable.
     """
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"provider name must be a non-empty string without '/', got {name!r}")
@@ -108,25 +112,51 @@ def register_provider(
 
 
 def unregister_provider(name: str) -> None:
-    """Remove a provider from the registry (``KeyError`` if it is not registered)."""
+    """Remove a provider from the registry.
+
+    Args:
+        name: The provider name (case-insensitive, ``-`` equals ``_``).
+
+    Raises:
+        KeyError: No provider of that name is registered.
+    """
     del _registry[_normalise(name)]
 
 
 def provider_names() -> tuple[str, ...]:
-    """The registered provider names, sorted."""
+    """The registered provider names.
+
+    Returns:
+        The names, sorted.
+    """
     return tuple(sorted(_registry))
 
 
 def is_provider_name(name: str) -> bool:
-    """Whether ``name`` (the part of a model spec before ``/``) is a registered provider."""
+    """Whether ``name`` is a registered provider.
+
+    Args:
+        name: The part of a model spec before ``/``.
+
+    Returns:
+        True when :func:`chat` would find a provider of that name.
+    """
     return _normalise(name) in _registry
 
 
 def parse_model_spec(spec: str) -> tuple[str, str | None]:
-    """Split ``"provider/model"`` on the first ``/``: ``("provider", "model")``.
+    """Split ``"provider/model"`` on the first ``/``.
 
-    The model keeps any further slashes (``"ollama/library/llama3"``); a bare
-    ``"provider"`` gives ``None`` for the model.
+    The model keeps any further slashes (``"ollama/library/llama3"``).
+
+    Args:
+        spec: A model spec such as ``"openai/gpt-4.1-mini"`` or a bare ``"test"``.
+
+    Returns:
+        ``(provider, model)``; the model is ``None`` for a bare provider name.
+
+    Raises:
+        ValueError: ``spec`` is empty, or has nothing before or after its ``/``.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"model spec must be a non-empty 'provider/model' string, got {spec!r}")
@@ -139,7 +169,21 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
 
 
 def resolve_provider(spec: str, **kwargs: Any) -> Provider:
-    """Build the provider for ``"provider/model"``; ``kwargs`` go to its factory."""
+    """Build the provider a model spec names.
+
+    Args:
+        spec: ``"provider/model"``, or a bare provider name that has a default model.
+        **kwargs: Passed to the provider's factory (``base_url``, ``api_key``, ...).
+
+    Returns:
+        A new provider instance.
+
+    Raises:
+        UnknownProviderError: The provider is not registered; the message lists the known
+            ones.
+        ValueError: ``spec`` is malformed, or names no model and the provider has no
+            default model.
+    """
     name, model = parse_model_spec(spec)
     entry = _registry.get(_normalise(name))
     if entry is None:
@@ -166,11 +210,25 @@ def chat(
     params: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> Chat:
-    """A :class:`Chat` for ``"provider/model"``, e.g. ``chat("anthropic/claude-x")``.
+    """Build a :class:`Chat` for a model spec, e.g. ``chat("anthropic/claude-sonnet-4-5")``.
 
-    ``system_prompt``, ``tools``, ``max_tool_rounds`` and ``params`` configure the Chat;
-    every other keyword argument goes to the provider's factory (``base_url``,
-    ``api_key``, ``script`` for ``scripted``, ...).
+    Args:
+        spec: ``"provider/model"`` (split on the first ``/``), or a bare provider name that
+            has a default model (``"test"``, ``"scripted"``).
+        system_prompt: The system prompt; several strings are joined with blank lines.
+        tools: Tools the model may call in :meth:`Chat.chat_async`'s tool loop.
+        max_tool_rounds: Tool rounds one exchange may run before
+            :class:`~deputy_runtime.errors.ToolLoopLimitError`.
+        params: Model parameters sent with every request (``temperature``, ...).
+        **kwargs: Passed to the provider's factory (``base_url``, ``api_key``, ``script``
+            for ``scripted``, ...).
+
+    Returns:
+        A new Chat with an empty history.
+
+    Raises:
+        UnknownProviderError: The provider is not registered.
+        ValueError: ``spec`` is malformed or names no model where one is needed.
     """
     provider = resolve_provider(spec, **kwargs)
     return Chat(

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from ..errors import ScriptError
-from ._context import _current_agent
+from ._context import current_agent_name
 from ._types import (
     AssistantTurn,
     Content,
@@ -56,7 +56,15 @@ _call_ids = itertools.count(1)
 
 
 def reply(text: str, *, usage: Usage | None = None) -> AssistantTurn:
-    """A scripted assistant text reply."""
+    """A scripted assistant text reply.
+
+    Args:
+        text: What the model says.
+        usage: The usage the turn reports (the scripted provider's default when omitted).
+
+    Returns:
+        An assistant turn holding ``text``.
+    """
     return AssistantTurn((ContentText(text),), usage or Usage(), finish_reason="stop")
 
 
@@ -68,7 +76,18 @@ def tool_call(
     text: str | None = None,
     usage: Usage | None = None,
 ) -> AssistantTurn:
-    """A scripted assistant turn requesting one tool call (ids are unique when omitted)."""
+    """A scripted assistant turn requesting one tool call.
+
+    Args:
+        name: The tool to call.
+        arguments: Its arguments (none when omitted).
+        id: The call id; a unique one is generated when omitted.
+        text: Text the model says alongside the call.
+        usage: The usage the turn reports (the scripted provider's default when omitted).
+
+    Returns:
+        An assistant turn holding one tool request.
+    """
     return tool_calls((name, arguments or {}, id), text=text, usage=usage)
 
 
@@ -81,8 +100,17 @@ def tool_calls(
 ) -> AssistantTurn:
     """A scripted assistant turn requesting several tool calls at once (parallel calls).
 
-    Each call is ``(name, arguments)``, ``(name, arguments, id)`` or a ready
-    :class:`ContentToolRequest`.
+    Args:
+        *calls: Each ``(name, arguments)``, ``(name, arguments, id)`` or a ready
+            :class:`~deputy_runtime.chat.ContentToolRequest`.
+        text: Text the model says alongside the calls.
+        usage: The usage the turn reports (the scripted provider's default when omitted).
+
+    Returns:
+        An assistant turn holding the tool requests, in order.
+
+    Raises:
+        TypeError: A call is neither a tuple of that shape nor a ContentToolRequest.
     """
     contents: list[Content] = [ContentText(text)] if text else []
     for call in calls:
@@ -189,9 +217,19 @@ class ScriptedProvider:
     # -- Provider protocol ---------------------------------------------------------------
 
     async def complete(self, request: ModelRequest) -> AssistantTurn:
-        """The next scripted reply for the current agent."""
+        """The next scripted reply for the current agent.
+
+        Args:
+            request: The request; a callable script entry gets it.
+
+        Returns:
+            The scripted assistant turn.
+
+        Raises:
+            ScriptError: The script ran out, has no entry for the agent, or rejected the request.
+        """
         state = self._state
-        agent = _current_agent.get()
+        agent = current_agent_name()
         track = state.shared
         if track is None:
             track = state.tracks.get(agent)
@@ -223,7 +261,17 @@ class ScriptedProvider:
     async def stream(
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamDelta | AssistantTurn, None]:
-        """The scripted reply as one thinking delta, one text delta, then the turn."""
+        """The scripted reply as one thinking delta, one text delta, then the turn.
+
+        Args:
+            request: The request.
+
+        Returns:
+            An async generator of deltas followed by the turn.
+
+        Raises:
+            ScriptError: As for :meth:`complete`.
+        """
         turn = await self.complete(request)
         thinking = "".join(c.thinking for c in turn.contents if isinstance(c, ContentThinking))
         if thinking:
@@ -234,7 +282,14 @@ class ScriptedProvider:
         yield turn
 
     def with_model(self, model: str) -> ScriptedProvider:
-        """The same script (and position, and log) under another model name."""
+        """The same script (and position, and log) under another model name.
+
+        Args:
+            model: The model name.
+
+        Returns:
+            A provider sharing this one's script.
+        """
         new = ScriptedProvider.__new__(ScriptedProvider)
         new.name = self.name
         new.model = model
@@ -258,11 +313,25 @@ class ScriptedProvider:
         return list(self._state.log)
 
     def requests_for(self, agent: str | None) -> list[ModelRequest]:
-        """The requests made while ``agent`` was the current agent name."""
+        """The requests made while ``agent`` was the current agent name.
+
+        Args:
+            agent: The agent name (``None`` for requests made outside any agent).
+
+        Returns:
+            The requests, oldest first.
+        """
         return [request for name, request in self._state.log if name == agent]
 
     def remaining(self, agent: str | None = None) -> int:
-        """Unplayed entries of ``agent``'s script (of the shared script when not keyed)."""
+        """Unplayed entries of a script.
+
+        Args:
+            agent: The agent whose script to count; ``None`` for the shared script.
+
+        Returns:
+            How many entries are left.
+        """
         state = self._state
         track = state.shared if state.shared is not None else state.tracks.get(agent)
         if track is None:

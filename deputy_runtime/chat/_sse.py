@@ -5,13 +5,25 @@ a line, a line ending (``\\r`` in one chunk, ``\\n`` in the next) or a multi-byt
 character can be split anywhere. The decoder buffers bytes until a full line is available,
 splits lines on ``\\r\\n``, ``\\n`` or ``\\r`` as the SSE specification says, and decodes
 UTF-8 per complete line, so no split can corrupt text.
+
+A record's size is bounded (``max_event_bytes``): the fields gathered so far plus the
+partial line still buffered. A server that sends one endless line or one endless record
+gets :class:`EventTooLarge` instead of all the memory it wants.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-__all__ = ["SSEDecoder", "ServerSentEvent", "aiter_sse"]
+__all__ = ["EventTooLarge", "SSEDecoder", "ServerSentEvent", "aiter_sse"]
+
+
+class EventTooLarge(ValueError):
+    """One server-sent event (or one line of it) exceeded the decoder's ``max_event_bytes``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a server-sent event exceeded {limit} bytes")
+        self.limit = limit
 
 
 class ServerSentEvent:
@@ -48,11 +60,27 @@ class SSEDecoder:
 
     ``pending`` tells whether a record was started but not terminated by a blank line; a
     stream that ends in that state was cut off (the specification says to drop the record).
+    ``max_event_bytes`` (``None``: unbounded) caps one record, partial line included;
+    ``feed`` raises :class:`EventTooLarge` past it.
     """
 
-    __slots__ = ("_buf", "_cr_pending", "_data", "_event", "_id", "_retry", "_started")
+    __slots__ = (
+        "_buf",
+        "_cr_pending",
+        "_data",
+        "_event",
+        "_id",
+        "_limit",
+        "_retry",
+        "_scanned",
+        "_size",
+        "_started",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int | None = None) -> None:
+        self._limit = max_event_bytes
+        self._size = 0  # bytes of the lines of the record being gathered
+        self._scanned = 0  # leading bytes of _buf known to hold no line ending
         self._buf = bytearray()
         self._cr_pending = False  # last chunk ended in \r: a following \n belongs to it
         self._data: list[str] = []
@@ -79,10 +107,13 @@ class SSEDecoder:
         out: list[ServerSentEvent] = []
         start = 0
         n = len(buf)
-        while start < n:
-            lf = buf.find(b"\n", start)
-            cr = buf.find(b"\r", start, lf if lf >= 0 else n)
-            if cr >= 0:
+        # Each byte is searched once: the held-back partial line is known to have no line
+        # ending, and a found ending is only searched again once it has been passed. (A
+        # rescan per line or per chunk would let a server make decoding quadratic.)
+        lf = buf.find(b"\n", self._scanned)
+        cr = buf.find(b"\r", self._scanned)
+        while lf >= 0 or cr >= 0:
+            if cr >= 0 and (lf < 0 or cr < lf):
                 end = cr
                 if cr + 1 < n:
                     nxt = cr + 2 if buf[cr + 1] == 0x0A else cr + 1
@@ -91,15 +122,22 @@ class SSEDecoder:
                     # chunk and must not count as a second (empty) line.
                     nxt = n
                     self._cr_pending = True
-            elif lf >= 0:
-                end, nxt = lf, lf + 1
             else:
-                break
+                end, nxt = lf, lf + 1
             event = self._line(bytes(buf[start:end]))
             if event is not None:
                 out.append(event)
+            elif self._limit is not None and self._size > self._limit:
+                raise EventTooLarge(self._limit)
             start = nxt
+            if 0 <= lf < start:
+                lf = buf.find(b"\n", start)
+            if 0 <= cr < start:
+                cr = buf.find(b"\r", start)
         del buf[:start]
+        self._scanned = len(buf)
+        if self._limit is not None and len(buf) + self._size > self._limit:
+            raise EventTooLarge(self._limit)
         return out
 
     def _line(self, raw: bytes) -> ServerSentEvent | None:
@@ -109,6 +147,7 @@ class SSEDecoder:
         if line[0] == ":":
             return None  # comment / keep-alive
         self._started = True
+        self._size += len(raw)
         name, sep, value = line.partition(":")
         if sep and value[:1] == " ":
             value = value[1:]
@@ -127,6 +166,7 @@ class SSEDecoder:
         if not self._started:
             return None
         self._started = False
+        self._size = 0
         event_name, self._event = self._event or "message", ""
         retry, self._retry = self._retry, None
         if not self._data:

@@ -30,9 +30,19 @@ async def stream_request(
     Uses ``provider.stream`` when the provider has one; a provider that only implements
     ``complete`` (or whose ``stream`` raises ``NotImplementedError`` before yielding)
     yields just its final :class:`AssistantTurn`. The final turn is always the last item,
-    and exactly once: a stream that ends without one raises :class:`ProviderError` instead
-    of handing the caller a half turn. Close the generator early (``aclosing``) to abandon
-    the request; the provider's stream is closed under a shielded scope.
+    and exactly once. Close the generator early (``aclosing``) to abandon the request; the
+    provider's stream is closed under a shielded scope.
+
+    Args:
+        provider: The model backend.
+        request: The request to send.
+
+    Returns:
+        An async generator of deltas followed by the final assistant turn.
+
+    Raises:
+        ProviderError: The stream ended without a final turn (no half turn is returned),
+            or the provider failed.
     """
     agen = _open_stream(provider, request)
     if agen is None:

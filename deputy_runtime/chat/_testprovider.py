@@ -76,7 +76,15 @@ class TestProvider:
         return f"TestProvider(model={self.model!r})"
 
     async def complete(self, request: ModelRequest) -> AssistantTurn:
-        """Call every offered tool, or answer once the results of those calls are back."""
+        """Call every offered tool, or answer once the results of those calls are back.
+
+        Args:
+            request: The request.
+
+        Returns:
+            A turn calling each offered tool once (with arguments made from its schema), or a
+            text summarising the tool results.
+        """
         turns = request.turns
         if request.tools and not _answers_own_calls(turns):
             calls = _tool_calls(request.tools, len(turns), self.fanout)
@@ -88,14 +96,28 @@ class TestProvider:
     async def stream(
         self, request: ModelRequest
     ) -> AsyncGenerator[StreamDelta | AssistantTurn, None]:
-        """The reply of :meth:`complete` as one text delta, then the turn."""
+        """The reply of :meth:`complete` as one text delta, then the turn.
+
+        Args:
+            request: The request.
+
+        Returns:
+            An async generator of one delta followed by the turn.
+        """
         turn = await self.complete(request)
         if turn.text:
             yield StreamDelta(text=turn.text)
         yield turn
 
     def with_model(self, model: str) -> TestProvider:
-        """The same provider under another model name."""
+        """The same provider under another model name.
+
+        Args:
+            model: The model name.
+
+        Returns:
+            A new test provider.
+        """
         return TestProvider(model=model, name=self.name, usage=self.usage, fanout=self.fanout)
 
 
@@ -131,7 +153,14 @@ def _argument_sets(schema: Mapping[str, Any], fanout: int = MAX_FANOUT) -> list[
 
 
 def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Schema-valid arguments for a tool whose parameters are the object ``schema``."""
+    """Schema-valid arguments for a tool, as the offline ``test`` model makes them up.
+
+    Args:
+        schema: The tool's parameters, a JSON Schema object.
+
+    Returns:
+        Arguments that validate against ``schema``.
+    """
     value = example_value(schema, schema)
     return value if isinstance(value, dict) else {}
 

@@ -6,12 +6,11 @@ own loop, can reuse the same error wording and history repair.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 import anyio
 
-from ..errors import DeputyError
+from ..tools import Tool, invoke_tool
 from ._types import (
     Content,
     ContentToolRequest,
@@ -19,13 +18,9 @@ from ._types import (
     Turn,
 )
 
-if TYPE_CHECKING:  # tools._tool imports the chat package: avoid the cycle at runtime
-    from ..tools._tool import Tool
-
 __all__ = [
     "CANCELLED_TOOL_CALL_ERROR",
     "TOOL_ERROR_PREFIX",
-    "ToolLoopLimitError",
     "repair_turns",
     "run_tool",
     "run_tools",
@@ -34,18 +29,10 @@ __all__ = [
     "user_turn_after",
 ]
 
-#: Prefix of every tool error the model sees (ellmer's wording).
+#: Prefix of every tool error the model sees, one wording for every provider.
 TOOL_ERROR_PREFIX = "Tool calling failed with error "
 #: Error result given to a tool request that never got an answer.
 CANCELLED_TOOL_CALL_ERROR = "Tool call was not answered (cancelled)"
-
-
-class ToolLoopLimitError(DeputyError, RuntimeError):
-    """The model kept calling tools for more than ``max_tool_rounds`` rounds."""
-
-    def __init__(self, message: str, *, max_tool_rounds: int) -> None:
-        super().__init__(message)
-        self.max_tool_rounds = max_tool_rounds
 
 
 def tool_error_text(error: BaseException | str) -> str:
@@ -53,19 +40,6 @@ def tool_error_text(error: BaseException | str) -> str:
     if isinstance(error, BaseException):
         return TOOL_ERROR_PREFIX + (str(error) or type(error).__name__)
     return TOOL_ERROR_PREFIX + error
-
-
-_invoke: Callable[[Tool, Mapping[str, Any]], Awaitable[Any]] | None = None
-
-
-def _resolve_invoke() -> Callable[[Tool, Mapping[str, Any]], Awaitable[Any]]:
-    # Imported on first use: tools._tool imports this package, so a module-level import
-    # would be circular.
-    global _invoke
-    from ..tools._invoke import invoke_tool
-
-    _invoke = invoke_tool
-    return invoke_tool
 
 
 async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> ContentToolResult:
@@ -82,9 +56,8 @@ async def run_tool(tools: Mapping[str, Tool], request: ContentToolRequest) -> Co
             request.id,
             error=tool_error_text(f"Unknown tool {request.name!r}; available tools: {known}"),
         )
-    invoke = _invoke or _resolve_invoke()
     try:
-        value = await invoke(tool, request.arguments)
+        value = await invoke_tool(tool, request.arguments)
     except Exception as exc:
         return ContentToolResult(request.id, error=tool_error_text(exc))
     return ContentToolResult(request.id, value=value)

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
+from .._toolspec import ToolSpec
+
 __all__ = [
     "AssistantTurn",
     "Content",
@@ -28,6 +30,8 @@ __all__ = [
     "Usage",
 ]
 
+#: Who a turn is from: the user (task, tool results), the assistant (the model) or the
+#: system prompt.
 Role: TypeAlias = Literal["user", "assistant", "system"]
 
 
@@ -54,7 +58,7 @@ class ContentToolRequest(msgspec.Struct, frozen=True, gc=False, tag="tool_reques
 
 
 class ContentToolResult(msgspec.Struct, frozen=True, gc=False, tag="tool_result"):
-    """The answer to one tool request; lives in a user turn, as in ellmer.
+    """The answer to one tool request; it lives in the user turn after the request.
 
     ``error`` is set (and ``value`` is ``None``) when the call failed or was denied; the
     model sees the error text.
@@ -65,6 +69,8 @@ class ContentToolResult(msgspec.Struct, frozen=True, gc=False, tag="tool_result"
     error: str | None = None
 
 
+#: One piece of a turn: text, reasoning, a tool request or a tool result (a tagged union,
+#: tag field ``type``, so a conversation round-trips through JSON).
 Content: TypeAlias = ContentText | ContentThinking | ContentToolRequest | ContentToolResult
 
 
@@ -136,7 +142,11 @@ class AssistantTurn(msgspec.Struct, frozen=True, gc=False):
         return tuple(c for c in self.contents if isinstance(c, ContentToolRequest))
 
     def turn(self) -> Turn:
-        """This reply as a history :class:`Turn` with role ``assistant``."""
+        """This reply as a history turn.
+
+        Returns:
+            A :class:`Turn` with role ``assistant`` and this reply's contents.
+        """
         return Turn("assistant", self.contents)
 
 
@@ -145,14 +155,6 @@ class StreamDelta(msgspec.Struct, frozen=True, gc=False):
 
     text: str = ""
     thinking: str = ""
-
-
-class ToolSpec(msgspec.Struct, frozen=True, gc=False):
-    """What a provider needs to offer a tool: name, description and JSON Schema."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 class ModelRequest(msgspec.Struct, frozen=True, gc=False):
@@ -176,8 +178,36 @@ class Provider(Protocol):
     name: str
     model: str
 
-    async def complete(self, request: ModelRequest) -> AssistantTurn: ...
+    async def complete(self, request: ModelRequest) -> AssistantTurn:
+        """Send one request and return the model's whole turn.
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]: ...
+        Args:
+            request: The system prompt, the turns, the offered tools and the parameters.
 
-    def with_model(self, model: str) -> Provider: ...
+        Returns:
+            The model's turn, with the usage of the request.
+        """
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantTurn]:
+        """Send one request, yield deltas as they arrive, then the whole turn.
+
+        A provider without streaming may leave this out: :func:`stream_request` then falls back
+        to one :meth:`complete` call.
+
+        Args:
+            request: As for :meth:`complete`.
+
+        Returns:
+            An async iterator of :class:`StreamDelta` values followed by the final
+            :class:`AssistantTurn`, exactly once.
+        """
+
+    def with_model(self, model: str) -> Provider:
+        """The same provider for another model (how ``model: some-id`` in a definition runs).
+
+        Args:
+            model: The model name.
+
+        Returns:
+            A provider for that model.
+        """

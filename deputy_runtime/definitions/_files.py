@@ -69,7 +69,8 @@ def check_path_argument(path: object) -> Path:
     """Return ``path`` as a :class:`Path`, or raise DefinitionFileError if it is not one.
 
     Accepts a non-empty ``str`` or an ``os.PathLike`` of ``str``; anything else (``None``,
-    ``bytes``, a list, an empty string) is rejected before the filesystem is touched.
+    ``bytes``, a list, an empty string, a path containing NUL, which no filesystem call
+    accepts) is rejected before the filesystem is touched.
     """
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
@@ -77,6 +78,12 @@ def check_path_argument(path: object) -> Path:
         raise DefinitionFileError(
             f"Expected a file path as a non-empty string or os.PathLike, got {path!r}",
             path=repr(path),
+        )
+    if "\0" in path:
+        raise DefinitionFileError(
+            f"Expected a file path, but {path!r} contains a NUL character, which no file "
+            "name can hold",
+            path=path.replace("\0", "\\0"),
         )
     return Path(path)
 
@@ -135,10 +142,10 @@ def read_definition_text(path: object, *, markdown: bool = False) -> str:
         raise DefinitionFileError(
             f"Expected a readable definition file, but the path {why}", path=file
         ) from None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a name the OS cannot encode
+        why = str(getattr(exc, "strerror", None) or exc)
         raise DefinitionFileError(
-            f"Expected a readable definition file, but it could not be opened: "
-            f"{exc.strerror or exc}",
+            f"Expected a readable definition file, but it could not be opened: {why}",
             path=file,
         ) from None
     try:
@@ -254,10 +261,9 @@ def _check_destination(dest: Path, overwrite: bool) -> None:
                 path=dest,
             ) from None
         return
-    except OSError as exc:
-        raise DefinitionFileError(
-            f"Could not inspect the destination: {exc.strerror or exc}", path=dest
-        ) from None
+    except (OSError, ValueError) as exc:  # ValueError: a name the OS cannot encode
+        why = getattr(exc, "strerror", None) or exc
+        raise DefinitionFileError(f"Could not inspect the destination: {why}", path=dest) from None
     if not overwrite:
         raise DefinitionFileError(
             "File already exists; pass overwrite=True to replace it", path=dest

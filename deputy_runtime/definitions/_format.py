@@ -14,7 +14,9 @@ from typing import Any, Final
 
 from ..errors import DefinitionError, DefinitionFileError
 from ._files import check_path_argument, install_atomically, read_definition_text
+from ._mcp import is_mcp_name, mcp_name_problem
 from ._model import FIELD_NAMES, AgentDefinition, DefinitionFieldError
+from ._problems import ProblemLog
 from ._registry import (
     REGISTRY_KEY_PATTERN,
     SkillRegistry,
@@ -33,8 +35,9 @@ __all__ = [
     "definition_to_yaml",
 ]
 
-#: Keys a format-1 file may hold, in the order they are written.
-FORMAT_FIELDS: Final = ("version", *FIELD_NAMES)
+#: Keys a format-1 file may hold, in the order they are written. MCP tool names are
+#: written in ``tools`` (the definition keeps them apart, in ``mcp_tools``).
+FORMAT_FIELDS: Final = ("version", *(field for field in FIELD_NAMES if field != "mcp_tools"))
 _REQUIRED: Final = ("name", "description", "prompt")
 _STRING_LISTS: Final = ("disallowed_tools", "memory", "mcp_servers")
 _YAML11 = "YAML 1.1 reads unquoted yes/no/on/off/true/false as booleans and 123 as a number"
@@ -51,7 +54,10 @@ def _kind(value: object) -> str:
     if isinstance(value, (datetime.date, datetime.datetime)):
         return f"the date {value.isoformat()}"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        shown = (
+            repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value):,} characters)"
+        )
+        return f"the string {shown}"
     return "a sequence" if isinstance(value, list) else "a mapping"
 
 
@@ -64,12 +70,27 @@ class _Reader:
     """Turns one loaded YAML record into an AgentDefinition, pointing errors at lines."""
 
     def __init__(
-        self, path: Path, marks: Marks, tools: ToolRegistry, skills: SkillRegistry
+        self,
+        path: Path,
+        marks: Marks,
+        tools: ToolRegistry,
+        skills: SkillRegistry,
+        log: ProblemLog | None = None,
     ) -> None:
         self.path = path
         self.marks = marks
         self.tools = tools
         self.skills = skills
+        self.log = ProblemLog(path) if log is None else log
+
+    def attempt(self, read: Any, *args: Any, default: Any = None) -> Any:
+        """``read(*args)``, or ``default`` after recording its error: every independent
+        problem of a file is reported, not only the first."""
+        try:
+            return read(*args)
+        except DefinitionFileError as exc:
+            self.log.error(exc)
+            return default
 
     def fail(self, message: str, at: object = None) -> DefinitionFileError:
         mark = self.marks.get(at) if at is not None else None
@@ -84,26 +105,34 @@ class _Reader:
                 f"description, prompt, ...), but {what}"
             )
         self.check_keys(record)
-        self.check_version(record)
+        self.attempt(self.check_version, record)
         missing = [field for field in _REQUIRED if field not in record]
         if missing:
-            raise self.fail(
-                f"Required fields: name, description, prompt; missing: {', '.join(missing)}"
+            self.log.error(
+                self.fail(
+                    f"Required fields: name, description, prompt; missing: {', '.join(missing)}"
+                )
             )
         fields: dict[str, Any] = {}
         for field in ("name", "description", "prompt", "model", "initial_prompt"):
             if field in record:
-                fields[field] = self.string(record, field, nullable=field == "initial_prompt")
-        fields["tools"] = self.references(record, "tools", self.tools)
+                nullable = field == "initial_prompt"
+                fields[field] = self.attempt(self.string, record, field, nullable)
+        tools = self.references(record, "tools", self.tools)
+        fields["tools"] = [item for item in tools if not isinstance(item, str)]
+        mcp_tools = [item for item in tools if isinstance(item, str)]
+        if mcp_tools:
+            fields["mcp_tools"] = mcp_tools
         fields["skills"] = self.references(record, "skills", self.skills)
         for field in _STRING_LISTS:
             if field in record:
-                fields[field] = self.strings(record, field)
+                fields[field] = self.attempt(self.strings, record, field)
         if "max_requests" in record:
-            fields["max_requests"] = self.max_requests(record["max_requests"])
+            fields["max_requests"] = self.attempt(self.max_requests, record["max_requests"])
         for field in ("permission_mode", "params"):
             if field in record:
                 fields[field] = record[field]
+        self.log.raise_first_error()
         try:
             return AgentDefinition(**fields)
         except DefinitionFieldError as exc:
@@ -121,7 +150,7 @@ class _Reader:
                 close = difflib.get_close_matches(str(key), FORMAT_FIELDS, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else ""
                 hint = f"{hint} Allowed fields: {', '.join(FORMAT_FIELDS)}".strip()
-            raise self.fail(f"Unknown field {key!r}; {hint}", ("key", key))
+            self.log.error(self.fail(f"Unknown field {key!r}; {hint}", ("key", key)))
 
     def check_version(self, record: dict[str, Any]) -> None:
         if "version" not in record:
@@ -136,7 +165,7 @@ class _Reader:
                 f"version must be the integer 1, got {_kind(version)}; {fix}", "version"
             )
 
-    def string(self, record: dict[str, Any], field: str, *, nullable: bool) -> str | None:
+    def string(self, record: dict[str, Any], field: str, nullable: bool) -> str | None:
         value = record[field]
         if isinstance(value, str) or (value is None and nullable):
             return value
@@ -170,24 +199,30 @@ class _Reader:
         return value
 
     def references(self, record: dict[str, Any], field: str, registry: Mapping[str, Any]) -> Any:
+        """The registry objects ``field`` names; for ``tools``, MCP names stay strings
+        (they resolve against MCP servers, not the registry). Every bad entry is recorded."""
         if field not in record:
             return ()
         if record[field] is None:
-            raise self.fail(f"{field} may not be null; write {field}: [] for none", field)
-        keys = self.items(record, field)
+            self.log.error(self.fail(f"{field} may not be null; write {field}: [] for none", field))
+            return ()
+        keys = self.attempt(self.items, record, field, default=[])
         seen: set[str] = set()
         result = []
         for index, key in enumerate(keys):
+            at = (field, index) if isinstance(record[field], list) else field
+            if field == "tools" and is_mcp_name(key) and key not in seen:
+                problem = mcp_name_problem(key)
+                if problem is not None:
+                    self.log.error(self.fail(f"tools: {problem}", at))
+                seen.add(key)
+                result.append(key)
+                continue
             if key in seen or key not in registry:
-                raise self.fail(
-                    self.reference_problem(field, key, key in seen, registry),
-                    (
-                        field,
-                        index,
-                    )
-                    if isinstance(record[field], list)
-                    else field,
+                self.log.error(
+                    self.fail(self.reference_problem(field, key, key in seen, registry), at)
                 )
+                continue
             seen.add(key)
             result.append(registry[key])
         return result
@@ -225,15 +260,22 @@ class _Reader:
 
 
 def definition_from_yaml(
-    text: str, path: Path, tools: ToolRegistry, skills: SkillRegistry
+    text: str,
+    path: Path,
+    tools: ToolRegistry,
+    skills: SkillRegistry,
+    log: ProblemLog | None = None,
 ) -> AgentDefinition:
-    """Parse format-1 YAML ``text`` (read from ``path``) with already-checked registries."""
+    """Parse format-1 YAML ``text`` (read from ``path``) with already-checked registries.
+
+    Every independent problem is recorded in ``log``; the first is raised.
+    """
     try:
         record, marks = load_yaml(text)
     except YAMLProblem as problem:
         line, column = problem.mark or (None, None)
         raise DefinitionFileError(problem.message, path=path, line=line, column=column) from None
-    return _Reader(path, marks, tools, skills).definition(record)
+    return _Reader(path, marks, tools, skills, log).definition(record)
 
 
 def agent_definition_read(
@@ -241,10 +283,17 @@ def agent_definition_read(
 ) -> AgentDefinition:
     """Read one YAML definition file (format version 1), resolving names via the registries.
 
-    Registries map case-sensitive keys to Tool objects / Skill objects or approved skill
-    paths; they are checked before the file is touched. Every problem raises
-    :class:`~deputy_runtime.errors.DefinitionFileError` with ``path`` (and ``line`` and
-    ``column`` where known).
+    Args:
+        path: The YAML file.
+        tools: Registry key -> Tool, for the file's ``tools`` names (case-sensitive).
+        skills: Registry key -> Skill or approved skill path, for its ``skills`` names.
+
+    Returns:
+        The definition the file describes.
+
+    Raises:
+        DefinitionFileError: Any problem, with ``path`` (and ``line`` and ``column`` where
+            known); the registries are checked before the file is touched.
     """
     file = check_path_argument(path)
     tool_registry = check_tool_registry(tools, file)
@@ -269,10 +318,11 @@ def definition_to_yaml(
             f"Expected an AgentDefinition to write, got {type(definition).__name__}", path=path
         )
     record: dict[str, Any] = {"version": 1}
-    for field in FIELD_NAMES:
+    for field in FORMAT_FIELDS[1:]:
         value = getattr(definition, field)
         if field == "tools":
             value = [registry_key("tools", tool, tools, path) for tool in value]
+            value += list(definition.mcp_tools or ())
         elif field == "skills":
             value = [registry_key("skills", skill, skills, path) for skill in value]
         elif field == "params":
@@ -304,13 +354,28 @@ def agent_definition_write(
     skills: SkillRegistry | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write ``definition`` as a canonical format-1 YAML file, atomically; return the path.
+    """Write ``definition`` as a canonical format-1 YAML file, atomically.
 
-    Each tool and skill must match exactly one registry entry (tools and Skill objects by
-    identity, skill paths by equality). The text is checked to read back equal before it
-    is written; the file is UTF-8 with LF line endings, at most 1 MiB. Without
-    ``overwrite`` an existing file (even one created concurrently) is never replaced. On
-    any failure the destination is unchanged and no temporary file remains.
+    The text is checked to read back equal before it is written; the file is UTF-8 with LF
+    line endings, at most 1 MiB. On any failure the destination is unchanged and no
+    temporary file remains.
+
+    Args:
+        definition: The definition to write.
+        path: The destination file.
+        tools: The registry whose keys name the definition's tools; each tool must match
+            exactly one entry, by identity.
+        skills: The registry whose keys name its skills (Skill objects by identity, skill
+            paths by equality).
+        overwrite: Replace an existing file; without it an existing file (even one created
+            concurrently) is never replaced.
+
+    Returns:
+        The path written.
+
+    Raises:
+        DefinitionFileError: A tool or skill has no single registry entry, the file exists
+            and ``overwrite`` is false, or the write failed.
     """
     file = check_path_argument(path)
     tool_registry = check_tool_registry(tools, file)

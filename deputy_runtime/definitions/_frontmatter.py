@@ -1,19 +1,20 @@
-"""Splitting a markdown agent file into YAML frontmatter and body, AgentLane-compatible.
+"""Splitting a markdown agent file into YAML frontmatter and body.
 
-The rules follow AgentLane 0.22's shared frontmatter parser exactly, so real Claude Code
-and AgentLane files split the same way here: the text must start with ``---`` at offset
+The rules are those of the common agent-file frontmatter parsers, so real Claude Code
+agent files split the same way here as elsewhere: the text must start with ``---`` at offset
 0; lines are split with :meth:`str.splitlines` (so CR, CRLF, VT, FF, FS/GS/RS, NEL,
 U+2028 and U+2029 all end a line); the first line and the closing fence are lines whose
 whitespace-stripped text is exactly ``---`` (the first such line wins, even inside a YAML
 block scalar); frontmatter and body are the lines in between and after, joined with
 ``\\n``. The frontmatter is loaded with PyYAML's safe loader (YAML 1.1 typing, duplicate
-keys: last wins). Where AgentLane silently returns "no agent" we raise
-:class:`~deputy_runtime.errors.DefinitionFileError` with the line, and unlike AgentLane we
-also reject YAML aliases (they let a small file expand without bound when coerced to text).
+keys: last wins). Where a lenient parser would silently return "no agent", this raises
+:class:`~deputy_runtime.errors.DefinitionFileError` with the line; YAML aliases are
+rejected too (they let a small file expand without bound when coerced to text).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,14 @@ from typing import Any
 import yaml
 
 from ..errors import DefinitionFileError
+from ._problems import ProblemLog
 from ._yaml import (
     SCALAR_ERRORS,
-    nesting_problem,
+    plain_int,
     reader_problem,
     scalar_problem,
+    sexagesimal_tag,
+    shape_problem,
     tag_problem_message,
 )
 
@@ -38,9 +42,9 @@ __all__ = [
     "parse_frontmatter",
 ]
 
-#: AgentLane's AGENT_MAX_DESCRIPTION_LENGTH, in code points.
+#: Longest description kept, in code points; longer ones are cut.
 MAX_DESCRIPTION_LENGTH = 1024
-#: AgentLane's AGENT_MAX_INSTRUCTIONS_LINES.
+#: Most body lines read as the prompt; a longer body is cut with a pointer to the file.
 MAX_BODY_LINES = 1000
 #: Deepest nesting of lists and mappings accepted in frontmatter (the YAML format's limit).
 MAX_NESTING = 64
@@ -53,7 +57,11 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _Loader(_BaseLoader):  # type: ignore[misc]
     """PyYAML's safe loader, except that a core scalar its constructor cannot read (such
     as ``!!int 1x`` or ``!!bool maybe``) is a ConstructorError marked at the value, like
-    every other YAML error, instead of a bare exception without a position."""
+    every other YAML error, instead of a bare exception without a position, and that a
+    long base-60 shaped scalar is resolved at once (see :func:`sexagesimal_tag`)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        return sexagesimal_tag(kind, value, implicit) or super().resolve(kind, value, implicit)
 
 
 def _located(construct: Any) -> Any:
@@ -72,11 +80,16 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
+def _plain_int(loader: Any, node: yaml.ScalarNode) -> int:
+    return plain_int(node.value)
+
+
 def _wrap_scalar_constructors() -> None:
     for kind in ("bool", "int", "float", "timestamp"):
         tag = "tag:yaml.org,2002:" + kind
+        construct = _plain_int if kind == "int" else _BaseLoader.yaml_constructors[tag]
         # add_constructor copies the table first, so PyYAML's own loaders are unchanged.
-        _Loader.add_constructor(tag, _located(_BaseLoader.yaml_constructors[tag]))
+        _Loader.add_constructor(tag, _located(construct))
 
 
 _wrap_scalar_constructors()
@@ -142,13 +155,7 @@ def _split(text: str, path: Path) -> tuple[str, str, int]:
     lines = text.splitlines()
     if not text.startswith("---") or lines[0].strip() != "---":
         first = lines[0] if lines else ""
-        if first.strip() == "---" or (not first.strip() and "---" in lines[:5]):
-            extra = " (remove the leading blank line or whitespace before '---')"
-        else:  # most likely not an agent file at all, e.g. a README among the agents
-            extra = (
-                "; if this is not an agent file, move it out of the agents directory or hide "
-                "it with a leading '.'"
-            )
+        extra = _fence_hint(lines)
         raise DefinitionFileError(
             f"no YAML frontmatter: the first line is {first[:40]!r}, expected '---'{extra}; {hint}",
             path=path,
@@ -162,6 +169,26 @@ def _split(text: str, path: Path) -> tuple[str, str, int]:
         "only '---' after the frontmatter (a line such as '--- # note' does not count)",
         path=path,
         line=1,
+    )
+
+
+def _fence_hint(lines: list[str]) -> str:
+    """How to fix a file whose ``---`` is not its very first line."""
+    fence = next((i for i, line in enumerate(lines[:6]) if line.strip() == "---"), None)
+    if fence is None or any(line.strip() for line in lines[:fence]):
+        # Most likely not an agent file at all, e.g. a README among the agents.
+        return (
+            "; if this is not an agent file, move it out of the agents directory or hide "
+            "it with a leading '.'"
+        )
+    fixes = []
+    if fence:
+        fixes.append("the leading blank line" if fence == 1 else f"the {fence} leading blank lines")
+    if lines[fence][:1].isspace():
+        fixes.append("the indentation before '---' (and before the frontmatter lines)")
+    return (
+        f" (remove {' and '.join(fixes)}: the file must start with '---' at its very first "
+        "character)"
     )
 
 
@@ -231,36 +258,63 @@ def _locate(root: yaml.MappingNode, offset: int) -> tuple[dict[str, int], dict[s
     return lines, item_lines
 
 
-def _check_nesting(yaml_text: str, path: Path, offset: int) -> None:
-    # Before composing: libyaml's composer recurses in C, one frame per level.
-    mark = nesting_problem(yaml_text, MAX_NESTING)
-    if mark is not None:
-        raise DefinitionFileError(
-            f"frontmatter values are nested more than {MAX_NESTING} levels deep; flatten them",
-            path=path,
-            line=mark[0] + offset - 1,
-            column=mark[1],
-        )
+def _check_shape(yaml_text: str, path: Path, offset: int) -> None:
+    # Before composing: libyaml's composer recurses in C, one frame per level, and an
+    # oversized list or mapping is refused before hundreds of thousands of values are built.
+    shape = shape_problem(yaml_text, MAX_NESTING)
+    if shape is None:
+        return
+    reason, mark = shape
+    if reason is None:
+        reason = f"values are nested more than {MAX_NESTING} levels deep; flatten them"
+    raise DefinitionFileError(
+        f"frontmatter {reason}" if reason.startswith("values") else f"frontmatter: {reason}",
+        path=path,
+        line=mark[0] + offset - 1 if mark else None,
+        column=mark[1] if mark else None,
+    )
 
 
-def parse_frontmatter(text: str, path: Path) -> Frontmatter:
-    """Split ``text`` (already decoded, BOM removed) and load its frontmatter mapping."""
+def parse_frontmatter(text: str, path: Path, log: ProblemLog | None = None) -> Frontmatter:
+    """Split ``text`` (already decoded, BOM removed) and load its frontmatter mapping.
+
+    Frontmatter that is not valid YAML only because a one-line top-level value contains
+    ``: `` without quotes (``description: Use when...Triggers on: 'x'``), which Claude
+    Code loads, is read again with those values quoted; each such line becomes a warning
+    in ``log``. Every other YAML error stays an error.
+    """
     yaml_text, body, fence_line = _split(text, path)
     offset = 2  # frontmatter line 0 is file line 2 (line 1 is the opening fence)
-    _check_nesting(yaml_text, path, offset)
-    loader = _Loader(yaml_text)
+    _check_shape(yaml_text, path, offset)
     try:
-        try:
-            root = loader.get_single_node()
-            if root is not None:
-                _reject_aliases(root, path, offset)
-                data = loader.construct_document(root)
-        except DefinitionFileError:
+        root, data = _load(yaml_text, path, offset)
+    except DefinitionFileError as original:
+        quoted, changed = _quote_unquoted_colons(yaml_text)
+        if not changed:
             raise
-        except _LOAD_ERRORS as exc:
-            raise _yaml_error(exc, yaml_text, path, offset) from None
-    finally:
-        loader.dispose()
+        try:
+            root, data = _load(quoted, path, offset)
+        except DefinitionFileError:
+            keys = {index + offset: key for index, key in changed}
+            if original.line not in keys:
+                raise original from None
+            key = keys[original.line]
+            raise DefinitionFileError(
+                f"{original.reason} (the value of {key!r} contains ': ': put it in double "
+                f'quotes, {key}: "...")',
+                path=path,
+                line=original.line,
+                column=original.column,
+            ) from None
+        if log is not None:
+            for index, key in changed:
+                log.warn(
+                    f"the value of {key!r} contains ': ' without quotes, which is not valid "
+                    "YAML; it was read as text (as Claude Code reads it); put the value in "
+                    f'double quotes ({key}: "...") to make the frontmatter valid YAML',
+                    line=index + offset,
+                    field=key,
+                )
     if root is None or data is None:
         raise DefinitionFileError(
             "frontmatter is empty; expected a YAML mapping such as 'name: reviewer' and "
@@ -277,3 +331,52 @@ def parse_frontmatter(text: str, path: Path) -> Frontmatter:
         )
     lines, item_lines = _locate(root, offset)
     return Frontmatter(data, body, fence_line + 1, lines, item_lines)
+
+
+def _load(yaml_text: str, path: Path, offset: int) -> tuple[Any, Any]:
+    loader = _Loader(yaml_text)
+    data = None
+    try:
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _reject_aliases(root, path, offset)
+                data = loader.construct_document(root)
+        except DefinitionFileError:
+            raise
+        except _LOAD_ERRORS as exc:
+            raise _yaml_error(exc, yaml_text, path, offset) from None
+    finally:
+        loader.dispose()
+    return root, data
+
+
+# A top-level ``key: value`` line whose value is a plain (unquoted) one-line scalar.
+_PLAIN_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(.*)\Z")
+# A value starting with one of these is quoted, a collection, a block, a tag, an anchor or
+# an alias, or a comment: not a plain scalar.
+_NOT_PLAIN = tuple("\"'[{|>&*!#%@`")
+
+
+def _quote_unquoted_colons(yaml_text: str) -> tuple[str, list[tuple[int, str]]]:
+    """The text with every plain one-line top-level value that contains ``': '`` quoted,
+    and the (0-based line, key) of each line changed. Lines whose value continues on an
+    indented next line are left alone: they are not one-line values."""
+    lines = yaml_text.split("\n")
+    changed: list[tuple[int, str]] = []
+    for index, line in enumerate(lines):
+        match = _PLAIN_LINE.match(line)
+        if match is None:
+            continue
+        key, value = match[1], match[2].rstrip(" \t")
+        if value.startswith(_NOT_PLAIN) or value.startswith("- "):
+            continue
+        if ": " not in value and not value.endswith(":"):
+            continue
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if following[:1].isspace() and following.strip():
+            continue
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        lines[index] = f'{key}: "{escaped}"'
+        changed.append((index, key))
+    return "\n".join(lines), changed

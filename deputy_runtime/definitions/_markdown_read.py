@@ -1,34 +1,49 @@
 """Reading markdown agent files: frontmatter keys to AgentDefinition fields.
 
-Coercion and truncation follow AgentLane 0.22 (``str()``-then-strip scalars, comma string
-or list name lists with duplicates dropped, description cut at 1024 code points after
-stripping, body cut at 1000 lines plus a pointer line naming the file); the key mapping,
-including Claude Code's keys, is DESIGN 3.2's. Where AgentLane silently defaults a
-wrong-typed value, this module raises DefinitionFileError with the file and line.
+Coercion and truncation follow the common agent-file readers, so a file loads here as it
+does elsewhere: scalars are ``str()``-then-stripped, name lists are a comma string or a
+list with duplicates dropped, the description is cut at 1024 code points after stripping,
+and the body at 1000 lines plus a pointer line naming the file. Claude Code's keys map
+onto AgentDefinition fields (:data:`READ_KEYS`, :data:`PERMISSION_MODE_NAMES`). Where a
+lenient reader would silently default a wrong-typed value, this module raises
+DefinitionFileError with the file and line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import DefinitionError, DefinitionFileError
+from ._files import check_path_argument, read_definition_text
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
+from ._mcp import is_mcp_name, mcp_name_problem
 from ._model import AgentDefinition, DefinitionFieldError, agent_definition
-from ._registry import REGISTRY_KEY_PATTERN, SkillRegistry, ToolRegistry
+from ._problems import ProblemLog, WarningCallback
+from ._registry import (
+    REGISTRY_KEY_PATTERN,
+    SkillRegistry,
+    ToolRegistry,
+    check_skill_registry,
+    check_tool_registry,
+)
 
 __all__ = [
     "PERMISSION_MODE_NAMES",
     "READ_KEYS",
     "ParsedMarkdown",
+    "agent_definition_from_markdown",
     "build_definition",
     "parse_markdown",
+    "read_markdown_file",
 ]
 
-#: Frontmatter keys that are read; every other key is ignored, as Claude Code and
-#: AgentLane do.
+#: Frontmatter keys that are read; every other key (``color``, ``hooks``, ...) is ignored,
+#: as Claude Code ignores keys it does not know.
 READ_KEYS = (
     "name",
     "description",
@@ -43,7 +58,7 @@ READ_KEYS = (
     "initialPrompt",
 )
 
-#: Claude Code permission modes, and deputy's own mode names, -> deputy modes.
+#: Claude Code permission modes, and this package's own mode names, -> permission modes.
 PERMISSION_MODE_NAMES = {
     "default": "standard",
     "acceptEdits": "standard",
@@ -64,6 +79,7 @@ _FIELD_KEYS = {
     "skills": "skills",
     "disallowed_tools": "disallowedTools",
     "mcp_servers": "mcpServers",
+    "mcp_tools": "tools",
     "permission_mode": "permissionMode",
     "max_requests": "maxTurns",
     "initial_prompt": "initialPrompt",
@@ -74,9 +90,12 @@ _FIELD_KEYS = {
 class ParsedMarkdown:
     """An agent file's fields before tool and skill names are resolved (used by convert).
 
-    ``tool_names`` is ``None`` when the file has no ``tools`` key (every registry tool).
+    ``tool_names`` is ``None`` when the file has no ``tools`` key (every registry tool);
+    it holds registry names only (MCP names are in ``fields["mcp_tools"]``, and entries
+    that only narrow what the agent may do are already dropped, with a warning).
     ``truncated`` maps ``"prompt"`` to the body's line count and ``"description"`` to its
-    length when the reading rules cut them (at 1000 lines and 1024 characters).
+    length when the reading rules cut them (at 1000 lines and 1024 characters). ``log``
+    holds the warnings (and any errors) found so far.
     """
 
     path: Path
@@ -86,42 +105,81 @@ class ParsedMarkdown:
     skill_names: tuple[str, ...]
     ignored_keys: tuple[str, ...] = field(default=())
     truncated: dict[str, int] = field(default_factory=dict)
+    log: ProblemLog | None = None
 
 
-def parse_markdown(text: str, path: Path) -> ParsedMarkdown:
-    """Split, load and coerce an agent file's text; names are not resolved yet."""
-    fm = parse_frontmatter(text, path)
+def parse_markdown(
+    text: str, path: Path, log: ProblemLog | None = None, *, check: bool = True
+) -> ParsedMarkdown:
+    """Split, load and coerce an agent file's text; names are not resolved yet.
+
+    Every independent problem is recorded in ``log`` (one is made if none is given);
+    then the first error, if any, is raised, unless ``check`` is false: then
+    :func:`build_definition` raises it, after recording the name problems too.
+    """
+    log = ProblemLog(path) if log is None else log
+    fm = parse_frontmatter(text, path, log)
     try:
-        return _coerce(fm, path)
+        parsed = _coerce(fm, path, log)
     except RecursionError:  # str() of a deeply nested value
         raise DefinitionFileError("frontmatter is nested too deeply", path=path) from None
+    if check:
+        log.raise_first_error()
+    return parsed
 
 
-def _coerce(fm: Frontmatter, path: Path) -> ParsedMarkdown:
+_T = TypeVar("_T")
+
+
+def _attempt(log: ProblemLog, read: Callable[[], _T], default: _T) -> _T:
+    """``read()``, or ``default`` after recording its DefinitionFileError in ``log``."""
+    try:
+        return read()
+    except DefinitionFileError as exc:
+        log.error(exc)
+        return default
+
+
+def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
     data = fm.data
     values: dict[str, Any] = {
         "name": _name(fm, path),
-        "description": _description(fm, path),
-        "prompt": _prompt(fm, path),
+        "description": _attempt(log, lambda: _description(fm, path, log), ""),
+        "prompt": _attempt(log, lambda: _prompt(fm, path), ""),
         "model": _model(data.get("model")),
     }
-    if "model_args" in data:
-        values["params"] = _model_args(fm, path)
-    if "disallowedTools" in data:
-        values["disallowed_tools"] = _optional_names(fm, path, "disallowedTools")
-    if "mcpServers" in data:
-        values["mcp_servers"] = _optional_names(fm, path, "mcpServers")
-    if "permissionMode" in data:
-        values["permission_mode"] = _permission_mode(fm, path)
-    if "maxTurns" in data:
-        values["max_requests"] = _max_turns(fm, path)
-    if "initialPrompt" in data:
-        values["initial_prompt"] = _initial_prompt(fm, path)
-    tool_names = None if "tools" not in data else _names(fm, path, "tools", data["tools"])
+    readers: dict[str, tuple[str, Callable[[], Any]]] = {
+        "model_args": ("params", lambda: _model_args(fm, path)),
+        "disallowedTools": ("disallowed_tools", lambda: _disallowed(fm, path, log)),
+        "mcpServers": ("mcp_servers", lambda: _optional_names(fm, path, "mcpServers")),
+        "permissionMode": ("permission_mode", lambda: _permission_mode(fm, path)),
+        "maxTurns": ("max_requests", lambda: _max_turns(fm, path)),
+        "initialPrompt": ("initial_prompt", lambda: _initial_prompt(fm, path)),
+    }
+    for key, (target, read) in readers.items():
+        if key in data:
+            values[target] = _attempt(log, read, None)
+    tool_names: tuple[str, ...] | None = None
+    if "tools" in data:
+        empty: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        tool_names, mcp_tools = _attempt(log, lambda: _tool_entries(fm, path, log), empty)
+        if mcp_tools:
+            values["mcp_tools"] = mcp_tools
     skill_value = data.get("skills")
-    skill_names = () if skill_value is None else _names(fm, path, "skills", skill_value)
+    skill_names: tuple[str, ...] = ()
+    if skill_value is not None:
+        skill_names = _attempt(log, lambda: _names(fm, path, "skills", skill_value), ())
     ignored = tuple(str(key) for key in data if key not in READ_KEYS)
-    return ParsedMarkdown(path, fm, values, tool_names, skill_names, ignored, _truncated(fm))
+    truncated = _truncated(fm)
+    if "prompt" in truncated:
+        log.warn(
+            f"the body has {truncated['prompt']} lines; only the first {MAX_BODY_LINES} are "
+            "read (followed by a note pointing at this file); shorten the body to at most "
+            f"{MAX_BODY_LINES} lines to keep all of it",
+            line=fm.body_line,
+            field="prompt",
+        )
+    return ParsedMarkdown(path, fm, values, tool_names, skill_names, ignored, truncated, log)
 
 
 def _truncated(fm: Frontmatter) -> dict[str, int]:
@@ -139,13 +197,19 @@ def _truncated(fm: Frontmatter) -> dict[str, int]:
 def build_definition(
     parsed: ParsedMarkdown, tool_registry: ToolRegistry, skill_registry: SkillRegistry
 ) -> AgentDefinition:
-    """Resolve tool and skill names through the registries and validate the definition."""
+    """Resolve tool and skill names through the registries and validate the definition.
+
+    Every unknown name is recorded in the parse's log; the first error is raised.
+    """
     fm, path = parsed.frontmatter, parsed.path
+    log = parsed.log if parsed.log is not None else ProblemLog(path)
     if parsed.tool_names is None:
         tool_objects = tuple(tool_registry.values())
     else:
-        tool_objects = _resolve(fm, path, "tools", parsed.tool_names, tool_registry)
-    skill_objects = _resolve(fm, path, "skills", parsed.skill_names, skill_registry)
+        names = _without_subagent_tools(fm, parsed.tool_names, tool_registry, log)
+        tool_objects = _resolve(fm, path, "tools", names, tool_registry, log)
+    skill_objects = _resolve(fm, path, "skills", parsed.skill_names, skill_registry, log)
+    log.raise_first_error()
     try:
         # Two registry keys may name one object; it is still one tool (or skill).
         return agent_definition(
@@ -174,16 +238,16 @@ def _field_error(exc: DefinitionError, parsed: ParsedMarkdown) -> DefinitionFile
 
 
 def _text(value: Any) -> str | None:
-    """AgentLane's scalar coercion: null stays None, anything else is ``str()`` stripped."""
+    """Scalar coercion: null stays None, anything else is ``str()`` stripped."""
     return None if value is None else str(value).strip()
 
 
 def _name(fm: Frontmatter, path: Path) -> str:
-    # Deliberate difference: AgentLane invents a random name; the file stem is stable.
+    # A missing or blank name falls back to the file's stem, which is stable across reads.
     return _text(fm.data.get("name")) or path.stem
 
 
-def _description(fm: Frontmatter, path: Path) -> str:
+def _description(fm: Frontmatter, path: Path, log: ProblemLog) -> str:
     text = _text(fm.data.get("description"))
     if not text:
         raise DefinitionFileError(
@@ -192,9 +256,20 @@ def _description(fm: Frontmatter, path: Path) -> str:
             path=path,
             line=fm.line("description") or 1,
         )
-    # Strip first, then cut at 1024 code points, as AgentLane does (a trailing space may
-    # survive the cut).
-    return text[:MAX_DESCRIPTION_LENGTH]
+    if len(text) <= MAX_DESCRIPTION_LENGTH:
+        return text
+    # Strip, cut at 1024 code points, and strip what the cut leaves at
+    # the end, so that the result is a description a markdown file can carry again.
+    cut = text[:MAX_DESCRIPTION_LENGTH].rstrip()
+    log.warn(
+        f"the description has {len(text):,} characters; only the first "
+        f"{MAX_DESCRIPTION_LENGTH:,} are kept, so its end was removed, which may include "
+        "routing examples (such as <example> blocks) the lead's model would have used to "
+        f"pick this agent; shorten it to at most {MAX_DESCRIPTION_LENGTH:,} characters",
+        line=fm.line("description"),
+        field="description",
+    )
+    return cut
 
 
 def _prompt(fm: Frontmatter, path: Path) -> str:
@@ -249,10 +324,10 @@ def _kind(value: Any) -> str:
 
 
 def _names(fm: Frontmatter, path: Path, key: str, value: Any) -> tuple[str, ...]:
-    """AgentLane's name-list rule: a comma string or a list; str()-strip, drop empties
-    and exact duplicates (first kept). Other types are an error here (AgentLane: empty)."""
+    """A name list: a comma string or a list; str()-strip, drop empties and exact
+    duplicates (first kept). Any other type is an error naming the key."""
     if isinstance(value, str):
-        items: list[Any] = value.split(",")
+        items: list[Any] = split_names(value)
     elif isinstance(value, list):
         items = value
     else:
@@ -277,6 +352,118 @@ def _names(fm: Frontmatter, path: Path, key: str, value: Any) -> tuple[str, ...]
         if name:
             names.setdefault(name)
     return tuple(names)
+
+
+def split_names(text: str) -> list[str]:
+    """Split a comma-separated name list on the commas outside parentheses, so that
+    ``Read, Agent(a, b)`` is two entries (an unclosed parenthesis runs to the end)."""
+    items: list[str] = []
+    depth = start = 0
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+        elif char == "," and not depth:
+            items.append(text[start:index])
+            start = index + 1
+    items.append(text[start:])
+    return items
+
+
+# A Claude Code permission entry: a tool name with a pattern in parentheses.
+_PATTERN_ENTRY = re.compile(r"(?P<tool>[A-Za-z][A-Za-z0-9_.-]*)\s*\((?P<args>.*)\)\Z", re.DOTALL)
+#: Claude Code's tools that start subagents; deputy subagents never start subagents.
+SUBAGENT_TOOLS = ("Agent", "Task")
+
+
+def _subagent_note(entry: str) -> str:
+    return (
+        f"{entry!r} lets this agent start subagents (Claude Code's Agent tool); deputy "
+        "subagents never start subagents (only the lead has delegate_to_agent), so the "
+        "entry has no effect beyond what already holds and was dropped"
+    )
+
+
+def _tool_entries(
+    fm: Frontmatter, path: Path, log: ProblemLog
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``tools`` entries as (registry names, MCP names).
+
+    ``Agent(type, ...)`` and ``Task(type)`` only narrow which subagents the agent may
+    start, and deputy subagents start none: dropped with a warning. Any other
+    ``Tool(pattern)`` would grant a whole tool where the file grants part of it, so it is
+    an error. Malformed MCP names are errors; each problem is recorded in ``log``.
+    """
+    names: list[str] = []
+    mcp: list[str] = []
+    for name in _names(fm, path, "tools", fm.data["tools"]):
+        line = _item_line(fm, "tools", name)
+        pattern = _PATTERN_ENTRY.match(name)
+        if pattern is not None and pattern["tool"] in SUBAGENT_TOOLS:
+            log.warn(f"tools: {_subagent_note(name)}", line=line, field="tools")
+        elif pattern is not None:
+            tool = pattern["tool"]
+            log.error(
+                DefinitionFileError(
+                    f"tools: {name!r} grants {tool} only for arguments matching "
+                    f"{pattern['args']!r}; deputy cannot limit a tool's arguments, so "
+                    f"accepting it would grant all of {tool}, more than the file asks for. "
+                    f"Name the tool ({tool}) and let the host's permissions or hooks decide "
+                    "what it may do, or remove the entry",
+                    path=path,
+                    line=line,
+                ),
+                "tools",
+            )
+        elif is_mcp_name(name):
+            problem = mcp_name_problem(name)
+            if problem is None:
+                mcp.append(name)
+            else:
+                log.error(DefinitionFileError(f"tools: {problem}", path=path, line=line), "tools")
+        else:
+            names.append(name)
+    return tuple(names), tuple(mcp)
+
+
+def _without_subagent_tools(
+    fm: Frontmatter, names: tuple[str, ...], registry: Mapping[str, Any], log: ProblemLog
+) -> tuple[str, ...]:
+    """``names`` without Claude Code's bare ``Agent``/``Task`` when the host's registry
+    has no tool of that name (a warning says why)."""
+    kept = []
+    for name in names:
+        if name in SUBAGENT_TOOLS and name not in registry:
+            line = _item_line(fm, "tools", name)
+            log.warn(f"tools: {_subagent_note(name)}", line=line, field="tools")
+        else:
+            kept.append(name)
+    return tuple(kept)
+
+
+def _disallowed(fm: Frontmatter, path: Path, log: ProblemLog) -> tuple[str, ...] | None:
+    """``disallowedTools``; a ``Tool(pattern)`` entry disallows the whole tool (narrower
+    than the pattern asks, never wider), with a warning."""
+    names = _optional_names(fm, path, "disallowedTools")
+    if names is None:
+        return None
+    result: dict[str, None] = {}
+    for name in names:
+        pattern = _PATTERN_ENTRY.match(name)
+        if pattern is not None:
+            tool = pattern["tool"]
+            log.warn(
+                f"disallowedTools: {name!r} denies {tool} only for arguments matching "
+                f"{pattern['args']!r}; deputy cannot match a tool's arguments, so all of "
+                f"{tool} is disallowed (narrower than the file asks); write {tool!r} to "
+                "silence this warning",
+                line=_item_line(fm, "disallowedTools", name),
+                field="disallowedTools",
+            )
+            name = tool
+        result.setdefault(name)
+    return tuple(result)
 
 
 def _optional_names(fm: Frontmatter, path: Path, key: str) -> tuple[str, ...] | None:
@@ -326,27 +513,47 @@ def _initial_prompt(fm: Frontmatter, path: Path) -> str | None:
 
 
 def _resolve(
-    fm: Frontmatter, path: Path, key: str, names: tuple[str, ...], registry: Mapping[str, Any]
+    fm: Frontmatter,
+    path: Path,
+    key: str,
+    names: tuple[str, ...],
+    registry: Mapping[str, Any],
+    log: ProblemLog,
 ) -> tuple[Any, ...]:
+    """The registry objects for ``names``; every malformed name is an error, and all the
+    unknown ones are one error listing them (at the first one's line)."""
     objects = []
+    unknown: list[str] = []
     for name in names:
         if not REGISTRY_KEY_PATTERN.match(name):
-            raise DefinitionFileError(
-                f"{key}: {name!r} is not a registry name; names are a letter followed by "
-                "letters, digits, '_', '.' or '-' (Claude Code permission patterns such as "
-                "'Bash(git:*)' are not supported: name the tool and let the host's permissions "
-                "decide what it may do)",
-                path=path,
-                line=_item_line(fm, key, name),
+            log.error(
+                DefinitionFileError(
+                    f"{key}: {name!r} is not a registry name; names are a letter followed by "
+                    "letters, digits, '_', '.' or '-'",
+                    path=path,
+                    line=_item_line(fm, key, name),
+                ),
+                key,
             )
-        if name not in registry:
-            known = ", ".join(sorted(registry)) or f"none (the {key} registry is empty)"
-            raise DefinitionFileError(
-                f"unknown {key[:-1]} {name!r} in {key}; known names (case-sensitive): {known}",
+        elif name not in registry:
+            unknown.append(name)
+        else:
+            objects.append(registry[name])
+    if unknown:
+        known = ", ".join(sorted(registry)) or f"none (the {key} registry is empty)"
+        what = (
+            f"{key[:-1]} {unknown[0]!r}"
+            if len(unknown) == 1
+            else f"{key} " + ", ".join(repr(name) for name in unknown)
+        )
+        log.error(
+            DefinitionFileError(
+                f"unknown {what} in {key}; known names (case-sensitive): {known}",
                 path=path,
-                line=_item_line(fm, key, name),
-            )
-        objects.append(registry[name])
+                line=_item_line(fm, key, unknown[0]),
+            ),
+            key,
+        )
     return tuple(objects)
 
 
@@ -357,3 +564,54 @@ def _item_line(fm: Frontmatter, key: str, name: str) -> int | None:
             if str(item).strip() == name:
                 return fm.line(key, index)
     return fm.line(key)
+
+
+def agent_definition_from_markdown(
+    path: str | os.PathLike[str],
+    tools: Mapping[str, Any] | None = None,
+    skills: Mapping[str, Any] | None = None,
+    *,
+    on_warning: WarningCallback | None = None,
+) -> AgentDefinition:
+    """Read a markdown agent file (YAML frontmatter + prompt body) into an AgentDefinition.
+
+    The file names registry keys, never code or paths. Without a ``tools`` key the agent
+    gets every tool in ``tools`` (the host decides what "inherit" offers); ``tools: []``
+    gives none. ``disallowedTools`` is kept on the definition and removes tools whenever the
+    agent is built. MCP tool names (``mcp__server__tool``) go to ``mcp_tools``.
+
+    What the file gets away with (an unquoted ``: `` in a value, ``Agent(...)`` entries in
+    ``tools``, a description cut at 1024 characters, ...) is reported as
+    :class:`DefinitionProblem` warnings. Warnings are only delivered for a file that loads.
+
+    Args:
+        path: The ``.md`` file.
+        tools: The host's tool registry, registry key -> Tool.
+        skills: The host's skill registry, registry key -> Skill or approved skill path.
+        on_warning: Called with each warning; without it each is issued as a Python
+            warning of category :class:`DefinitionWarning`.
+
+    Returns:
+        The definition the file describes.
+
+    Raises:
+        DefinitionFileError: The first thing wrong with the file (with path and, where
+            known, line), including a file without frontmatter or a name missing from a
+            registry.
+    """
+    file = check_path_argument(path)
+    tool_registry = check_tool_registry(tools, file)
+    skill_registry = check_skill_registry(skills, file)
+    log = ProblemLog(file)
+    definition = read_markdown_file(file, tool_registry, skill_registry, log)
+    log.deliver(on_warning)
+    return definition
+
+
+def read_markdown_file(
+    file: Path, tools: Mapping[str, Any], skills: Mapping[str, Any], log: ProblemLog
+) -> AgentDefinition:
+    """Read one markdown file with checked registries, recording every problem in ``log``
+    and raising the first error."""
+    parsed = parse_markdown(read_definition_text(file, markdown=True), file, log, check=False)
+    return build_definition(parsed, tools, skills)

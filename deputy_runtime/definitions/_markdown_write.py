@@ -1,10 +1,11 @@
 """Writing AgentDefinitions as markdown agent files, exactly or not at all.
 
-The writer emits frontmatter that every AgentLane-compatible reader splits and types the
-same way (no line of it strips to ``---``, no exotic line separators, strings quoted where
-YAML 1.1 would retype them, no aliases), reads its own output back before installing it,
-and refuses a definition the format cannot carry instead of writing something that would
-load differently. Installation is atomic, as for YAML files.
+The writer emits frontmatter that every reader of Claude-Code-style agent files (this
+package's included) splits and types the same way (no line of it strips to ``---``, no
+exotic line separators, strings quoted where YAML 1.1 would retype them, no aliases),
+reads its own output back before installing it, and refuses a definition the format
+cannot carry instead of writing something that would load differently. Installation is
+atomic, as for YAML files.
 """
 
 from __future__ import annotations
@@ -59,15 +60,28 @@ def agent_definition_to_markdown(
     skills: Mapping[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write ``definition`` as a markdown agent file, atomically; return the path.
+    """Write ``definition`` as a markdown agent file, atomically.
 
-    Tools and skills are written as their keys in the host's registries (each object must
-    match exactly one entry). The prompt becomes the body and, like the description, loses
-    surrounding whitespace (markdown readers strip it). A definition the format cannot
-    carry exactly (``memory`` set, a prompt over 1000 lines or with line separators other
-    than ``\\n``, a description over 1024 characters) raises one DefinitionFileError
-    naming every such field; nothing is written then. Without ``overwrite`` an existing
-    file is never replaced, even one created concurrently.
+    The prompt becomes the body and, like the description, loses surrounding whitespace
+    (markdown readers strip it).
+
+    Args:
+        definition: The definition to write.
+        path: The destination ``.md`` file.
+        tools: The registry whose keys name the definition's tools (each object must match
+            exactly one entry).
+        skills: The registry whose keys name its skills.
+        overwrite: Replace an existing file; without it an existing file is never replaced,
+            even one created concurrently.
+
+    Returns:
+        The path written.
+
+    Raises:
+        DefinitionFileError: The format cannot carry the definition exactly (``memory``
+            set, a prompt over 1000 lines or with line separators other than ``\\n``, a
+            description over 1024 characters; one error names every such field, and nothing
+            is written), a tool or skill has no single registry entry, or the file exists.
     """
     dest = check_path_argument(path)
     tool_registry = check_tool_registry(tools, dest)
@@ -123,7 +137,9 @@ def _render(
     record: dict[str, Any] = {
         "name": definition.name,
         "description": definition.description.strip(),
-        "tools": _Flow(_keys(definition.tools, tool_registry, "tools", path)),
+        "tools": _Flow(
+            _keys(definition.tools, tool_registry, "tools", path) + list(definition.mcp_tools or ())
+        ),
     }
     if definition.disallowed_tools is not None:
         record["disallowedTools"] = _Flow(definition.disallowed_tools)

@@ -18,10 +18,12 @@ import msgspec
 
 from ..errors import DefinitionError
 from ..skills import Skill
-from ..tools._tool import Tool
+from ..tools import Tool
+from ._mcp import mcp_name_problem
 
 __all__ = [
     "FIELD_NAMES",
+    "MAX_PARAM_INT",
     "MAX_REQUESTS_LIMIT",
     "NAME_PATTERN",
     "PERMISSION_MODES",
@@ -34,8 +36,11 @@ __all__ = [
 NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*\Z")
 #: Permission modes a definition may ask for (the lead's ceiling still applies).
 PERMISSION_MODES: Final = ("standard", "plan", "readonly", "full")
-#: Largest ``max_requests`` (the int32 maximum, as in deputy).
+#: Largest ``max_requests``: the int32 maximum, so every reader of the file can hold it.
 MAX_REQUESTS_LIMIT: Final = 2**31 - 1
+#: Largest magnitude of an integer model parameter: 18 decimal digits, what a definition
+#: file can hold (larger ints cannot be written so that they read back).
+MAX_PARAM_INT: Final = 10**18 - 1
 #: The fields of AgentDefinition, in order.
 FIELD_NAMES: Final = (
     "name",
@@ -51,6 +56,7 @@ FIELD_NAMES: Final = (
     "max_requests",
     "permission_mode",
     "params",
+    "mcp_tools",
 )
 _MAX_PARAMS_DEPTH = 16
 
@@ -85,10 +91,12 @@ def _name(value: object) -> str:
         raise DefinitionFieldError("name", f"expected a string, got {_type_name(value)}")
     name = value.strip().lower()
     if not NAME_PATTERN.match(name):
+        suggestion = re.sub(r"[^a-z0-9_-]+", "-", name[:200]).strip("-_")
+        example = suggestion if NAME_PATTERN.match(suggestion) else "code_reviewer"
         raise DefinitionFieldError(
             "name",
             f"{value!r} is not a valid agent name; expected a letter followed by letters, "
-            "digits, '_' or '-' (e.g. 'code_reviewer'); it is trimmed and lowercased first",
+            f"digits, '_' or '-' (e.g. {example!r}); it is trimmed and lowercased first",
         )
     return name
 
@@ -154,6 +162,18 @@ def _strings(field: str, value: object, *, lower: bool = False) -> tuple[str, ..
     return tuple(result)
 
 
+def _mcp_tools(value: object) -> tuple[str, ...] | None:
+    names = _strings("mcp_tools", value)
+    for index, name in enumerate(names or ()):
+        if not name.startswith("mcp__"):
+            problem: str | None = f"{name!r} is not an MCP tool name (they start with 'mcp__')"
+        else:
+            problem = mcp_name_problem(name)
+        if problem is not None:
+            raise DefinitionFieldError("mcp_tools", f"item {index}: {problem}")
+    return names
+
+
 def _max_requests(value: object) -> int | None:
     if value is None:
         return None
@@ -182,6 +202,12 @@ def _permission_mode(value: object) -> str | None:
 
 def _freeze_param(where: str, value: object, depth: int) -> object:
     """Deep-copy a JSON-like value into read-only form (dict -> mappingproxy, list -> tuple)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_PARAM_INT:
+        raise DefinitionFieldError(
+            "params",
+            f"{where} is an integer of more than {len(str(MAX_PARAM_INT))} digits; definition "
+            "files hold plain decimal integers of at most that many digits",
+        )
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -256,6 +282,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     max_requests: int | None = None
     permission_mode: str | None = None
     params: Mapping[str, Any] | None = None
+    mcp_tools: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         values = (
@@ -272,12 +299,23 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             _max_requests(self.max_requests),
             _permission_mode(self.permission_mode),
             _params(self.params),
+            _mcp_tools(self.mcp_tools),
         )
         for field, value in zip(FIELD_NAMES, values, strict=True):
             msgspec.structs.force_setattr(self, field, value)
 
     def replace(self, **changes: Any) -> AgentDefinition:
-        """Return a new definition with ``changes`` applied, validated again."""
+        """A new definition with ``changes`` applied, validated again.
+
+        Args:
+            **changes: Field names and their new values.
+
+        Returns:
+            The new definition.
+
+        Raises:
+            DefinitionError: A changed field is invalid.
+        """
         unknown = sorted(set(changes) - set(FIELD_NAMES))
         if unknown:
             raise DefinitionError(
@@ -288,7 +326,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
 
     def __hash__(self) -> int:
         # params is a read-only mapping (unhashable); equal definitions still hash equally.
-        return hash(tuple(getattr(self, field) for field in FIELD_NAMES[:-1]))
+        return hash(tuple(getattr(self, field) for field in FIELD_NAMES if field != "params"))
 
     def __repr__(self) -> str:
         extra = f", permission_mode={self.permission_mode!r}" if self.permission_mode else ""
@@ -313,8 +351,36 @@ def agent_definition(
     max_requests: int | None = None,
     permission_mode: str | None = None,
     params: Mapping[str, Any] | None = None,
+    mcp_tools: Sequence[str] | None = None,
 ) -> AgentDefinition:
-    """Build a validated :class:`AgentDefinition` (the same as calling the class)."""
+    """Build a validated :class:`AgentDefinition` (the same as calling the class).
+
+    Args:
+        name: The routing key; trimmed, lowercased, ``^[a-z][a-z0-9_-]*$``.
+        description: When the lead should use this agent (shown to the lead's model).
+        prompt: The subagent's system prompt.
+        tools: The tools the subagent gets.
+        model: ``"inherit"`` (a fresh copy of the lead's chat), ``"provider/model"``, or a
+            model id on the lead's provider.
+        skills: Skills (or approved skill paths) whose instructions the subagent may load.
+        disallowed_tools: Tool names removed from every tool source, skills' included.
+        memory: Lines appended to the prompt under ``# Memory``.
+        mcp_servers: MCP server names the host builds (owned resource mode only).
+        initial_prompt: Sent to the subagent with every brief.
+        max_requests: Cap on the subagent's model requests per delegation.
+        permission_mode: ``readonly``, ``plan``, ``standard`` or ``full``; ``None`` takes
+            the lead's current mode.
+        params: Model parameters for the subagent's requests.
+        mcp_tools: MCP tool names (``mcp__server__tool``, or ``mcp__server`` for all of a
+            server's tools) the subagent gets from its MCP servers.
+
+    Returns:
+        The frozen definition.
+
+    Raises:
+        DefinitionError: A field is invalid; the message names the field and what was
+            expected.
+    """
     return AgentDefinition(
         name,
         description,
@@ -329,4 +395,5 @@ def agent_definition(
         max_requests,
         permission_mode,
         params,
+        mcp_tools,  # type: ignore[arg-type]
     )

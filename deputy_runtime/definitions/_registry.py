@@ -13,7 +13,7 @@ from typing import Final
 
 from ..errors import DefinitionFileError
 from ..skills import Skill
-from ..tools._tool import Tool
+from ..tools import Tool
 
 __all__ = [
     "REGISTRY_KEY_PATTERN",

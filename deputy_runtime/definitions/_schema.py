@@ -16,13 +16,19 @@ __all__ = ["AGENT_DEFINITION_SCHEMA", "agent_definition_schema"]
 
 _TEXT: Final = {"type": "string", "pattern": r"\S"}
 _KEY: Final = {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9_.-]*$"}
+# A registry key, or an MCP tool name with its one accepted wildcard (mcp__server__*).
+_TOOL: Final = {
+    "type": "string",
+    "pattern": r"^(?:[A-Za-z][A-Za-z0-9_.-]*|mcp__[A-Za-z0-9][A-Za-z0-9_.-]*__\*)$",
+}
 
 
-def _references(what: str) -> dict[str, Any]:
+def _references(what: str, key: dict[str, Any] = _KEY) -> dict[str, Any]:
+    mcp = "; MCP tool names (mcp__server__tool, mcp__server) too" if key is _TOOL else ""
     return {
-        "description": f"{what} registry keys (case-sensitive); one string is shorthand for "
-        "a one-element list",
-        "anyOf": [_KEY, {"type": "array", "items": _KEY, "uniqueItems": True}],
+        "description": f"{what} registry keys (case-sensitive){mcp}; one string is shorthand "
+        "for a one-element list",
+        "anyOf": [key, {"type": "array", "items": key, "uniqueItems": True}],
     }
 
 
@@ -53,7 +59,7 @@ AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
         },
         "description": {**_TEXT, "description": "What the subagent does, for the lead's model"},
         "prompt": {**_TEXT, "description": "The subagent's system prompt"},
-        "tools": _references("Tool"),
+        "tools": _references("Tool", _TOOL),
         "model": {**_TEXT, "description": "'inherit', a model id, or 'provider/model'"},
         "skills": _references("Skill"),
         "disallowed_tools": _strings("Tool names removed from the subagent (case ignored)"),
@@ -76,5 +82,9 @@ AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
 
 
 def agent_definition_schema() -> dict[str, Any]:
-    """A fresh copy of :data:`AGENT_DEFINITION_SCHEMA` (safe to modify)."""
+    """The JSON Schema of definition format version 1, for editors and validators.
+
+    Returns:
+        A fresh copy of :data:`AGENT_DEFINITION_SCHEMA` (safe to modify).
+    """
     return copy.deepcopy(AGENT_DEFINITION_SCHEMA)

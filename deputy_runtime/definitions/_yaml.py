@@ -17,12 +17,26 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-try:
-    from yaml import CSafeLoader as _BaseLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+from .._yaml_depth import (
+    MAX_INT_DIGITS,
+    MAX_ITEMS,
+    MAX_KEYS,
+    SCALAR_ERRORS,
+    Mark,
+    may_nest_deeper,
+    nesting_problem,
+    plain_int,
+    sexagesimal_tag,
+    shape_problem,
+)
+from .._yaml_depth import BaseLoader as _BaseLoader
+from .._yaml_depth import is_libyaml_depth_limit as _is_libyaml_depth_limit
+from .._yaml_depth import yaml_mark as _mark
 
 __all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_ITEMS",
+    "MAX_KEYS",
     "SCALAR_ERRORS",
     "YAML11_BOOL",
     "YAML_LINE_BREAK",
@@ -33,13 +47,13 @@ __all__ = [
     "load_yaml",
     "may_nest_deeper",
     "nesting_problem",
+    "plain_int",
     "reader_problem",
     "scalar_problem",
+    "sexagesimal_tag",
+    "shape_problem",
     "tag_problem_message",
 ]
-
-#: A 1-based (line, column) position in the file.
-Mark = tuple[int, int]
 
 _CORE = "tag:yaml.org,2002:"
 _STR = _CORE + "str"
@@ -57,17 +71,15 @@ class YAMLProblem(Exception):
         self.mark = mark
 
 
-def _mark(node_mark: Any) -> Mark | None:
-    if node_mark is None:
-        return None
-    return (node_mark.line + 1, node_mark.column + 1)
-
-
 class StrictLoader(_BaseLoader):
     """A safe loader (libyaml-based when available) that builds values strictly.
 
     Only :meth:`load_strict` is meant to be used; PyYAML's own construction is bypassed.
     """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        tag = sexagesimal_tag(kind, value, implicit)
+        return tag or super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
     def load_strict(self) -> tuple[Any, Marks]:
         """Compose the single document and build it; return the value and its marks."""
@@ -196,26 +208,24 @@ def _duplicate_problem(node: MappingNode, key_node: ScalarNode, key: object) -> 
     )
 
 
+def _construct_plain_int(loader: Any, node: ScalarNode) -> int:
+    return plain_int(node.value)
+
+
 _S = yaml.constructor.SafeConstructor
 _SCALAR_CONSTRUCTORS: dict[str, Callable[[Any, ScalarNode], Any]] = {
     _CORE + "null": _S.construct_yaml_null,
     _CORE + "bool": _S.construct_yaml_bool,
-    _CORE + "int": _S.construct_yaml_int,
+    _CORE + "int": _construct_plain_int,
     _CORE + "float": _S.construct_yaml_float,
     # Implicitly resolved dates are built so the field check can say "quote it".
     _CORE + "timestamp": _S.construct_yaml_timestamp,
 }
 
 
-#: What PyYAML's core scalar constructors raise for a value they cannot read: ValueError
-#: (``!!int 1x``, the date 2001-02-30), OverflowError, KeyError (``!!bool maybe``),
-#: IndexError (an empty ``!!int`` or ``!!float``) and AttributeError (a ``!!timestamp``
-#: that does not match the timestamp pattern).
-SCALAR_ERRORS = (ValueError, OverflowError, LookupError, AttributeError)
-
 _EXPECTED = {
     "bool": "true or false (YAML 1.1 also reads yes/no and on/off)",
-    "int": "a whole number such as 42, -7 or 0x2A",
+    "int": f"a plain decimal whole number such as 42 or -7 (at most {MAX_INT_DIGITS} digits)",
     "float": "a number such as 1.5, -2e3 or .inf",
     "timestamp": "a date such as 2001-12-14 or a date and time such as 2001-12-14 21:59:43",
 }
@@ -226,10 +236,11 @@ def scalar_problem(tag: str, value: str, exc: BaseException) -> str:
     kind = tag[len(_CORE) :] if tag.startswith(_CORE) else tag
     # Only ValueError/OverflowError say something useful ("day is out of range for
     # month"); KeyError('maybe') or "string index out of range" would only confuse.
-    detail = f" ({exc})" if isinstance(exc, ValueError | OverflowError) else ""
+    detail = f" ({exc})" if isinstance(exc, ValueError | OverflowError) and str(exc) else ""
     expected = _EXPECTED.get(kind, f"a valid !!{kind} value")
+    shown = repr(value) if len(value) <= 40 else f"{value[:32]!r}... ({len(value):,} characters)"
     return (
-        f"The value {value!r} could not be read as !!{kind}{detail}; expected {expected}; "
+        f"The value {shown} could not be read as !!{kind}{detail}; expected {expected}; "
         f"to keep it as text, quote it and drop any !!{kind} tag"
     )
 
@@ -283,58 +294,6 @@ def _reader_index(position: int, char: str, text: str) -> int | None:
     return found if found >= 0 else None
 
 
-#: Characters that open a collection: a flow '[' or '{', a block '-' entry, or the ':' or
-#: '?' of a mapping key. Every collection needs at least one of its own.
-_OPENERS = "[{-:?"
-
-
-def may_nest_deeper(text: str, limit: int) -> bool:
-    """Whether ``text`` could hold collections nested more than ``limit`` levels deep.
-
-    A cheap, conservative bound (see :data:`_OPENERS`) so that most files skip the
-    event-level pass of :func:`nesting_problem`.
-    """
-    return sum(map(text.count, _OPENERS)) > limit
-
-
-def nesting_problem(text: str, limit: int) -> Mark | None:
-    """Where ``text`` first nests collections more than ``limit`` levels deep, or ``None``.
-
-    libyaml's composer recurses in C once per level (a few hundred bytes of C stack each,
-    invisible to Python's recursion limit), so composing a deeply nested document can
-    overflow a small thread stack and kill the process. Its parser is iterative, so the
-    depth is checked on the event stream before anything is composed, by every reader of
-    YAML; most files skip that pass (:func:`may_nest_deeper`). Syntax errors are left for
-    the real load to report.
-    """
-    if not may_nest_deeper(text, limit):
-        return None
-    parser = _BaseLoader(text)
-    depth = 0
-    try:
-        while parser.check_event():
-            event = parser.get_event()
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > limit:
-                    return _mark(event.start_mark)
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
-    except yaml.MarkedYAMLError as exc:
-        return _mark(exc.problem_mark) if _is_libyaml_depth_limit(exc) else None
-    except yaml.YAMLError:
-        return None
-    finally:
-        parser.dispose()
-    return None
-
-
-def _is_libyaml_depth_limit(exc: yaml.MarkedYAMLError) -> bool:
-    # libyaml's scanner looks ahead, so past its own limit (1000 levels) it fails before
-    # the parser emits the events that would have shown the depth.
-    return "maximum nesting depth" in (exc.problem or "")
-
-
 def _reject_anchors(text: str) -> None:
     # An anchor needs a '&', so most files skip this second, event-level pass entirely.
     parser = _BaseLoader(text)
@@ -354,6 +313,10 @@ def _reject_anchors(text: str) -> None:
         parser.dispose()
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _depth_problem(mark: Mark | None) -> YAMLProblem:
     return YAMLProblem(f"Values are nested more than {_MAX_DEPTH} levels deep; flatten them", mark)
 
@@ -368,9 +331,10 @@ def load_yaml(text: str) -> tuple[Any, Marks]:
     try:
         # The builder counts from the root mapping's values (event depth 2 is its depth
         # 0), so this stops at the very node the builder would report.
-        deep = nesting_problem(text, _MAX_DEPTH + 1)
-        if deep is not None:
-            raise _depth_problem(deep)
+        shape = shape_problem(text, _MAX_DEPTH + 1)
+        if shape is not None:
+            reason, mark = shape
+            raise _depth_problem(mark) if reason is None else YAMLProblem(_sentence(reason), mark)
         if "&" in text:
             _reject_anchors(text)
         loader = StrictLoader(text)
@@ -417,9 +381,8 @@ class _CanonicalDumper(yaml.SafeDumper):
 
 
 #: Every string YAML 1.1 reads as a boolean when unquoted (https://yaml.org/type/bool.html).
-#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers (such as R's yaml
-#: package, with which the R deputy package reads these files) do, so the writers quote all
-#: of them.
+#: PyYAML's resolver leaves out y/Y/n/N, but full YAML 1.1 readers type them as booleans
+#: too, so the writers quote all of them and every reader gets the same string.
 YAML11_BOOL = re.compile(
     r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
 )

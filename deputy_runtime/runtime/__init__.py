@@ -24,21 +24,19 @@ from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._parallel import ParallelResult
 from ._permissions import (
+    DELEGATE_TOOL_NAME,
     MODE_TRANSITIONS,
     PermissionAllow,
     PermissionDeny,
     PermissionMode,
     Permissions,
-    permissions_full,
-    permissions_plan,
-    permissions_readonly,
-    permissions_standard,
 )
 from ._policy import DelegationContext, DelegationPolicy, DelegationResources
 from ._runstate import AgentResult
 from ._usage import STOP_REASONS, AgentUsage, UsageLimits
 
 __all__ = [
+    "DELEGATE_TOOL_NAME",
     "MODE_TRANSITIONS",
     "STOP_REASONS",
     "Agent",
@@ -76,8 +74,4 @@ __all__ = [
     "WarningEvent",
     "decode_event",
     "encode_event",
-    "permissions_full",
-    "permissions_plan",
-    "permissions_readonly",
-    "permissions_standard",
 ]

@@ -53,11 +53,7 @@ from ._events import (
 )
 from ._gate import gate
 from ._hooks import HookDecision, HookEvent, HookInput, Hooks
-from ._permissions import (
-    Permissions,
-    normalize_tool_name,
-    permissions_standard,
-)
+from ._permissions import Permissions, normalize_tool_name
 from ._runstate import (
     NO_RESULTS,
     RUNNING,
@@ -132,7 +128,7 @@ class Agent:
             chat,
             tools=tools,
             system_prompt=system_prompt if system_prompt is not None else chat.get_system_prompt(),
-            permissions=(permissions or permissions_standard()).bind(wd),
+            permissions=(permissions or Permissions()).bind(wd),
             usage_limits=usage_limits if usage_limits is not None else UsageLimits(),
             hooks=hooks if hooks is not None else Hooks(),
             working_dir=wd,

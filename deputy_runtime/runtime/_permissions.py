@@ -58,10 +58,6 @@ __all__ = [
     "Permissions",
     "delegate_placeholder",
     "normalize_tool_name",
-    "permissions_full",
-    "permissions_plan",
-    "permissions_readonly",
-    "permissions_standard",
 ]
 
 PermissionMode: TypeAlias = Literal["readonly", "plan", "standard", "full"]
@@ -348,23 +344,3 @@ class Permissions(msgspec.Struct, frozen=True):
                 f"Tool '{tool_name}' may only write under {root_s}; {path!r} is outside it."
             )
         return None
-
-
-def permissions_standard(**kwargs: Any) -> Permissions:
-    """Read anything, write only under the working directory, no destructive tools."""
-    return Permissions(mode="standard", **kwargs)
-
-
-def permissions_plan(**kwargs: Any) -> Permissions:
-    """Read-only tools plus ``ask_user``: for planning with a person in the loop."""
-    return Permissions(mode="plan", **kwargs)
-
-
-def permissions_readonly(**kwargs: Any) -> Permissions:
-    """Read-only tools (and allowlisted non-writing tools) only."""
-    return Permissions(mode="readonly", **kwargs)
-
-
-def permissions_full(**kwargs: Any) -> Permissions:
-    """Every tool not on the deny list."""
-    return Permissions(mode="full", **kwargs)

@@ -97,8 +97,18 @@ def _encode_answers(answers: Any) -> str:
 def ask_user_tool(handler: AskUserHandler, context: Any = None) -> Tool:
     """An ``ask_user`` tool whose answers come from ``handler(questions, context)``.
 
-    ``context`` is passed through unchanged (delegation binds the child's ids there).
     The result the model sees is a JSON object mapping each question to its answer.
+
+    Args:
+        handler: Called with the questions and ``context``; returns question -> answer
+            (a string or a list of strings); may be async.
+        context: Passed to ``handler`` unchanged (delegation binds the child's ids there).
+
+    Returns:
+        A read-only tool named ``ask_user``.
+
+    Raises:
+        TypeError: ``handler`` is not callable.
     """
     if not callable(handler):
         raise TypeError("ask_user_tool: handler must be callable")

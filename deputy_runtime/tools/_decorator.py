@@ -68,8 +68,26 @@ def tool(
     """Turn a function into a :class:`Tool`; use as ``@tool`` or ``@tool(...)``.
 
     The function may be sync or async and takes the model's arguments as keyword
-    arguments. ``run_in_thread`` runs a sync function in a worker thread so blocking I/O
-    does not stall the event loop. The annotations feed the permission modes.
+    arguments. Its type hints give the JSON Schema; its docstring gives the description and,
+    from an ``Args:`` section, the parameter descriptions.
+
+    Args:
+        fn: The function, when used as a bare ``@tool``.
+        name: The tool name (default: the function's name).
+        description: The description (default: the docstring up to its first section).
+        read_only: The tool has no side effects (what the ``readonly`` mode allows).
+        destructive: The tool may destroy data (refused in ``standard`` mode).
+        idempotent: Calling it twice with the same arguments has the effect of once.
+        open_world: It reaches outside the host, e.g. the web.
+        run_in_thread: Run a sync function in a worker thread so blocking I/O does not
+            stall the event loop.
+
+    Returns:
+        The Tool, or (for ``@tool(...)``) a decorator that makes one.
+
+    Raises:
+        ToolDefinitionError: The function is already a Tool, is not a function, or its
+            signature cannot be described as a JSON Schema.
     """
 
     def build(func: Callable[..., Any], caller: Mapping[str, Any] | None = None) -> Tool:

@@ -66,13 +66,23 @@ def _size(n: int) -> str:
 def tools_file(
     working_dir: str | os.PathLike[str], *, limits: FileToolLimits | None = None
 ) -> tuple[Tool, ...]:
-    """The five file tools, confined to ``working_dir`` (which must exist).
+    """The five file tools, confined to ``working_dir``.
 
-    Returns ``(read_file, list_files, grep_files, write_file, edit_file)``. ``limits``
-    bounds each call (defaults: reads show 256 KiB and scan 64 MiB, writes and edits
-    1 MiB, listings 1000 entries, searches 200 matches, 4 MiB per file and 64 MiB per
-    call). The tools run in worker threads so file I/O never blocks the event loop;
-    read-only ones stop promptly when their call is cancelled.
+    The tools run in worker threads so file I/O never blocks the event loop; read-only
+    ones stop promptly when their call is cancelled.
+
+    Args:
+        working_dir: The directory the tools are confined to (after resolving symlinks).
+        limits: Bounds on each call; the defaults: reads show 256 KiB and scan 64 MiB,
+            writes and edits 1 MiB, listings 1000 entries, searches 200 matches, 4 MiB per
+            file and 64 MiB per call.
+
+    Returns:
+        ``(read_file, list_files, grep_files, write_file, edit_file)``.
+
+    Raises:
+        ToolDefinitionError: ``working_dir`` does not exist or is not a directory.
+        TypeError: ``limits`` is not a FileToolLimits.
     """
     root = Root(working_dir)
     limits = limits if limits is not None else FileToolLimits()

@@ -54,25 +54,34 @@ def _abandonable(tool: Tool) -> bool:
 
 
 async def invoke_tool(tool: Tool, arguments: Mapping[str, Any]) -> Any:
-    """Validate ``arguments`` against ``tool`` and run it; return what it returns.
+    """Validate ``arguments`` against ``tool`` and run it.
 
-    Raises :class:`~deputy_runtime.errors.ToolArgumentError` naming the bad argument when
-    the arguments do not fit the schema (the function does not run). Async functions are
-    awaited; sync ones run inline, or in a worker thread when ``tool.run_in_thread``.
+    Async functions are awaited; sync ones run inline, or in a worker thread when
+    ``tool.run_in_thread``.
 
-    Cancelling a threaded call: a worker thread cannot be stopped, so it is a choice
-    between waiting for it and leaving it behind. A read-only tool (``read_only`` and not
-    ``destructive``) is abandoned: the caller gets the cancellation at once and the
-    thread finishes in the background, its result discarded, so a read stuck on slow
-    I/O or a long search no longer holds up cancelling a run. (Only between the
-    thread's GIL releases: one long C call that keeps the GIL, such as a single ``re``
-    match, stalls every thread, the event loop included, until it returns.) On the
-    asyncio backend the abandoned thread is not a daemon, so interpreter exit still
-    waits for it. Any other tool is waited for:
-    a write must not be left half-applied while its caller is told it was cancelled. The
-    call then returns the tool's result (or raises its error) as usual, and the
-    cancellation arrives at the caller's next checkpoint, so the caller can still record
-    that the write happened.
+    Cancelling a threaded call: a worker thread cannot be stopped, so it is a choice between
+    waiting for it and leaving it behind. A read-only tool (``read_only`` and not
+    ``destructive``) is abandoned: the caller gets the cancellation at once and the thread
+    finishes in the background, its result discarded, so a read stuck on slow I/O or a long
+    search does not hold up cancelling a run. (Only between the thread's GIL releases: one
+    long C call that keeps the GIL, such as a single ``re`` match, stalls every thread, the
+    event loop included, until it returns.) On the asyncio backend the abandoned thread is
+    not a daemon, so interpreter exit still waits for it. Any other tool is waited for: a
+    write must not be left half-applied while its caller is told it was cancelled. The call
+    then returns the tool's result (or raises its error) as usual, and the cancellation
+    arrives at the caller's next checkpoint, so the caller can still record that the write
+    happened.
+
+    Args:
+        tool: The tool to run.
+        arguments: The model's arguments, a JSON object.
+
+    Returns:
+        What the tool's function returns.
+
+    Raises:
+        ToolArgumentError: The arguments do not fit the tool's schema (the function does
+            not run); the error names the bad argument.
     """
     validator = tool.validator
     kwargs = validator(arguments) if validator is not None else tool_validator(tool)(arguments)

@@ -299,8 +299,14 @@ def schema_validator(
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """A validator for ``Tool.validator`` from a hand-written JSON Schema.
 
-    It returns the arguments as a new dict, or raises :class:`ToolArgumentError` naming
-    the bad argument and what was expected.
+    Args:
+        parameters: The tool's parameters, a JSON Schema object (``$defs`` are inlined).
+        tool_name: The tool name error messages use.
+
+    Returns:
+        A function that checks arguments and returns them as a new dict, raising
+        :class:`~deputy_runtime.errors.ToolArgumentError` naming the bad argument and what
+        was expected.
     """
     schema = inline_refs(parameters) if "$defs" in parameters else dict(parameters)
     check = _object_check(schema)

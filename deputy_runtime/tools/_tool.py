@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..chat._types import ToolSpec
+from .._toolspec import ToolSpec
 from ..errors import ToolDefinitionError
 
 __all__ = ["TOOL_NAME_PATTERN", "Tool"]
@@ -66,7 +66,11 @@ class Tool(msgspec.Struct, frozen=True, eq=False):
             raise ToolDefinitionError(f"Tool {self.name!r}: function must be callable")
 
     def spec(self) -> ToolSpec:
-        """The provider-facing description of this tool."""
+        """The provider-facing description of this tool.
+
+        Returns:
+            The tool's name, description and parameter schema.
+        """
         return ToolSpec(self.name, self.description, self.parameters)
 
     def __repr__(self) -> str:

@@ -35,8 +35,9 @@ def test_the_message_comes_before_the_run_starts(
         assert config is (_runner.QUICK if quick else _runner.FULL)
         return {"errors": []}
 
-    monkeypatch.setattr(_runner, "run_benchmarks", run_benchmarks)
-    monkeypatch.setattr("deputy_runtime._bench._report.render", lambda results: "tables")
+    # The command takes them from the deputy_runtime._bench package, so patch them there.
+    monkeypatch.setattr("deputy_runtime._bench.run_benchmarks", run_benchmarks)
+    monkeypatch.setattr("deputy_runtime._bench.render", lambda results: "tables")
     assert bench(argparse.Namespace(quick=quick, json=False)) == 0
     assert len(printed_before) == 1
     assert printed_before[0].startswith("deputy-runtime bench (")

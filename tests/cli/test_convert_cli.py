@@ -235,7 +235,9 @@ def test_long_body_is_converted_with_a_warning(
     )
     assert "shorten the body to at most 1000 lines" in lines[0]
     prompt = agent_definition_read(out, TOOLS).prompt
-    assert prompt == agent_definition_from_markdown(source, TOOLS).prompt
+    seen: list[object] = []
+    assert prompt == agent_definition_from_markdown(source, TOOLS, on_warning=seen.append).prompt
+    assert len(seen) == 1  # the reader's own warning about the cut body
     assert "Step 1000." in prompt
     assert "Step 1001." not in prompt
     assert "[Instructions truncated after 1000 lines." in prompt

@@ -51,21 +51,32 @@ def test_validate_reports_each_problem_with_line(
         f"{single}:5: max_requests: expected a non-negative integer (e.g. 10) or null, got "
         "the number -1",
     ]
-    assert err == "checked 4 file(s): 3 problem(s)\n"
+    assert err == "checked 4 file(s): 3 error(s)\n"
 
 
-def test_validate_missing_path_and_duplicates(
+def test_validate_missing_path_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.yaml").write_text(MIN)
+    status, out, err = run(capsys, "validate", str(tmp_path), str(tmp_path / "missing.yaml"))
+    assert (status, out) == (2, "")
+    assert err == f"deputy-runtime validate: {str(tmp_path / 'missing.yaml')!r} does not exist\n"
+
+
+def test_validate_duplicates_name_both_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a.yaml").write_text(MIN)
     (tmp_path / "b.yaml").write_text(MIN.replace("reviewer", "Reviewer"))
-    status, out, _ = run(capsys, "validate", str(tmp_path), str(tmp_path / "missing.yaml"))
+    status, out, err = run(capsys, "validate", str(tmp_path))
     assert status == 1
     assert out.splitlines() == [
-        f"{tmp_path}: duplicate agent name 'reviewer' in a.yaml and b.yaml; names must be unique",
-        f"{tmp_path / 'missing.yaml'}: Expected a readable definition file, but the path does "
-        "not exist",
+        f"{tmp_path / name}: duplicate agent name 'reviewer': also defined by {other} in the "
+        "same directory; names must be unique after lowercasing, so none of these files was "
+        "loaded"
+        for name, other in (("a.yaml", "b.yaml"), ("b.yaml", "a.yaml"))
     ]
+    assert err == "checked 2 file(s): 2 error(s)\n"
 
 
 def test_validate_markdown_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,12 +105,29 @@ def test_list_examples(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_list_errors_and_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "list", str(tmp_path / "missing"))[0] == 0
-    (tmp_path / "bad.yaml").write_text("- a list\n")
+    status, out, err = run(capsys, "list", str(tmp_path / "missing"))
+    assert (status, out) == (2, "")
+    assert err == f"deputy-runtime list: {str(tmp_path / 'missing')!r} does not exist\n"
     status, out, err = run(capsys, "list", str(tmp_path))
-    assert status == 1
-    assert out == ""
-    assert err.startswith(f"{tmp_path / 'bad.yaml'}: Expected a mapping containing only")
+    assert (status, out) == (2, "")
+    assert "holds no definition files (*.yaml, *.yml or *.md" in err
+    (tmp_path / "bad.yaml").write_text("- a list\n")
+    (tmp_path / "good.yaml").write_text(MIN)
+    status, out, err = run(capsys, "list", str(tmp_path))
+    assert (status, err) == (1, "")
+    table, bad = out.split("\n\n")
+    assert [line.split()[0] for line in table.splitlines()] == ["NAME", "reviewer"]
+    assert bad.splitlines() == [
+        "1 file(s) did not load:",
+        f"  {tmp_path / 'bad.yaml'}: Expected a mapping containing only documented fields "
+        "(version: 1, name, description, prompt, ...), but it holds a sequence",
+    ]
+
+
+def test_list_documents_its_default_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["list", "--help"])
+    assert "(default: .deputy/agents)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_schema_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,13 +76,20 @@ def test_list_tells_every_host_tool_from_none(
     (tmp_path / "a.yaml").write_text(YAML + "tools: [read_file]\n")
     (tmp_path / "b.md").write_text(MARKDOWN.replace("name: a", "name: b"))
     (tmp_path / "c.md").write_text(MARKDOWN.replace("name: a", "name: c\ntools: []"))
-    (tmp_path / "d.md").write_text(MARKDOWN.replace("name: a", "name: d\ntools: Read, Grep"))
+    (tmp_path / "d.md").write_text(
+        MARKDOWN.replace("name: a", "name: d\ntools: read_file, grep_files")
+    )
     status, out, err = run(capsys, "list", str(tmp_path))
     assert (status, err) == (0, "")
     header, *lines = out.splitlines()
     start, end = header.index("TOOLS"), header.index("PERMISSION")
     tools = {line.split()[0]: line[start:end].strip() for line in lines}
-    assert tools == {"a": "read_file", "b": "(all host tools)", "c": "-", "d": "Read, Grep"}
+    assert tools == {
+        "a": "read_file",
+        "b": "(all host tools)",
+        "c": "-",
+        "d": "read_file, grep_files",
+    }
     assert ALL_HOST_TOOLS == "(all host tools)"
 
 
@@ -90,7 +97,7 @@ def test_validate_markdown_without_tools_is_valid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a.md").write_text(MARKDOWN + "")
-    (tmp_path / "b.yaml").write_text(YAML.replace("name: a", "name: b") + "tools: [x]\n")
+    (tmp_path / "b.yaml").write_text(YAML.replace("name: a", "name: b") + "tools: [read_file]\n")
     assert run(capsys, "validate", str(tmp_path)) == (0, "", "checked 2 file(s): no problems\n")
 
 

@@ -161,7 +161,7 @@ def test_validate_reports_special_files_without_blocking(
     assert "FIFO" in lines[0]
     assert lines[1].startswith(f"{tmp_path / 'x.yaml'}: Expected a readable definition file")
     assert "directory" in lines[1]
-    assert err == "checked 3 file(s): 2 problem(s)\n"
+    assert err == "checked 3 file(s): 2 error(s)\n"
 
 
 def test_discovery_names_the_offending_file_with_line(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ FIELDS = (
     "max_requests",
     "permission_mode",
     "params",
+    "mcp_tools",
 )
 
 
@@ -78,6 +79,8 @@ def test_text_fields_name_the_field(field: str, value: object) -> None:
         ("memory", {"note": "fact"}, "expected a list or tuple of strings, got dict"),
         ("mcp_servers", ["ok", None], "item 1 is None, expected a non-empty string"),
         ("mcp_servers", [" "], "item 0 is blank"),
+        ("mcp_tools", ["read_file"], "item 0: 'read_file' is not an MCP tool name"),
+        ("mcp_tools", ["mcp__*"], "item 0: 'mcp__*' is a wildcard pattern"),
     ],
 )
 def test_collection_fields_name_the_field(field: str, value: object, problem: str) -> None:

@@ -16,7 +16,7 @@ from deputy_runtime.definitions import (
     agent_definition_read,
     agent_definition_write,
 )
-from deputy_runtime.definitions._model import PERMISSION_MODES
+from deputy_runtime.definitions._model import MAX_PARAM_INT, PERMISSION_MODES
 from deputy_runtime.errors import DefinitionFileError
 from deputy_runtime.skills import Skill
 from tests.definitions._definition_helpers import MIN, make_tool
@@ -36,7 +36,8 @@ prose = st.one_of(text, multiline)
 json_scalar = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(),
+    # Definition files hold integers of at most 18 digits (MAX_PARAM_INT).
+    st.integers(-MAX_PARAM_INT, MAX_PARAM_INT),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=20),
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from deputy_runtime.definitions import DefinitionProblem, DefinitionWarning
 from deputy_runtime.definitions import agent_definition_from_markdown as read_md
 from deputy_runtime.errors import DefinitionFileError
 from tests.definitions._markdown_helpers import (
@@ -96,7 +97,7 @@ def test_closing_fence_may_be_indented(tmp_path: Path, closing: bytes) -> None:
     [
         (b"", "the file is empty"),
         (b"\n---\nname: a\n---\nbody", "remove the leading blank line"),
-        (b" ---\nname: a\n---\nbody", "remove the leading blank line or whitespace"),
+        (b" ---\nname: a\n---\nbody", "remove the indentation before '---'"),
         (b"----\nname: a\n---\nbody", "'----'"),
         (b"---yaml\nname: a\n---\nbody", "'---yaml'"),
         (b"# Reviewer agent\n\nJust notes.\n", "'# Reviewer agent'"),
@@ -278,14 +279,22 @@ def test_non_ascii_text_is_kept(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("size", "kept"), [(1023, 1023), (1024, 1024), (1025, 1024), (5000, 1024)])
 def test_description_is_cut_at_1024_code_points(tmp_path: Path, size: int, kept: int) -> None:
     text = "é" * size  # two bytes each: the limit counts code points, not bytes
-    d = read_md(agent_file(tmp_path, f"---\nname: a\ndescription: {text}\n---\nb"))
+    warnings: list[DefinitionProblem] = []
+    path = agent_file(tmp_path, f"---\nname: a\ndescription: {text}\n---\nb")
+    d = read_md(path, on_warning=warnings.append)
     assert d.description == "é" * kept
+    cut = [w.message for w in warnings if "only the first 1,024 are kept" in w.message]
+    assert len(cut) == (size > kept)
 
 
 def test_description_is_stripped_before_it_is_cut(tmp_path: Path) -> None:
     text = "    " + "x" * 1023 + " yyy   "
-    d = read_md(agent_file(tmp_path, f"---\nname: a\ndescription: '{text}'\n---\nb"))
-    assert d.description == "x" * 1023 + " "  # a cut on a space keeps the space, as AgentLane
+    path = agent_file(tmp_path, f"---\nname: a\ndescription: '{text}'\n---\nb")
+    with pytest.warns(DefinitionWarning, match="the description has 1,027 characters"):
+        d = read_md(path)
+    # The whitespace a cut leaves at the end is stripped too, so the description can be
+    # written back to markdown.
+    assert d.description == "x" * 1023
 
 
 def test_missing_or_blank_description_is_an_error(tmp_path: Path) -> None:
@@ -310,7 +319,8 @@ def test_body_of_at_most_1000_lines_is_kept(tmp_path: Path, count: int) -> None:
 def test_longer_body_is_cut_with_a_pointer_naming_the_file(tmp_path: Path, count: int) -> None:
     lines = [f"line {i}" for i in range(1, count + 1)]
     path = _body_file(tmp_path, lines)
-    prompt = read_md(path).prompt
+    with pytest.warns(DefinitionWarning, match=f"the body has {count} lines; only the first"):
+        prompt = read_md(path).prompt
     out = prompt.splitlines()
     assert len(out) == 1002
     assert out[:1000] == lines[:1000]
@@ -328,7 +338,8 @@ def test_blank_padding_is_stripped_before_lines_are_counted(tmp_path: Path) -> N
 
 def test_blank_lines_at_the_cut_disappear(tmp_path: Path) -> None:
     lines = [f"l{i}" for i in range(1, 990)] + [""] * 11 + ["after"] * 5
-    out = read_md(_body_file(tmp_path, lines)).prompt.splitlines()
+    with pytest.warns(DefinitionWarning, match="only the first 1000 are read"):
+        out = read_md(_body_file(tmp_path, lines)).prompt.splitlines()
     assert out[:989] == lines[:989]
     assert out[989] == ""
     assert out[990].startswith("[Instructions")
@@ -338,7 +349,8 @@ def test_pointer_names_the_resolved_path_through_a_symlink(tmp_path: Path) -> No
     real = _body_file(tmp_path, [f"l{i}" for i in range(1001)])
     link = tmp_path / "link.md"
     link.symlink_to(real)
-    assert f"at {real.resolve()} for the rest." in read_md(link).prompt
+    with pytest.warns(DefinitionWarning, match="link.md:5: warning: the body has 1001 lines"):
+        assert f"at {real.resolve()} for the rest." in read_md(link).prompt
 
 
 def test_empty_body_is_an_error(tmp_path: Path) -> None:
@@ -588,7 +600,7 @@ def test_paths_and_permission_patterns_are_not_names(tmp_path: Path) -> None:
     with pytest.raises(DefinitionFileError, match="'/etc/passwd' is not a registry name"):
         read_md(write_bytes(tmp_path, data), skills=skill_registry())
     data = b"---\nname: a\ndescription: d\ntools: Read, Bash(git:*)\n---\nb"
-    with pytest.raises(DefinitionFileError, match="permission patterns") as info:
+    with pytest.raises(DefinitionFileError, match="would grant all of Bash") as info:
         read_md(write_bytes(tmp_path, data), tool_registry())
     assert info.value.line == 4
 

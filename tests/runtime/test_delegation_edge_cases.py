@@ -30,8 +30,6 @@ from deputy_runtime import (
     Tool,
     UsageLimits,
     ask_user,
-    permissions_full,
-    permissions_plan,
 )
 from deputy_runtime.chat import OpenAIProvider, ScriptedProvider, reply, tool_call
 from deputy_runtime.runtime import DelegationEnd, ToolStart
@@ -237,7 +235,7 @@ async def test_skill_ask_user_without_human_input_fails_before_any_request(
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("ask_user", QUESTION), "x"]},
         [worker],
         tmp_path,
-        permissions=permissions_plan(),
+        permissions=Permissions(mode="plan"),
     )
     await lead.run("go")
     [record] = lead.list_subagents()
@@ -259,7 +257,7 @@ async def test_skill_ask_user_is_answered_by_human_input(tmp_path: Path) -> None
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("ask_user", QUESTION), "x"]},
         [worker],
         tmp_path,
-        permissions=permissions_full(),
+        permissions=Permissions(mode="full"),
         delegation_policy=DelegationPolicy(human_input=human),
     )
     await lead.run("go")

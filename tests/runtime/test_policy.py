@@ -23,11 +23,10 @@ from deputy_runtime import (
     HookEvent,
     LeadAgent,
     PermissionCeilingError,
+    Permissions,
     ProviderError,
     ResourceBusyError,
     ask_user,
-    permissions_full,
-    permissions_readonly,
 )
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
 from deputy_runtime.chat._types import ModelRequest
@@ -653,7 +652,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
     worker = definition("worker")
     holder = object()
     if case.startswith("ceiling"):
-        permissions = permissions_readonly()
+        permissions = Permissions(mode="readonly")
         worker = definition("worker", permission_mode="full")
     elif case.startswith("human_input"):
         worker = definition("worker", tools=[ask_user])
@@ -729,7 +728,7 @@ async def test_ceiling_error_text_reaches_the_leads_model(tmp_path: Path) -> Non
         {"lead": [delegate("worker"), reply("ok")], "worker": ["never"]},
         [definition("worker", permission_mode="full")],
         tmp_path,
-        permissions=permissions_readonly(),
+        permissions=Permissions(mode="readonly"),
     )
     with pytest.raises(PermissionCeilingError) as raised:
         lead.permissions.ceiling("full")
@@ -772,7 +771,7 @@ async def test_human_input_answers_ask_user_with_the_childs_context(tmp_path: Pa
         },
         [definition("worker", tools=[ask_user], permission_mode="plan")],
         tmp_path,
-        permissions=permissions_full(),
+        permissions=Permissions(mode="full"),
         delegation_policy=DelegationPolicy(human_input=human),
         delegation_scope={"owner_id": "owner-1", "conversation_id": "c1"},
     )
@@ -815,7 +814,7 @@ async def test_human_input_is_routed_per_lead(tmp_path: Path) -> None:
             },
             [definition("worker", tools=[ask_user])],
             tmp_path,
-            permissions=permissions_full(),
+            permissions=Permissions(mode="full"),
             delegation_policy=DelegationPolicy(human_input=handler_for(owner)),
             delegation_scope={"owner_id": owner, "conversation_id": "c"},
         )

@@ -1,0 +1,391 @@
+"""Building a lead from command-line choices: shared by ``run`` and ``serve``.
+
+Model selection (``--model``, else a configured provider's key, else the offline
+``test`` model), plugins (``--plugin``: providers, a delegation policy, model aliases,
+tools and skills), ``--model-alias`` options and the definitions directory are read here,
+so both commands accept and refuse exactly the same things with the same messages. The
+definitions directory, plugins and tool and skill registries are checked and built by
+the functions ``validate`` and ``list`` use (:mod:`.definitions`), so a file that passes
+``validate`` loads here. Every mistake raises :class:`UsageError`, whose message names
+the option or file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+from ..chat import (
+    Chat,
+    TestProvider,
+    chat,
+    is_model_alias,
+    is_provider_name,
+    model_alias_map,
+    parse_model_spec,
+    provider_names,
+    resolve_model,
+    suggest_model_spec,
+)
+from ..definitions import AgentDefinition, DefinitionProblem, agent_definitions
+from ..errors import DeputyError
+from ..runtime import DelegationPolicy, LeadAgent, Permissions, UsageLimits
+from ..skills import Skill
+from ..tools import Tool
+from .definitions import (
+    PluginError,
+    definitions_path_problem,
+    host_skill_registry,
+    host_tool_registry,
+    import_plugin,
+    plugin_failure,
+)
+
+__all__ = [
+    "BASE_URL_VARIABLES",
+    "DEFAULT_MODELS",
+    "LEAD_PROMPT",
+    "LEAD_TOOLS",
+    "OFFLINE_MODEL",
+    "Definitions",
+    "Plugin",
+    "Plugins",
+    "UsageError",
+    "alias_options",
+    "build_lead",
+    "check_agents",
+    "check_backend",
+    "check_target",
+    "fanout_note",
+    "lead_alias",
+    "load_definitions",
+    "load_plugin",
+    "load_plugins",
+    "make_chat",
+    "print_warnings",
+    "select_model",
+]
+
+#: Environment variable -> model used when only that provider's key is configured.
+DEFAULT_MODELS: tuple[tuple[str, str], ...] = (
+    ("OPENAI_API_KEY", "openai/gpt-4.1-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+)
+OFFLINE_MODEL = "test"
+LEAD_TOOLS = ("read_file", "list_files", "grep_files")  # read-only: the lead delegates
+LEAD_PROMPT = (
+    "You are the lead agent. Split the user's task into self-contained parts, delegate "
+    "each part to the sub-agent that fits it best (independent parts in the same turn, "
+    "so they run in parallel), then combine their answers into one reply."
+)
+# After the first Ctrl-C, runs get this long to stop at a boundary before being cancelled.
+
+
+class UsageError(Exception):
+    """Bad arguments, definitions or plugins: reported on stderr, exit status 2."""
+
+
+def select_model(explicit: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+    """The model spec to use and the sentence that announces it."""
+    if explicit:
+        return explicit, f"Model: {explicit} (from --model)"
+    for variable, spec in DEFAULT_MODELS:
+        if environ.get(variable, "").strip():
+            return spec, f"Model: {spec} ({variable} is set; pass --model to choose another)"
+    return OFFLINE_MODEL, (
+        f"Model: {OFFLINE_MODEL} - the offline, deterministic test provider, NOT a real model "
+        "(set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --model provider/model)"
+    )
+
+
+def lead_alias(spec: str, announcement: str) -> tuple[str, str]:
+    """``--model anthropic/sonnet``: the lead's own model is an alias too; resolve it.
+
+    On another provider an alias names no model at all, which is refused.
+    """
+    provider, _, model = spec.partition("/")
+    if not model or not is_model_alias(model):
+        return spec, announcement
+    if provider.strip().lower() != "anthropic":
+        raise UsageError(
+            f"--model {spec!r}: {model.strip()!r} is a Claude Code alias, which provider "
+            f"{provider.strip()!r} does not serve; name one of its models, or use "
+            f"--model {suggest_model_spec(model)}"
+        )
+    resolved = f"anthropic/{resolve_model(model, 'anthropic').model}"
+    return resolved, f"Model: {resolved} (from --model {spec}, a Claude Code alias)"
+
+
+def check_backend(backend: str) -> None:
+    """Refuse ``--backend trio`` up front when trio is not installed (it is an extra)."""
+    if backend != "trio":
+        return
+    try:
+        import trio  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "--backend trio needs the trio package, which is not installed; install the "
+            "extra with: pip install 'deputy-runtime[trio]'"
+        ) from None
+
+
+def alias_options(values: Sequence[str]) -> dict[str, str]:
+    """``--model-alias ALIAS=MODEL`` options as a validated map (later ones win)."""
+    pairs: dict[str, str] = {}
+    for value in values:
+        alias, equals, target = value.partition("=")
+        if not equals or not alias.strip() or not target.strip():
+            raise UsageError(
+                f"--model-alias {value!r}: expected ALIAS=MODEL, e.g. --model-alias "
+                "sonnet=openai/gpt-5 (MODEL is provider/model or a model id on the lead's "
+                "provider)"
+            )
+        check_target(f"--model-alias {value!r}", target.strip())
+        pairs[alias.strip()] = target.strip()
+    try:
+        return model_alias_map(pairs)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--model-alias: {exc}") from exc
+
+
+def check_target(label: str, target: str) -> None:
+    """A mapped model naming an unknown provider is refused with the closest name."""
+    if "/" not in target or is_provider_name(parse_model_spec(target)[0]):
+        return
+    suggestion = suggest_model_spec(target)
+    if suggestion is not None:
+        raise UsageError(
+            f"{label}: no provider named {target.partition('/')[0]!r}; did you mean {suggestion}?"
+        )
+
+
+def fanout_note(lead_chat: Chat, agents: Sequence[str]) -> str | None:
+    """Say which agents the offline test model leaves out (it fans out to a capped number)."""
+    provider = lead_chat.provider
+    if not isinstance(provider, TestProvider) or len(agents) <= provider.fanout:
+        return None
+    fanout = provider.fanout
+    skipped = agents[fanout:]
+    return (
+        f"Note: the test model delegates to at most {fanout} agents per turn, so "
+        f"{len(skipped)} of {len(agents)} will not run ({', '.join(skipped)}); pass "
+        f"--test-fanout {len(agents)} to run them all."
+    )
+
+
+#: Provider -> environment variable naming its endpoint, as the official OpenAI SDK reads it
+#: (``https://host/v1``), so OpenAI-compatible gateways work from the CLI.
+BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL"}
+
+
+def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) -> Chat:
+    label = f"--model {spec!r}" if explicit else f"the default model {spec!r}"
+    provider = spec.partition("/")[0].strip().lower()
+    if not is_provider_name(provider):
+        suggestion = suggest_model_spec(spec)
+        if suggestion is not None:
+            hint = f"; did you mean --model {suggestion}?"
+        else:
+            hint = (
+                "; a model is provider/model, e.g. openai/gpt-4.1-mini (known providers: "
+                f"{', '.join(provider_names())})"
+            )
+        raise UsageError(f"{label}: no provider named {spec.partition('/')[0]!r}{hint}")
+    kwargs: dict[str, Any] = {}
+    variable = BASE_URL_VARIABLES.get(provider)
+    if variable and os.environ.get(variable, "").strip():
+        kwargs["base_url"] = os.environ[variable].strip()
+    if fanout is not None:
+        if provider != OFFLINE_MODEL:
+            raise UsageError(
+                f"--test-fanout applies only to the offline test model, not {spec!r}; leave it out"
+            )
+        kwargs["fanout"] = fanout
+    try:
+        return chat(spec, system_prompt=LEAD_PROMPT, **kwargs)
+    except (DeputyError, ValueError, TypeError) as exc:
+        raise UsageError(f"{label}: {exc}") from exc
+
+
+def check_agents(directory: str) -> None:
+    """Refuse an ``--agents`` path that cannot be read as definitions, before reading
+    anything: one that does not exist or holds no definition files (the messages of
+    ``validate`` and ``list``), or a file."""
+    reason = definitions_path_problem(directory)
+    if reason is not None:
+        raise UsageError(reason)
+    if not Path(directory).is_dir():
+        raise UsageError(
+            f"--agents {directory!r} is a file; point it at a directory of definition "
+            "files (*.yaml, *.yml, *.md), e.g. --agents examples/agents"
+        )
+
+
+class Definitions:
+    """The definitions of an ``--agents`` directory and the warnings reading them gave."""
+
+    __slots__ = ("definitions", "warnings")
+
+    def __init__(
+        self, definitions: dict[str, AgentDefinition], warnings: Sequence[DefinitionProblem]
+    ) -> None:
+        self.definitions = definitions
+        self.warnings = tuple(warnings)
+
+
+def load_definitions(
+    directory: str, tools: Mapping[str, Tool], skills: Mapping[str, Skill | str]
+) -> Definitions:
+    """Read every definition in ``directory`` (all or none, as ``run`` needs them).
+
+    Warnings (a file accepted with caveats) are collected, not issued as Python
+    warnings, so the command can print them in its own format.
+    """
+    check_agents(directory)
+    warnings: list[DefinitionProblem] = []
+    try:
+        found = agent_definitions(
+            directory, tools=tools, skills=skills, markdown=True, on_warning=warnings.append
+        )
+    except DeputyError as exc:
+        raise UsageError(str(exc)) from exc
+    return Definitions(found, warnings)
+
+
+def print_warnings(warnings: Sequence[DefinitionProblem], stream: TextIO) -> None:
+    """One ``file:line: warning: message`` line per definition warning."""
+    for problem in warnings:
+        print(problem, file=stream)
+    stream.flush()
+
+
+def build_lead(
+    lead_chat: Chat,
+    definitions: Mapping[str, AgentDefinition],
+    registry: Mapping[str, Tool],
+    *,
+    working_dir: Path,
+    permission_mode: str,
+    max_requests: int,
+    max_total_tokens: int | None = None,
+    policy: DelegationPolicy | None,
+    aliases: Mapping[str, str],
+) -> LeadAgent:
+    """A lead over ``definitions`` with the read-only file tools and the given ceilings."""
+    try:
+        limits = UsageLimits(max_requests=max_requests, max_total_tokens=max_total_tokens)
+        permissions = Permissions(mode=permission_mode)  # type: ignore[arg-type]
+        return LeadAgent(
+            lead_chat,
+            definitions,
+            tools=[registry[name] for name in LEAD_TOOLS],
+            permissions=permissions,
+            usage_limits=limits,
+            working_dir=working_dir,
+            delegation_policy=policy,
+            model_aliases=aliases,
+        )
+    except (DeputyError, ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from exc
+
+
+class Plugin:
+    """What one plugin contributes: its module, a delegation policy and model aliases."""
+
+    __slots__ = ("aliases", "module", "policy")
+
+    def __init__(
+        self, module: ModuleType, policy: DelegationPolicy | None, aliases: dict[str, str]
+    ) -> None:
+        self.module = module
+        self.policy = policy
+        self.aliases = aliases
+
+
+def load_plugin(target: str) -> Plugin:
+    """Import a plugin module (dotted name or .py file); read what it contributes.
+
+    A plugin runs before the model is resolved, so it can ``register_provider``. If it
+    defines ``delegation_policy`` (a DelegationPolicy, or a function returning one), the
+    lead uses it; ``model_aliases`` (a dict) maps definitions' model aliases, with
+    ``--model-alias`` options winning. Its ``tools`` and ``skills`` are read by
+    :func:`load_plugins`. A plugin that raises is reported with its own frames only
+    (file, line, code), not the importer's.
+    """
+    try:
+        module = import_plugin(target)
+    except PluginError as exc:
+        raise UsageError(str(exc)) from exc
+    policy = getattr(module, "delegation_policy", None)
+    if policy is not None and not isinstance(policy, DelegationPolicy) and callable(policy):
+        try:
+            policy = policy()
+        except Exception as exc:
+            raise UsageError(
+                f"--plugin {target!r}: delegation_policy() failed: {plugin_failure(exc)}"
+            ) from exc
+    if policy is not None and not isinstance(policy, DelegationPolicy):
+        raise UsageError(
+            f"--plugin {target!r}: delegation_policy must be a DelegationPolicy or a "
+            f"function returning one, got {type(policy).__name__}"
+        )
+    return Plugin(module, policy, _plugin_aliases(target, module))
+
+
+class Plugins:
+    """What all ``--plugin`` modules contribute together.
+
+    ``policy`` is the last plugin's delegation policy; ``aliases`` merges their model
+    aliases (later plugins win); ``tools`` is the registry definitions name their tools
+    from (the file tools confined to the working directory, then every plugin's
+    ``tools``) and ``skills`` merges the plugins' ``skills``, exactly as ``validate``
+    resolves names.
+    """
+
+    __slots__ = ("aliases", "policy", "skills", "tools")
+
+    def __init__(
+        self,
+        policy: DelegationPolicy | None,
+        aliases: dict[str, str],
+        tools: dict[str, Tool],
+        skills: dict[str, Skill | str],
+    ) -> None:
+        self.policy = policy
+        self.aliases = aliases
+        self.tools = tools
+        self.skills = skills
+
+
+def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
+    """Import every plugin once, in order, and build the tool and skill registries."""
+    policy: DelegationPolicy | None = None
+    aliases: dict[str, str] = {}
+    modules: list[ModuleType] = []
+    for target in targets:
+        loaded = load_plugin(target)
+        policy = loaded.policy or policy
+        aliases.update(loaded.aliases)
+        modules.append(loaded.module)
+    try:
+        tools = host_tool_registry(modules, working_dir)
+        skills = host_skill_registry(modules)
+    except PluginError as exc:
+        raise UsageError(str(exc)) from exc
+    return Plugins(policy, aliases, tools, skills)
+
+
+def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:
+    aliases = getattr(module, "model_aliases", None)
+    if aliases is None:
+        return {}
+    try:
+        checked = model_alias_map(aliases)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--plugin {target!r}: {exc}") from exc
+    for alias, model in checked.items():
+        check_target(f"--plugin {target!r}: model_aliases[{alias!r}]", model)
+    return checked

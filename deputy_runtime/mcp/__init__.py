@@ -1,0 +1,51 @@
+"""MCP servers as tool sources: configs, sessions with guaranteed cleanup, and a pool.
+
+Needs the ``mcp`` extra (``pip install "deputy-runtime[mcp]"``), the official MCP SDK.
+See ``docs/mcp.md``.
+"""
+
+try:
+    import mcp as _sdk  # noqa: F401  (checked here so the error says what to install)
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "deputy_runtime.mcp needs the MCP SDK: pip install 'deputy-runtime[mcp]'"
+    ) from exc
+
+from ._config import McpConfig, McpHttp, McpLimits, McpStdio
+from ._events import (
+    McpEvent,
+    McpEventSink,
+    McpServerStarted,
+    McpServerStopped,
+    McpStderrLine,
+    McpStopKind,
+    McpToolCall,
+    McpToolsChanged,
+)
+from ._mcpjson import load_mcp_config
+from ._names import expand_mcp_names, mcp_tool_names
+from ._pool import McpServerPool
+from ._server import McpServer
+from ._session import McpSession, SessionState
+
+__all__ = [
+    "McpConfig",
+    "McpEvent",
+    "McpEventSink",
+    "McpHttp",
+    "McpLimits",
+    "McpServer",
+    "McpServerPool",
+    "McpServerStarted",
+    "McpServerStopped",
+    "McpSession",
+    "McpStderrLine",
+    "McpStdio",
+    "McpStopKind",
+    "McpToolCall",
+    "McpToolsChanged",
+    "SessionState",
+    "expand_mcp_names",
+    "load_mcp_config",
+    "mcp_tool_names",
+]

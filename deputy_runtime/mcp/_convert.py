@@ -1,0 +1,94 @@
+"""MCP values -> runtime values: tool flags, tool schemas and call results.
+
+Annotations (MCP calls them hints) become the flags the permission modes read:
+
+* no ``annotations`` at all: the tool writes (not read-only, not destructive). Standard
+  mode allows it; readonly and plan refuse it. Assuming "destructive" here would make every
+  server that annotates nothing unusable in the default mode.
+* ``readOnlyHint: true``: read-only, unless ``destructiveHint`` is also true (a
+  contradiction the permission check resolves as not read-only).
+* annotations without ``readOnlyHint: true``: writing, and destructive unless
+  ``destructiveHint`` is ``false`` (the MCP default for ``destructiveHint`` is true).
+
+A result's ``structuredContent``, when present, is what the model sees (a JSON value);
+otherwise its text blocks joined by newlines, with non-text blocks described in brackets.
+``isError`` results become :class:`~deputy_runtime.errors.McpToolError` carrying the text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp.types as mcp_types
+import msgspec
+
+from ..errors import ToolDefinitionError
+from ..tools._schema import inline_refs
+
+__all__ = ["ToolFlags", "result_text", "result_value", "tool_flags", "tool_schema"]
+
+
+class ToolFlags(msgspec.Struct, frozen=True):
+    """The Tool flags one MCP tool's annotations give."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+
+def tool_flags(annotations: mcp_types.ToolAnnotations | None) -> ToolFlags:
+    """``read_only``, ``destructive``, ``idempotent`` and ``open_world`` for a Tool."""
+    if annotations is None:
+        return ToolFlags(read_only=False, destructive=False, idempotent=False, open_world=True)
+    read_only = annotations.read_only_hint is True
+    destructive = annotations.destructive_hint is True or (
+        not read_only and annotations.destructive_hint is None
+    )
+    return ToolFlags(
+        read_only=read_only,
+        destructive=destructive,
+        idempotent=annotations.idempotent_hint is True,
+        open_world=annotations.open_world_hint is not False,
+    )
+
+
+def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's input schema as a tool's parameters: local ``$ref``s inlined.
+
+    A recursive schema cannot be inlined and is passed on as the server sent it.
+    """
+    out = dict(schema)
+    out["type"] = "object"
+    if "$defs" in out:
+        try:
+            out = inline_refs(out)
+        except ToolDefinitionError:
+            return dict(schema, type="object")
+    return out
+
+
+def _block_text(block: mcp_types.ContentBlock) -> str:
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+        kind = "image" if isinstance(block, mcp_types.ImageContent) else "audio"
+        return f"[{kind} {block.mime_type}, {len(block.data)} base64 characters]"
+    if isinstance(block, mcp_types.ResourceLink):
+        return f"[resource link {block.uri}]"
+    resource = block.resource
+    if isinstance(resource, mcp_types.TextResourceContents):
+        return resource.text
+    return f"[resource {resource.uri}, {len(resource.blob)} base64 characters]"
+
+
+def result_text(result: mcp_types.CallToolResult) -> str:
+    """The result's content blocks as one text."""
+    return "\n".join(_block_text(block) for block in result.content)
+
+
+def result_value(result: mcp_types.CallToolResult) -> Any:
+    """What the model sees for a successful result."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return result_text(result)

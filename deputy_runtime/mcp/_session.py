@@ -1,0 +1,471 @@
+"""One live connection to an MCP server, offering its tools as runtime Tools.
+
+A session is an async context manager: entering it starts the server (stdio) or connects
+(HTTP), does the MCP handshake and lists the tools, all within ``start_timeout``; leaving
+it closes the connection and, for stdio, stops and reaps the process. Leaving always
+finishes the cleanup, also when the caller is cancelled. A session is started once.
+
+Like every anyio context manager holding a task group, a session must be entered and left
+by the same task; :class:`~deputy_runtime.mcp.McpServerPool` hosts sessions in its own
+task group for owners that start and stop them from different tasks.
+
+Concurrent calls on one session are allowed (the protocol multiplexes them); a holder
+that needs the server to itself takes :attr:`McpSession.lock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp.types as mcp_types
+from mcp import ClientSession
+from mcp.client.session import IncomingMessage
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from ..errors import (
+    McpCallTimeoutError,
+    McpError,
+    McpServerGoneError,
+    McpStartError,
+    McpToolError,
+)
+from ..tools._tool import Tool
+from ._config import McpHttp, McpStdio
+from ._convert import result_text, result_value, tool_flags, tool_schema
+from ._events import (
+    McpServerStarted,
+    McpServerStopped,
+    McpStderrLine,
+    McpStopKind,
+    McpToolCall,
+    McpToolsChanged,
+    emit_safely,
+)
+from ._names import mcp_tool_names
+from ._stdio import StdioTransport
+
+if TYPE_CHECKING:
+    from ._server import McpServer
+
+__all__ = ["McpSession", "SessionState"]
+
+_CLIENT_INFO = mcp_types.Implementation(name="deputy-runtime", version="0.1.0")
+# The SDK's own defaults: a server may keep a response stream open for minutes between
+# events; a call's own deadline is ``call_timeout``, enforced per request.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
+class SessionState(enum.Enum):
+    """Where a session is in its life."""
+
+    NEW = "new"
+    STARTING = "starting"
+    READY = "ready"
+    #: The server went away (crash, protocol error); calls fail, close still cleans up.
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+class McpSession:
+    """A started server's connection and its tools. Get one from :meth:`McpServer.session`."""
+
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        self.name = server.name
+        self.limits = server.limits
+        #: Held by whoever needs this server to itself (an exclusive holder).
+        self.lock = anyio.Lock()
+        self._state = SessionState.NEW
+        self._client: ClientSession | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._background: anyio.abc.TaskGroup | None = None
+        self._stop = anyio.Event()
+        self._stdio: StdioTransport | None = None
+        self._tools: tuple[Tool, ...] = ()
+        self._changed = anyio.Event()
+        self._tools_version = 0
+        self._started_at = 0.0
+        self._gone: str | None = None
+
+    # -- state ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        """The current state; a READY session whose server went away reads FAILED."""
+        if self._state is SessionState.READY and self._failure() is not None:
+            return SessionState.FAILED
+        return self._state
+
+    @property
+    def pid(self) -> int | None:
+        """The stdio server's process id (``None`` over HTTP or before start)."""
+        return None if self._stdio is None else self._stdio.pid
+
+    @property
+    def stderr_lines(self) -> tuple[str, ...]:
+        """The server's last stderr lines, oldest first (at most ``limits.stderr_lines``)."""
+        return () if self._stdio is None else tuple(self._stdio.stderr)
+
+    @property
+    def exit_code(self) -> int | None:
+        """The stdio server's exit status once it has exited."""
+        return None if self._stdio is None else self._stdio.exit_code
+
+    def tools(self) -> tuple[Tool, ...]:
+        """The server's tools as runtime Tools (the latest list the server announced)."""
+        return self._tools
+
+    @property
+    def tools_version(self) -> int:
+        """Increases by one every time the tool list is replaced after the first listing."""
+        return self._tools_version
+
+    async def wait_tools_changed(self, after: int) -> int:
+        """Wait until :attr:`tools_version` is greater than ``after``; return it."""
+        while self._tools_version <= after:
+            await self._changed.wait()
+        return self._tools_version
+
+    def describe(self) -> dict[str, Any]:
+        """Plain, JSON-encodable data for manifests and logs: server, state, pid, tools."""
+        return {
+            **self.server.describe(),
+            "state": self.state.value,
+            "pid": self.pid,
+            "tools": [tool.name for tool in self._tools],
+        }
+
+    def _failure(self) -> str | None:
+        if self._gone is not None:
+            return self._gone
+        return None if self._stdio is None else self._stdio.failure
+
+    # -- start ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> McpSession:
+        if self._state is not SessionState.NEW:
+            raise McpError(
+                f"MCP session for {self.name!r} was already started; start a new session",
+                server=self.name,
+            )
+        self._state = SessionState.STARTING
+        self._started_at = time.perf_counter()
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        try:
+            await tg.start(self._connection)
+        except BaseException:
+            self._state = SessionState.FAILED
+            self._tg = None
+            self._stop.set()
+            with contextlib.suppress(Exception):  # the start error below says what failed
+                await tg.__aexit__(None, None, None)
+            raise
+        self._state = SessionState.READY
+        emit_safely(
+            self.server.on_event,
+            McpServerStarted(
+                server=self.name,
+                transport=self.server.config.transport,
+                pid=self.pid,
+                duration=time.perf_counter() - self._started_at,
+                tools=len(self._tools),
+            ),
+        )
+        return self
+
+    async def _connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """The transport and the SDK client, in a task of their own.
+
+        The SDK's transports run helper tasks whose failure cancels the code inside them;
+        kept in this task, such a failure ends only the connection (the session turns
+        FAILED and its calls fail), never the body of the caller's ``async with``.
+        """
+        started = False
+        error: str | None = None
+        try:
+            async with (
+                self._transport() as (read, write),
+                ClientSession(
+                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                ) as client,
+            ):
+                with anyio.fail_after(self.limits.start_timeout):
+                    await client.initialize()
+                    listing = await client.list_tools()
+                self._tools = self._build_tools(listing.tools)
+                self._client = client
+                async with anyio.create_task_group() as self._background:
+                    started = True
+                    task_status.started()
+                    await self._stop.wait()
+                    self._background.cancel_scope.cancel()
+        except Exception as exc:
+            if not started:
+                start_error = self._start_error(exc)
+                error = str(start_error)
+                raise start_error from exc
+            error = self._gone = self._gone or _describe(exc)
+        except BaseException:
+            if not started:
+                error = "cancelled while starting"
+            raise
+        finally:
+            self._client = None
+            self._background = None
+            self._report_stop(error)
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        config = self.server.config
+        if isinstance(config, McpStdio):
+            self._stdio = StdioTransport(self.name, config, self.limits, self._on_stderr)
+            async with self._stdio.open() as streams:
+                yield streams
+            return
+        assert isinstance(config, McpHttp)
+        async with (
+            httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT) as http,
+            streamable_http_client(
+                config.url, http_client=http, max_sse_event_size=self.limits.max_message_bytes
+            ) as streams,
+        ):
+            yield streams
+
+    def _start_error(self, exc: BaseException) -> McpStartError:
+        """The error a failed start raises, with the server's last stderr lines."""
+        exc = _leaf(exc)
+        if isinstance(exc, McpStartError):
+            return exc
+        failure = self._failure()
+        if isinstance(exc, TimeoutError):
+            why = f"did not finish starting within start_timeout ({self.limits.start_timeout}s)"
+        elif failure is not None:
+            why = failure
+        elif isinstance(exc, MCPError | ValidationError):
+            why = f"failed the MCP handshake: {exc}"
+        else:
+            why = f"failed to start: {type(exc).__name__}: {exc}"
+        tail = self.stderr_lines[-5:]
+        more = "; last stderr lines: " + " | ".join(tail) if tail else ""
+        return McpStartError(f"MCP server {self.name!r} {why}{more}", server=self.name, stderr=tail)
+
+    # -- stop ----------------------------------------------------------------------
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection and stop the server; safe to call more than once.
+
+        Returns once the connection has ended (for stdio: the process is reaped), also
+        when the caller is cancelled meanwhile: the stop runs shielded with bounded waits.
+        """
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return
+        self._stop.set()
+        try:
+            await tg.__aexit__(None, None, None)
+        finally:
+            self._state = SessionState.CLOSED
+
+    def _report_stop(self, error: str | None) -> None:
+        failure = self._failure()
+        stdio = self._stdio
+        if error is None and failure is not None:
+            error = failure
+        if error is not None:
+            kind = McpStopKind.FAILED
+        elif stdio is not None and stdio.stop_kind is not None:
+            kind = stdio.stop_kind
+        else:
+            kind = McpStopKind.CLOSED
+        emit_safely(
+            self.server.on_event,
+            McpServerStopped(
+                server=self.name,
+                transport=self.server.config.transport,
+                pid=self.pid,
+                duration=time.perf_counter() - self._started_at,
+                kind=kind,
+                exit_code=self.exit_code,
+                error=error,
+            ),
+        )
+
+    # -- calls ---------------------------------------------------------------------
+
+    async def call(self, mcp_tool: str, arguments: Mapping[str, Any], tool: str = "") -> Any:
+        """Call the server's tool ``mcp_tool``; return what the model should see.
+
+        Raises :class:`McpToolError` for an ``isError`` result or a protocol error,
+        :class:`McpCallTimeoutError` past ``call_timeout``, and
+        :class:`McpServerGoneError` when the server is gone or the session closed.
+        """
+        started = time.perf_counter()
+        error: str | None = None
+        try:
+            return await self._call(mcp_tool, dict(arguments))
+        except McpError as exc:
+            error = str(exc)
+            raise
+        except BaseException:
+            error = "cancelled"
+            raise
+        finally:
+            emit_safely(
+                self.server.on_event,
+                McpToolCall(
+                    server=self.name,
+                    tool=tool or mcp_tool,
+                    mcp_tool=mcp_tool,
+                    duration=time.perf_counter() - started,
+                    error=error,
+                ),
+            )
+
+    async def _call(self, mcp_tool: str, arguments: dict[str, Any]) -> Any:
+        client = self._client
+        failure = self._failure()
+        if client is None or failure is not None:
+            raise self._gone_error(mcp_tool, failure)
+        try:
+            result = await client.call_tool(
+                mcp_tool, arguments, read_timeout_seconds=self.limits.call_timeout
+            )
+        except MCPError as exc:
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                raise McpCallTimeoutError(
+                    f"MCP tool {mcp_tool!r} on server {self.name!r} did not answer within "
+                    f"call_timeout ({self.limits.call_timeout}s)",
+                    server=self.name,
+                    tool=mcp_tool,
+                ) from None
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                raise self._gone_error(mcp_tool, self._failure()) from None
+            raise McpToolError(
+                f"MCP server {self.name!r} refused tool {mcp_tool!r}: {exc.message} "
+                f"(error {exc.code})",
+                server=self.name,
+                tool=mcp_tool,
+            ) from None
+        except (ValidationError, RuntimeError) as exc:
+            raise McpToolError(
+                f"MCP tool {mcp_tool!r} on server {self.name!r} returned an invalid result: {exc}",
+                server=self.name,
+                tool=mcp_tool,
+            ) from None
+        if result.is_error:
+            raise McpToolError(
+                result_text(result) or f"MCP tool {mcp_tool!r} reported an error",
+                server=self.name,
+                tool=mcp_tool,
+            )
+        return result_value(result)
+
+    def _gone_error(self, mcp_tool: str, failure: str | None) -> McpServerGoneError:
+        if failure is None and self._state is SessionState.CLOSED:
+            why = "the session is closed"
+        else:
+            why = failure or "the connection closed"
+            if self._stdio is None:
+                self._gone = why
+        tail = self.stderr_lines[-3:]
+        more = "; last stderr lines: " + " | ".join(tail) if tail else ""
+        return McpServerGoneError(
+            f"MCP server {self.name!r} is gone ({why}); tool {mcp_tool!r} did not complete{more}",
+            server=self.name,
+            tool=mcp_tool,
+        )
+
+    # -- tools ---------------------------------------------------------------------
+
+    def _build_tools(self, listed: list[mcp_types.Tool]) -> tuple[Tool, ...]:
+        names = mcp_tool_names(self.name, (t.name for t in listed))
+        return tuple(self._tool(t, names[t.name]) for t in sorted(listed, key=lambda t: t.name))
+
+    def _tool(self, listed: mcp_types.Tool, name: str) -> Tool:
+        flags = tool_flags(listed.annotations)
+        title = listed.annotations.title if listed.annotations is not None else None
+        return Tool(
+            name=name,
+            description=listed.description or title or listed.name,
+            parameters=tool_schema(listed.input_schema),
+            function=_caller(self, listed.name, name),
+            read_only=flags.read_only,
+            destructive=flags.destructive,
+            idempotent=flags.idempotent,
+            open_world=flags.open_world,
+        )
+
+    async def refresh_tools(self) -> tuple[Tool, ...]:
+        """List the server's tools again (within ``call_timeout``) and offer the new list."""
+        client = self._client
+        if client is None:
+            raise self._gone_error("tools/list", self._failure())
+        with anyio.fail_after(self.limits.call_timeout):
+            listing = await client.list_tools()
+        self._tools = self._build_tools(listing.tools)
+        self._tools_version += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+        emit_safely(self.server.on_event, McpToolsChanged(server=self.name, tools=len(self._tools)))
+        return self._tools
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.refresh_tools()
+        except Exception:
+            # A failing server shows in its next call and the old list stays; an error
+            # escaping here would end the whole connection.
+            return
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        background = self._background
+        if isinstance(message, mcp_types.ToolListChangedNotification) and background is not None:
+            # Not awaited here: this runs on the session's receive loop, which the
+            # refresh's own response has to pass through.
+            background.start_soon(self._refresh_quietly)
+
+    def _on_stderr(self, pid: int | None, line: str) -> None:
+        emit_safely(self.server.on_event, McpStderrLine(server=self.name, pid=pid, line=line))
+
+
+def _caller(session: McpSession, mcp_tool: str, tool: str) -> Any:
+    """The Tool function: the validated arguments, sent to the server as one call."""
+
+    async def call(**arguments: Any) -> Any:
+        return await session.call(mcp_tool, arguments, tool)
+
+    call.__name__ = tool
+    return call
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    return f"the connection failed: {type(leaf).__name__}: {leaf}"

@@ -1,0 +1,39 @@
+"""Cross-process exclusive leases and a shared budget ledger on Redis (optional).
+
+Needs the ``redis`` extra (``pip install 'deputy-runtime[redis]'``), which brings the
+anyio-based ``coredis`` client; importing :mod:`deputy_runtime` never imports it.
+See ``docs/redis.md`` for configuration, guarantees and failure behaviour.
+"""
+
+from __future__ import annotations
+
+try:
+    import coredis  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "deputy_runtime.redis needs the optional Redis client: install it with "
+        "pip install 'deputy-runtime[redis]'"
+    ) from exc
+
+from ..errors import BudgetLedgerError, CoordinationError, CoordinationUnavailableError
+from ._amounts import Amounts, LedgerState
+from ._budget import RedisBudget
+from ._connection import RedisConnection
+from ._coordinator import RedisCoordinator
+from ._keepalive import LostReason
+from ._leases import Lease, LeaseLike, RedisLeases
+
+__all__ = [
+    "Amounts",
+    "BudgetLedgerError",
+    "CoordinationError",
+    "CoordinationUnavailableError",
+    "Lease",
+    "LeaseLike",
+    "LedgerState",
+    "LostReason",
+    "RedisBudget",
+    "RedisConnection",
+    "RedisCoordinator",
+    "RedisLeases",
+]

@@ -1,0 +1,215 @@
+"""A named budget shared by any number of leads in any number of processes, on Redis."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Self
+
+import anyio
+
+from ..errors import BudgetLedgerError, CoordinationError
+from . import _scripts
+from ._amounts import (
+    FIELDS,
+    LedgerState,
+    decode,
+    encode_limits,
+    encode_used,
+    encode_want,
+)
+from ._connection import RedisConnection
+from ._keepalive import LostReason, keep_alive
+from ._validate import check_name, check_seconds
+
+__all__ = ["RedisBudget", "grant_from", "ledger_error"]
+
+
+def grant_from(raw: list[int]) -> dict[str, int | float | None]:
+    """The five stored grant values as the API's mapping (None = field not limited)."""
+    return decode(raw).as_dict()
+
+
+def ledger_error(name: str, holder: str, status: int) -> BudgetLedgerError:
+    """The error for a refused reserve (status -1: ledger missing, -2: holder ended)."""
+    if status == -1:
+        return BudgetLedgerError(
+            f"The shared budget {name!r} does not exist in Redis (the server lost its data, "
+            "or the budget was deleted). Reopen a RedisBudget to create it again; spending "
+            "recorded before is lost."
+        )
+    return BudgetLedgerError(
+        f"The holder id {holder!r} was already used on budget {name!r} (settled, or its "
+        "reservation expired): every reservation needs a fresh holder id."
+    )
+
+
+class RedisBudget:
+    """A shared budget ledger: reserve, hold, settle (the runtime's ledger protocol).
+
+    ``limits`` maps ledger fields (``requests``, ``tool_calls``, ``input_tokens``,
+    ``output_tokens``, ``cost_usd``) to a limit; a missing field or ``None`` is unlimited
+    (its usage is still counted). Opening the budget (``async with``) creates the ledger
+    when it does not exist yet and otherwise checks that the stored limits are these
+    (BudgetLedgerError when not). ``ttl`` (seconds) is how long a reservation outlives
+    its holder's last renewal: then its grant returns to the ledger, exactly once.
+    ``keep_ended`` (seconds) is how long settled/expired holder ids are remembered, which
+    is how long a repeated or late settle is recognised.
+    """
+
+    def __init__(
+        self,
+        url: str | RedisConnection,
+        name: str,
+        limits: Mapping[str, int | float | None],
+        *,
+        namespace: str = "deputy",
+        ttl: float = 30.0,
+        keep_ended: float = 86_400.0,
+    ) -> None:
+        self._owns = not isinstance(url, RedisConnection)
+        self.connection = url if isinstance(url, RedisConnection) else RedisConnection(url)
+        self.name = check_name("name", name, colon=False)
+        self.namespace = check_name("namespace", namespace, colon=False)
+        self._limits = encode_limits(limits)
+        self.limits = decode(self._limits)
+        self.ttl = check_seconds("ttl", ttl)
+        if self.ttl < 0.01:
+            raise ValueError(f"ttl must be at least 0.01 seconds, got {ttl!r}")
+        keep = check_seconds("keep_ended", keep_ended)
+        if keep < self.ttl:
+            raise ValueError(f"keep_ended must be at least ttl ({self.ttl}), got {keep_ended!r}")
+        self._ttl_ms = max(int(self.ttl * 1000), 10)
+        self._keep_ms = math.ceil(keep * 1000)
+        base = f"{self.namespace}:budget:{self.name}"
+        self._keys = [base, f"{base}:holds", f"{base}:exp", f"{base}:ended", f"{base}:endat"]
+
+    @property
+    def keys(self) -> list[str]:
+        """The Redis keys of this ledger: budget, holds, exp, ended, endat."""
+        return list(self._keys)
+
+    @property
+    def reserve_ttl_ms(self) -> int:
+        return self._ttl_ms
+
+    @property
+    def keep_ended_ms(self) -> int:
+        return self._keep_ms
+
+    async def __aenter__(self) -> Self:
+        if self._owns:
+            await self.connection.__aenter__()
+        elif not self.connection.is_open:
+            raise CoordinationError(
+                "RedisBudget was given a shared RedisConnection that is not open: open it "
+                "with 'async with' first."
+            )
+        try:
+            await self.ensure()
+        except BaseException:
+            if self._owns:
+                await self.connection.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._owns:
+            await self.connection.__aexit__(exc_type, exc, tb)
+
+    async def ensure(self) -> None:
+        """Create the ledger if missing, else check the stored limits match (idempotent)."""
+        result = await self.connection.run(_scripts.INIT_BUDGET, self._keys[:1], [*self._limits])
+        if int(result[0]) == -1:
+            stored = decode([int(v) for v in result[1:]])
+            raise BudgetLedgerError(
+                f"The shared budget {self.name!r} already exists with limits "
+                f"{stored.as_dict()}, not {self.limits.as_dict()}: use the same limits in "
+                "every process, or a different budget name."
+            )
+
+    def reserve_args(self, holder: str, want: Mapping[str, int | float | None]) -> list[str | int]:
+        """The script arguments of a reservation (validated; shared with the coordinator)."""
+        check_name("holder", holder)
+        return [holder, self._ttl_ms, self._keep_ms, *encode_want(want)]
+
+    def settle_args(self, holder: str, used: Mapping[str, int | float]) -> list[str | int]:
+        check_name("holder", holder)
+        return [holder, self._keep_ms, *encode_used(used)]
+
+    async def reserve(
+        self, holder: str, want: Mapping[str, int | float | None]
+    ) -> Mapping[str, int | float | None]:
+        """Atomically take ``min(want, remaining)`` per limited field; return the grant.
+
+        A field missing from ``want`` or ``None`` asks no limit: it takes everything that
+        remains. Unlimited fields are granted ``None``. Reserving again for a holder that
+        already has a reservation returns that grant (a retry after a lost reply takes
+        nothing twice). Expired reservations are returned to the ledger first.
+        """
+        result = await self.connection.run(
+            _scripts.RESERVE, self._keys, self.reserve_args(holder, want)
+        )
+        status = int(result[0])
+        if status < 0:
+            raise ledger_error(self.name, holder, status)
+        return grant_from([int(v) for v in result[1:]])
+
+    async def hold(self, holder: str, on_lost: Callable[[str], None]) -> None:
+        """Renew the reservation's expiry every ``ttl / 3`` until cancelled.
+
+        Calls ``on_lost(reason)`` once and returns when the reservation expired
+        (``reservation_expired``) or Redis stayed unreachable until it would
+        (``redis_unreachable``).
+        """
+        keys = self._keys[1:3]
+        args: list[str | int] = [holder, self._ttl_ms]
+
+        async def renew() -> LostReason | None:
+            result = await self.connection.run(_scripts.RENEW_RESERVATION, keys, args)
+            return None if int(result) == 1 else LostReason.RESERVATION_EXPIRED
+
+        await keep_alive(renew, self.ttl, on_lost)
+
+    async def settle(self, holder: str, used: Mapping[str, int | float]) -> None:
+        """Count ``used`` and return the rest of the grant; exactly once per holder.
+
+        Settling again is a no-op. Settling a reservation that already expired counts the
+        usage only (its grant went back on expiry). Retries while Redis is unreachable for
+        the connection's ``retry_for`` seconds, shielded from cancellation, then raises
+        CoordinationUnavailableError. A holder that never reserved raises
+        BudgetLedgerError.
+        """
+        args = self.settle_args(holder, used)
+        with anyio.CancelScope(shield=True):
+            status = await self.connection.run_retrying(_scripts.SETTLE, self._keys, args)
+        if int(status) == -1:
+            raise BudgetLedgerError(
+                f"Cannot settle holder {holder!r} on budget {self.name!r}: it has no "
+                "reservation (never reserved, or ended longer ago than keep_ended)."
+            )
+
+    async def state(self) -> LedgerState:
+        """Remaining, reserved and used per field (expired reservations returned first)."""
+        raw = await self.connection.run(_scripts.STATE, self._keys, [self._keep_ms])
+        if int(raw[0]) == 0:
+            raise ledger_error(self.name, "", -1)
+        values = [int(v) for v in raw[2:]]
+        limit, remaining, reserved, used = (
+            [values[4 * i + offset] for i in range(len(FIELDS))] for offset in range(4)
+        )
+        limited = [v >= 0 for v in limit]
+        return LedgerState(
+            name=self.name,
+            holders=int(raw[1]),
+            limit=decode(limit, limited),
+            remaining=decode(remaining, limited),
+            reserved=decode(reserved, limited),
+            used=decode(used, [True] * len(FIELDS)),
+        )

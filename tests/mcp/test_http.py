@@ -1,0 +1,130 @@
+"""A real SDK server over streamable HTTP on 127.0.0.1, started in a subprocess."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from _mcp_helpers import SERVERS, of_type
+
+from deputy_runtime.errors import McpStartError, McpToolError
+from deputy_runtime.mcp import (
+    McpEvent,
+    McpHttp,
+    McpLimits,
+    McpServer,
+    McpServerStarted,
+    McpServerStopped,
+    McpStopKind,
+    McpToolsChanged,
+)
+from deputy_runtime.tools import invoke_tool
+
+pytestmark = pytest.mark.anyio
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def http_server(directory: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start the writer server over HTTP; poll its port until it accepts connections."""
+    port = free_port()
+    log = directory / "server.log"
+    notes = directory / "notes.txt"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVERS / "writer.py"), "http", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={"NOTES_FILE": str(notes), "PATH": "/usr/bin:/bin"},
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"HTTP test server exited: {log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"HTTP test server did not listen: {log.read_text()}")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with http_server(tmp_path_factory.mktemp("http")) as (url, _process):
+        yield url
+
+
+async def test_tools_over_streamable_http(http_url: str, tmp_path: Path) -> None:
+    events: list[McpEvent] = []
+    server = McpServer("web", McpHttp(url=http_url), on_event=events.append)
+    async with server.session() as session:
+        assert session.pid is None
+        tools = {t.name: t for t in session.tools()}
+        assert "mcp__web__append" in tools
+        first = await invoke_tool(tools["mcp__web__tracked_write"], {"pause": 0})
+        second = await invoke_tool(tools["mcp__web__tracked_write"], {"pause": 0})
+        assert second["calls"] == first["calls"] + 1
+        before = session.tools_version
+        name = f"added_{before}_{id(session)}"
+        await invoke_tool(tools["mcp__web__grow"], {"name": name})
+        with anyio.fail_after(30):
+            await session.wait_tools_changed(before)
+        assert f"mcp__web__{name}" in {t.name for t in session.tools()}
+    (started,) = of_type(events, McpServerStarted)
+    (stopped,) = of_type(events, McpServerStopped)
+    assert (started.transport, started.pid) == ("http", None)
+    assert (stopped.kind, stopped.error) == (McpStopKind.CLOSED, None)
+    assert of_type(events, McpToolsChanged)
+
+
+async def test_an_unreachable_http_server_is_a_start_error() -> None:
+    server = McpServer(
+        "nowhere",
+        McpHttp(url=f"http://127.0.0.1:{free_port()}/mcp"),
+        limits=McpLimits(start_timeout=10),
+    )
+    with pytest.raises(McpStartError, match="'nowhere'"):
+        async with server.session():
+            pass
+
+
+async def test_a_server_that_dies_mid_session_fails_calls_not_the_callers_task(
+    tmp_path: Path,
+) -> None:
+    events: list[McpEvent] = []
+    with http_server(tmp_path) as (url, process):
+        server = McpServer("dying", McpHttp(url=url), on_event=events.append)
+        async with server.session() as session:
+            assert await session.call("tracked_write", {"pause": 0}) is not None
+            process.kill()
+            process.wait()
+            # The call fails as a tool error; the body of this `async with` goes on.
+            with pytest.raises(McpToolError):
+                await session.call("tracked_write", {"pause": 0})
+            reached_end_of_body = True
+    assert reached_end_of_body
+    (stopped,) = of_type(events, McpServerStopped)
+    assert stopped.kind is McpStopKind.FAILED
