@@ -139,7 +139,15 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (register_provider; temporal_tools)",
     )
 
-    _serve_parser(sub)
+    _serve_arguments(
+        sub.add_parser(
+            "serve",
+            help="serve leads over HTTP with a live web view (needs the 'serve' extra)",
+            description="Serve leads over HTTP: POST /runs, server-sent events, a web view at "
+            "/. The bearer token comes from DEPUTY_RUNTIME_TOKEN or --token-file, never from "
+            "the command line. See docs/service.md.",
+        )
+    )
 
     p = sub.add_parser("bench", help="measure delegation overhead against a bare floor")
     p.add_argument(
@@ -149,14 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "serve",
-        help="serve leads over HTTP with a live web view (needs the 'serve' extra)",
-        description="Serve leads over HTTP: POST /runs, server-sent events, a web view at /. "
-        "The bearer token comes from DEPUTY_RUNTIME_TOKEN or --token-file, never from the "
-        "command line. See docs/service.md.",
-    )
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8765, help="TCP port (default 8765)")

@@ -295,6 +295,46 @@ EXPECTED_ALL = {
         "tool",
         "tools_file",
     ],
+    "deputy_runtime.mcp": [
+        "McpConfig",
+        "McpEvent",
+        "McpEventSink",
+        "McpHttp",
+        "McpLimits",
+        "McpServer",
+        "McpServerPool",
+        "McpServerStarted",
+        "McpServerStopped",
+        "McpSession",
+        "McpStderrLine",
+        "McpStdio",
+        "McpStopKind",
+        "McpToolCall",
+        "McpToolsChanged",
+        "SessionState",
+        "expand_mcp_names",
+        "load_mcp_config",
+        "mcp_tool_names",
+    ],
+    "deputy_runtime.redis": [
+        "Amounts",
+        "BudgetLedgerError",
+        "CoordinationError",
+        "CoordinationUnavailableError",
+        "Lease",
+        "LeaseLike",
+        "LedgerState",
+        "LostReason",
+        "RedisBudget",
+        "RedisConnection",
+        "RedisCoordinator",
+        "RedisLeases",
+    ],
+    "deputy_runtime.service": [
+        "RunRequest",
+        "RunStatus",
+        "ServiceConfig",
+    ],
 }
 
 #: Names a package's __init__ imports for the package's own use: importable, not public.
@@ -328,7 +368,7 @@ INTERNAL = {
         "whitespace_losses",
     ],
     "deputy_runtime.runtime": [],
-    "deputy_runtime.tools": ["tool_validator"],
+    "deputy_runtime.tools": ["TOOL_NAME_PATTERN", "inline_refs", "tool_validator"],
 }
 
 #: Names every module may have without exporting them.

@@ -8,7 +8,7 @@ or idle deadline. Both raise the typed errors that name the cap or deadline conc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import httpx
@@ -17,6 +17,23 @@ from ..errors import ProviderError, ProviderTimeoutError, ResponseTooLargeError
 from ._limits import BodyDecoder, ResponseLimits, UnsupportedEncoding
 
 __all__ = ["ResponseReader", "StreamReader"]
+
+
+def _preloaded(response: httpx.Response) -> bytes | None:
+    """The body of a response that was built already read, else ``None``.
+
+    A transport that answers with a complete in-memory response (``httpx.MockTransport``,
+    a test double, a caching layer) hands over a body that can no longer be streamed and
+    is already decoded; it is taken as it is, under the same caps.
+    """
+    try:
+        return response.content
+    except httpx.ResponseNotRead:
+        return None
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 class ResponseReader:
@@ -43,6 +60,13 @@ class ResponseReader:
         """
         cap = self.limits.max_body_bytes if limit is None else limit
         status = response.status_code
+        preloaded = _preloaded(response)
+        if preloaded is not None:
+            if len(preloaded) <= cap:
+                return preloaded
+            if truncate:
+                return preloaded[:cap]
+            raise self.too_large("max_body_bytes", cap, status)
         try:
             decoder = BodyDecoder(response.headers.get("content-encoding"))
         except UnsupportedEncoding as exc:
@@ -114,11 +138,13 @@ class StreamReader:
         self._reader = reader
         self._deadline = deadline
         self._idle_at = anyio.current_time() + reader.limits.idle_timeout
+        preloaded = _preloaded(response)
+        encoding = None if preloaded is not None else response.headers.get("content-encoding")
         try:
-            self._decoder = BodyDecoder(response.headers.get("content-encoding"))
+            self._decoder = BodyDecoder(encoding)
         except UnsupportedEncoding as exc:
             raise reader.undecodable(exc, response.status_code) from exc
-        self._raw = response.aiter_raw()
+        self._raw = response.aiter_raw() if preloaded is None else _once(preloaded)
         self._pieces: Iterator[bytes] = iter(())
         self._seen = 0
 

@@ -23,7 +23,7 @@ import mcp.types as mcp_types
 import msgspec
 
 from ..errors import ToolDefinitionError
-from ..tools._schema import inline_refs
+from ..tools import inline_refs
 
 __all__ = ["ToolFlags", "result_text", "result_value", "tool_flags", "tool_schema"]
 

@@ -20,7 +20,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from ..tools._tool import TOOL_NAME_PATTERN
+from ..tools import TOOL_NAME_PATTERN
 
 __all__ = ["MCP_PREFIX", "expand_mcp_names", "mcp_tool_names", "server_of"]
 

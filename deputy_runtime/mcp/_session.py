@@ -40,7 +40,7 @@ from ..errors import (
     McpStartError,
     McpToolError,
 )
-from ..tools._tool import Tool
+from ..tools import Tool
 from ._config import McpHttp, McpStdio
 from ._convert import result_text, result_value, tool_flags, tool_schema
 from ._events import (

@@ -14,9 +14,11 @@ from ._schema import schema_validator
 from ._tool import Tool
 
 # isort: split
-# A building block of the agent runtime (deputy_runtime.runtime), importable from here so
-# that the runtime never reaches into this package's private modules; not public API.
+# Building blocks of the agent runtime and the MCP adapter, importable from here so that
+# they never reach into this package's private modules; not public API.
 from ._invoke import tool_validator as tool_validator
+from ._schema import inline_refs as inline_refs
+from ._tool import TOOL_NAME_PATTERN as TOOL_NAME_PATTERN
 
 __all__ = [
     "FileToolLimits",
