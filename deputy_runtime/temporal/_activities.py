@@ -84,7 +84,11 @@ class DeputyActivities:
         self._providers: dict[str, Provider] = {}
 
     def activities(self) -> list[Any]:
-        """The bound activity functions to hand to a Temporal ``Worker``."""
+        """The bound activity functions to hand to a Temporal ``Worker``.
+
+        Returns:
+            The model-request and tool-call activities, bound to this registry.
+        """
         return [self.model_request, self.tool_call]
 
     # -- model requests ---------------------------------------------------------------
@@ -102,7 +106,17 @@ class DeputyActivities:
         return provider
 
     def tool_specs(self, names: Iterable[str]) -> tuple[ToolSpec, ...]:
-        """The specs of registry tools ``names``; an unknown name fails without retry."""
+        """The specs of registry tools ``names``.
+
+        Args:
+            names: Tool names in this worker's registry.
+
+        Returns:
+            Their specs, in order.
+
+        Raises:
+            ApplicationError: A name is not in the registry (not retried).
+        """
         specs = []
         for name in names:
             t = self.tools.get(name)
@@ -118,7 +132,18 @@ class DeputyActivities:
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_request(self, call: ModelCall) -> ModelReply:
-        """Send one request to the model ``call.model`` names."""
+        """Send one request to the model ``call.model`` names.
+
+        Args:
+            call: The request: model spec, agent name, prompt, turns, tools, parameters.
+
+        Returns:
+            The provider's turn.
+
+        Raises:
+            ApplicationError: The provider failed; not retried for authentication and
+                bad-request errors or an unknown provider.
+        """
         provider = self._provider(call.model)
         specs = (*self.tool_specs(call.tools), *call.extra_tools)
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
@@ -143,7 +168,15 @@ class DeputyActivities:
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool_call(self, call: ToolCall) -> ToolReply:
-        """Check one tool call against both permission sets, then run it, heartbeating."""
+        """Check one tool call against both permission sets, then run it, heartbeating.
+
+        Args:
+            call: The call, the names the agent was offered and both permission sets.
+
+        Returns:
+            The result the model sees (an error result when the tool is unknown, the call
+            is denied, its arguments are invalid or it raised) and the denial reason.
+        """
         t = self.tools.get(call.name) if call.name in call.offered else None
         if t is None:
             names = ", ".join(call.offered) or "none"

@@ -56,7 +56,18 @@ class TemporalBridge:
         self._loop, self._thread = loop, thread
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``fn(*args)`` on the bridge's loop and wait for it without blocking."""
+        """Run ``fn(*args)`` on the bridge's loop and wait for it without blocking.
+
+        Args:
+            fn: An asyncio coroutine function.
+            *args: Its positional arguments.
+
+        Returns:
+            What the coroutine returned (its exception is raised here).
+
+        Raises:
+            RuntimeError: The bridge is not started.
+        """
         loop = self._loop
         if loop is None:
             raise RuntimeError("TemporalBridge.call: the bridge is not started")
@@ -110,7 +121,16 @@ class TemporalBridge:
 
 
 async def run_in_asyncio_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """Run one asyncio-only coroutine function from any anyio backend, on a fresh
-    asyncio loop in its own thread (closed afterwards)."""
+    """Run one asyncio-only coroutine function from any anyio backend.
+
+    It runs on a fresh asyncio loop in a thread of its own, closed afterwards.
+
+    Args:
+        fn: An asyncio coroutine function.
+        *args: Its positional arguments.
+
+    Returns:
+        What the coroutine returned.
+    """
     async with TemporalBridge() as bridge:
         return await bridge.call(fn, *args)

@@ -58,14 +58,22 @@ class Budget:
         self.used["requests"] += 1
 
     def add_response(self, usage: Usage) -> None:
-        """Add a response's tokens and cost (extra upstream requests it reports too)."""
+        """Add a response's tokens and cost (extra upstream requests it reports too).
+
+        Args:
+            usage: The response's usage as the provider reported it.
+        """
         if usage.requests > 1:
             self.used["requests"] += usage.requests - 1
         self._add_tokens(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
         self._add_cost(usage.cost_usd)
 
     def add_external(self, usage: AgentUsage) -> None:
-        """Add a settled delegation's actual usage."""
+        """Add a settled delegation's actual usage.
+
+        Args:
+            usage: What the delegation's run used.
+        """
         self.used["requests"] += usage.requests
         self.used["tool_calls"] += usage.tool_calls
         self._add_tokens(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
@@ -82,7 +90,11 @@ class Budget:
             self.used["cost_usd"] += cost
 
     def take_tool_call(self) -> bool:
-        """Count one tool call if the limit allows it."""
+        """Count one tool call if the limit allows it.
+
+        Returns:
+            ``True`` when the call was counted, ``False`` when the limit refuses it.
+        """
         limit = self.limits.max_tool_calls
         if limit is not None and self.used["tool_calls"] >= limit:
             return False
@@ -90,7 +102,11 @@ class Budget:
         return True
 
     def snapshot(self) -> AgentUsage:
-        """The usage so far as the public value type."""
+        """The usage so far as the public value type.
+
+        Returns:
+            An immutable snapshot (``cost_usd`` is ``None`` until a cost is reported).
+        """
         u = self.used
         return AgentUsage(
             int(u["requests"]),
@@ -110,8 +126,15 @@ class Budget:
         return u[field.removeprefix("max_")]
 
     def exceeded(self, *, reaching: bool) -> str | None:
-        """The stop reason of the first limit passed (or, with ``reaching``, reached;
-        the tool-call limit only ever stops the next call)."""
+        """The stop reason of the first limit passed.
+
+        Args:
+            reaching: Count a limit exactly reached as passed too (before a request or a
+                delegation); the tool-call limit only ever stops the next call.
+
+        Returns:
+            A stop reason such as ``"request_limit"``, or ``None`` when no limit is passed.
+        """
         for field, reason in LIMIT_FIELDS:
             limit = getattr(self.limits, field)
             if limit is None:
@@ -133,7 +156,18 @@ class Budget:
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
     def reserve(self, key: str, max_requests: int | None) -> UsageLimits:
-        """Carve a child's limits out of what is left and hold them under ``key``."""
+        """Carve a child's limits out of what is left and hold them under ``key``.
+
+        Args:
+            key: The delegation's id; it must not hold a reservation already.
+            max_requests: The definition's ``max_requests`` (``None``: no cap of its own).
+
+        Returns:
+            The child's limits (``on_exceed="stop"``), now held until :meth:`release`.
+
+        Raises:
+            ValueError: ``key`` already holds a reservation.
+        """
         if key in self.reservations:
             raise ValueError(f"budget reservation {key!r} is already held")
         values: dict[str, Any] = {}
@@ -147,7 +181,11 @@ class Budget:
         return limits
 
     def release(self, key: str) -> None:
-        """Release ``key``'s reservation; releasing twice does nothing."""
+        """Release ``key``'s reservation; releasing twice does nothing.
+
+        Args:
+            key: The delegation's id.
+        """
         self.reservations.pop(key, None)
 
 

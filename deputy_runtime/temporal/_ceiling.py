@@ -18,9 +18,18 @@ __all__ = ["child_permissions"]
 def child_permissions(lead: PermissionSpec, spec: AgentSpec) -> PermissionSpec:
     """The permissions ``spec``'s subagent runs under below a lead with ``lead``.
 
-    Raises :class:`~deputy_runtime.PermissionCeilingError` when the definition's mode is
-    wider than the lead allows. Pure (the write root is carried, never resolved here), so
-    it can run in a workflow.
+    Pure (the write root is carried, never resolved here), so it can run in a workflow.
+
+    Args:
+        lead: The lead's current permissions.
+        spec: The delegated definition.
+
+    Returns:
+        The child's permissions: its mode, the lead's deny list plus the definition's
+        ``disallowed_tools``, the lead's allow list and write root.
+
+    Raises:
+        PermissionCeilingError: The definition's mode is wider than the lead allows.
     """
     ceiling = Permissions(
         mode=lead.mode,  # type: ignore[arg-type]

