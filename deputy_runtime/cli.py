@@ -136,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="MODULE",
-        help="import a module or .py file first (register_provider; temporal_tools)",
+        help="import a module or .py file first (register_provider; its tools join the registry)",
     )
 
     _serve_arguments(

@@ -10,10 +10,10 @@ it is the workers that need the provider's key.
 
 Ctrl-C (or SIGTERM) sends the run the ``interrupt`` signal and keeps following it until
 it stops (the lead and every running delegation stop at their next boundary); a second
-Ctrl-C stops following and leaves the run to finish on the server. ``--plugin`` is read
-as by ``deputy-runtime worker`` (its ``temporal_tools`` name tools the definitions may
-use; the workers must have them); ``--model-alias``, ``--test-fanout`` and
-``--backend trio`` are refused with this option.
+Ctrl-C stops following and leaves the run to finish on the server. Plugins, model
+aliases and definitions are read as ``run`` reads them (a plugin's ``tools`` only name
+tools here; the workers must have them); a plugin's ``delegation_policy``,
+``--test-fanout`` and ``--backend trio`` are refused with this option.
 
 Exit status: 0 the lead completed; 1 it failed, or the server could not be reached;
 2 bad arguments or definitions, or the ``temporal`` extra is missing; 3 it stopped early
@@ -31,12 +31,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..definitions import agent_definitions
 from ..errors import DeputyError
 from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits, decode_event
-from ..tools import tools_file
-from .leadsetup import LEAD_PROMPT, LEAD_TOOLS, select_model
-from .temporal_plugins import PluginError, plugin_tools
+from .leadsetup import (
+    LEAD_PROMPT,
+    LEAD_TOOLS,
+    UsageError,
+    alias_options,
+    check_agents,
+    lead_alias,
+    load_definitions,
+    load_plugins,
+    print_warnings,
+    select_model,
+)
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
 __all__ = ["run_temporal"]
@@ -46,15 +54,11 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 1
 POLL_SECONDS = 0.25
 
 
-class _UsageError(Exception):
-    """Bad arguments or definitions: reported on stderr, exit status 2."""
-
-
 def run_temporal(args: argparse.Namespace) -> int:
     """Start the run on Temporal and follow it; returns the exit status."""
     try:
         request, announcement = _request(args)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"deputy-runtime run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     notes = sys.stderr if args.json else sys.stdout
@@ -77,51 +81,40 @@ def run_temporal(args: argparse.Namespace) -> int:
 
 
 def _request(args: argparse.Namespace) -> tuple[Any, str]:
-    for option, value in (
-        ("--model-alias", args.model_alias),
-        ("--test-fanout", args.test_fanout),
-    ):
-        if value:
-            raise _UsageError(f"{option} is not supported with --temporal yet")
+    if args.test_fanout is not None:
+        raise UsageError("--test-fanout is not supported with --temporal yet")
     if args.backend != "asyncio":
-        raise _UsageError(
+        raise UsageError(
             "--backend trio is not supported with --temporal (Temporal's SDK is asyncio-only)"
         )
     task = str(args.task)
     if not task.strip():
-        raise _UsageError("TASK is empty: say what the lead should do")
+        raise UsageError("TASK is empty: say what the lead should do")
     try:
         from ..temporal import lead_input
     except ImportError as exc:
-        raise _UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
-    directory = Path(args.agents)
-    if not directory.is_dir():
-        raise _UsageError(
-            f"--agents {args.agents!r} is not a directory; point it at a directory of "
-            "definition files (*.yaml, *.md)"
-        )
-    registry = {t.name: t for t in tools_file(Path.cwd())}
-    for target in args.plugin or ():
-        try:
-            registry.update((t.name, t) for t in plugin_tools(target))
-        except PluginError as exc:
-            raise _UsageError(str(exc)) from exc
-    spec, announcement = select_model(args.model, os.environ)
+        raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
+    check_agents(args.agents)
+    plugins = load_plugins(args.plugin or (), Path.cwd())
+    if plugins.policy is not None:
+        raise UsageError("a plugin's delegation_policy is not supported with --temporal yet")
+    aliases = {**plugins.aliases, **alias_options(args.model_alias or ())}
+    spec, announcement = lead_alias(*select_model(args.model, os.environ))
+    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     try:
-        definitions = agent_definitions(directory, tools=registry, markdown=True)
         request = lead_input(
             task,
-            definitions,
+            loaded.definitions,
             model=spec,
             tools=LEAD_TOOLS,
             system_prompt=LEAD_PROMPT,
             usage_limits=UsageLimits(max_requests=args.max_requests),
             permissions=Permissions(mode=args.permission_mode),
+            model_aliases=aliases,
         )
     except (DeputyError, ValueError, TypeError) as exc:
-        raise _UsageError(str(exc)) from exc
-    if not definitions:
-        raise _UsageError(f"--agents {args.agents!r} holds no definition files")
+        raise UsageError(str(exc)) from exc
+    print_warnings(loaded.warnings, sys.stderr)
     return request, announcement
 
 

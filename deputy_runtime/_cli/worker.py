@@ -1,13 +1,13 @@
 """``deputy-runtime worker``: a Temporal worker for durable lead runs and delegations.
 
 The worker serves the lead and subagent workflows and the model-request and tool-call
-activities on one task queue. Its tool registry is the file tools confined to the
-current directory (as for ``run``), plus the ``temporal_tools`` a ``--plugin`` module
-defines (a list of ``Tool``); providers are the registered ones (a plugin may
-``register_provider``). The definitions under ``--agents`` are read and checked at start:
-each tool they name must be in the registry, so a worker that could not serve them
-refuses to start. (The definitions a run uses travel in the run's input; every worker of
-a task queue must be able to resolve their tool and model names.)
+activities on one task queue. Its tool registry is ``run``'s: the file tools confined to
+the current directory, then each ``--plugin`` module's ``tools``; providers are the
+registered ones (a plugin may ``register_provider``). The definitions under ``--agents``
+are read and checked at start, as ``run`` reads them: each tool they name must be in the
+registry, so a worker that could not serve them refuses to start. (The definitions a run
+uses travel in the run's input; every worker of a task queue must be able to resolve
+their tool and model names.)
 
 Exit status: 0 stopped by Ctrl-C or SIGTERM (after running activities finish, within
 the grace period); 1 the server could not be reached or the worker failed; 2 bad
@@ -24,10 +24,9 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from ..definitions import AgentDefinition, agent_definitions
-from ..errors import DeputyError
-from ..tools import Tool, tools_file
-from .temporal_plugins import PluginError, plugin_tools
+from ..definitions import AgentDefinition
+from ..tools import Tool
+from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 
 __all__ = ["worker"]
 
@@ -36,15 +35,11 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SHUTDOWN_GRACE = timedelta(seconds=10)
 
 
-class _UsageError(Exception):
-    """Bad arguments, definitions or plugins: reported on stderr, exit status 2."""
-
-
 def worker(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl-C or SIGTERM; returns the exit status."""
     try:
         registry, definitions = _setup(args)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"deputy-runtime worker: {exc}", file=sys.stderr)
         return EXIT_USAGE
     names = ", ".join(definitions) or "none"
@@ -69,28 +64,14 @@ def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDe
     try:
         import deputy_runtime.temporal  # noqa: F401
     except ImportError as exc:
-        raise _UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
+        raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
     if not str(args.temporal).strip():
-        raise _UsageError("--temporal is empty: give the server's HOST:PORT, e.g. 127.0.0.1:7233")
-    registry = {t.name: t for t in tools_file(Path.cwd())}
-    for target in args.plugin or ():
-        try:
-            found = plugin_tools(target)
-        except PluginError as exc:
-            raise _UsageError(str(exc)) from exc
-        for t in found:
-            registry[t.name] = t
-    directory = Path(args.agents)
-    if not directory.is_dir():
-        raise _UsageError(
-            f"--agents {args.agents!r} is not a directory; point it at a directory of "
-            "definition files (*.yaml, *.md)"
-        )
-    try:
-        definitions = agent_definitions(directory, tools=registry, markdown=True)
-    except DeputyError as exc:
-        raise _UsageError(str(exc)) from exc
-    return registry, definitions
+        raise UsageError("--temporal is empty: give the server's HOST:PORT, e.g. 127.0.0.1:7233")
+    check_agents(args.agents)
+    plugins = load_plugins(args.plugin or (), Path.cwd())
+    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    print_warnings(loaded.warnings, sys.stderr)
+    return plugins.tools, loaded.definitions
 
 
 async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:

@@ -1,6 +1,6 @@
-"""A ``deputy-runtime worker --plugin`` for the crash test: one tool, ``hold``, that logs
-each call's worker pid to ``$DEPUTY_TEST_LOG`` and then waits until the file
-``$DEPUTY_TEST_GATE`` exists."""
+"""A ``--plugin`` for the Temporal CLI tests (worker and ``run --temporal``): one tool,
+``hold``, that logs each call's worker pid to ``$DEPUTY_TEST_LOG`` and then waits until
+the file ``$DEPUTY_TEST_GATE`` exists."""
 
 from __future__ import annotations
 
@@ -23,4 +23,4 @@ async def hold() -> str:
     return "released"
 
 
-temporal_tools = [hold]
+tools = [hold]

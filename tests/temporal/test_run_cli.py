@@ -106,10 +106,10 @@ def test_run_on_temporal_prints_the_summary(temporal_address: str, worker_queue:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (("--model-alias", "sonnet=test"), "--model-alias is not supported with --temporal"),
+        (("--test-fanout", "2"), "--test-fanout is not supported with --temporal"),
         (("--plugin", "no_such_plugin.py"), "--plugin 'no_such_plugin.py': no such file"),
         (("--backend", "trio"), "asyncio-only"),
-        (("--agents", "no-such-dir"), "is not a directory"),
+        (("--agents", "no-such-dir"), "'no-such-dir' does not exist"),
     ],
 )
 def test_run_on_temporal_refuses_bad_options(extra: tuple[str, ...], message: str) -> None:
