@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
     from ..errors import PermissionCeilingError
     from ..runtime import (
+        DELEGATE_TOOL_NAME,
         AgentResult,
         AgentUsage,
         DelegationEnd,
@@ -51,7 +52,6 @@ with workflow.unsafe.imports_passed_through():
     )
 
 __all__ = [
-    "DELEGATE_TOOL_NAME",
     "EVENTS_QUERY",
     "INTERRUPT_SIGNAL",
     "LEAD_PERMISSIONS_SIGNAL",
@@ -62,7 +62,6 @@ __all__ = [
     "routing_prompt",
 ]
 
-DELEGATE_TOOL_NAME = "delegate_to_agent"
 #: Signal stopping a lead (and its running children) or one child at its next boundary.
 INTERRUPT_SIGNAL = "interrupt"
 #: Update narrowing a running lead's permission mode (the lead's own calls and its
