@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ._cli import silence_stream
+from ._modes import PERMISSION_MODES
 
 __all__ = ["main"]
 
@@ -93,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--permission-mode",
         default="standard",
-        choices=["readonly", "plan", "standard", "full"],
+        choices=PERMISSION_MODES,
     )
     p.add_argument(
         "--max-requests",

@@ -28,8 +28,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "deputy_runtime"
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = ROOT / PACKAGE
@@ -300,10 +298,6 @@ def test_no_private_access_outside_the_runtime() -> None:
     assert not violations, _report(violations)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="deputy_runtime/runtime/ is being restructured; its import rules land with that",
-)
 def test_no_import_circles_or_private_access_in_the_runtime() -> None:
     violations = [
         v for v in circle_violations(MODULES) + private_violations(MODULES) if _in_runtime(v[0])

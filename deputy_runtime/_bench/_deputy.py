@@ -136,6 +136,7 @@ class DeputyContender:
             HookEvent,
             Hooks,
             LeadAgent,
+            PermissionMode,
             Permissions,
             UsageLimits,
             __version__,
@@ -154,7 +155,7 @@ class DeputyContender:
             sub_agents=[
                 agent_definition(CHILD_NAME, CHILD_DESCRIPTION, CHILD_PROMPT, max_requests=1)
             ],
-            permissions=Permissions(mode="standard"),
+            permissions=Permissions(mode=PermissionMode.STANDARD),
             usage_limits=UsageLimits(max_requests=_BIG, max_tool_calls=_BIG),
             hooks=hooks,
         )

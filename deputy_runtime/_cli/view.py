@@ -708,8 +708,8 @@ def summary_table(records: Sequence[SubagentRecord], lead_usage: AgentUsage | No
         (
             _short_id(r.delegation_id),
             r.agent_name,
-            r.status,
-            r.stop_reason or "-",
+            str(r.status),
+            str(r.stop_reason or "-"),
             _limit_text(r.usage.requests, r.limits.max_requests if r.limits else None),
             str(r.usage.total_tokens),
             _cost(r.usage.cost_usd),

@@ -70,6 +70,8 @@ from ._context import reset_current_agent as reset_current_agent
 from ._context import set_current_agent as set_current_agent
 from ._stream import complete_streaming as complete_streaming
 from ._toolloop import user_turn_after as user_turn_after
+from ._types import UsageCounts as UsageCounts
+from ._types import add_costs as add_costs
 
 if TYPE_CHECKING:  # loaded lazily by __getattr__ below; these lines only inform type checkers
     from ._anthropic import AnthropicProvider

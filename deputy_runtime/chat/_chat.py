@@ -178,14 +178,6 @@ class Chat:
         """
         return self.provider.model
 
-    def get_provider(self) -> Provider:
-        """The provider this chat sends requests to.
-
-        Returns:
-            The provider.
-        """
-        return self.provider
-
     def get_system_prompt(self) -> str | None:
         """The system prompt.
 

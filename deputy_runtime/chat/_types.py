@@ -8,7 +8,7 @@ tagged union (tag field ``type``) so a whole conversation round-trips through JS
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -28,6 +28,8 @@ __all__ = [
     "ToolSpec",
     "Turn",
     "Usage",
+    "UsageCounts",
+    "add_costs",
 ]
 
 #: Who a turn is from: the user (task, tool results), the assistant (the model) or the
@@ -91,7 +93,44 @@ class Turn(msgspec.Struct, frozen=True, gc=False):
         return tuple(c for c in self.contents if isinstance(c, ContentToolRequest))
 
 
-class Usage(msgspec.Struct, frozen=True, gc=False):
+def add_costs(a: float | None, b: float | None) -> float | None:
+    """The sum of two costs in USD where ``None`` means unknown.
+
+    Args:
+        a: A cost, or ``None``.
+        b: Another cost, or ``None``.
+
+    Returns:
+        ``None`` when both are unknown, else the sum of the known ones.
+    """
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class UsageCounts(msgspec.Struct, frozen=True, gc=False):
+    """The arithmetic every usage value shares: :class:`Usage` and the runtime's
+    ``AgentUsage`` (which also counts tool calls).
+
+    Adding two values of the same type adds every field; ``cost_usd`` is added with
+    :func:`add_costs`, so an unknown cost does not hide a known one.
+    """
+
+    def __add__(self, other: Self) -> Self:
+        if type(other) is not type(self):
+            return NotImplemented
+        values = [
+            add_costs(getattr(self, name), getattr(other, name))
+            if name == "cost_usd"
+            else getattr(self, name) + getattr(other, name)
+            for name in self.__struct_fields__
+        ]
+        return type(self)(*values)
+
+
+class Usage(UsageCounts, frozen=True, gc=False):
     """Usage of one or more model requests. ``cost_usd`` is ``None`` when unknown."""
 
     requests: int = 0
@@ -104,20 +143,6 @@ class Usage(msgspec.Struct, frozen=True, gc=False):
     def total_tokens(self) -> int:
         """Input plus output tokens (cached input tokens are part of input, not added)."""
         return self.input_tokens + self.output_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        cost = (
-            None
-            if self.cost_usd is None and other.cost_usd is None
-            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        )
-        return Usage(
-            self.requests + other.requests,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_input_tokens + other.cached_input_tokens,
-            cost,
-        )
 
 
 class AssistantTurn(msgspec.Struct, frozen=True, gc=False):

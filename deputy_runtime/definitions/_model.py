@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .._modes import PERMISSION_MODES
 from ..errors import DefinitionError
 from ..skills import Skill
 from ..tools import Tool
@@ -34,8 +35,6 @@ __all__ = [
 
 #: A canonical agent name (after trimming and lowercasing).
 NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*\Z")
-#: Permission modes a definition may ask for (the lead's ceiling still applies).
-PERMISSION_MODES: Final = ("standard", "plan", "readonly", "full")
 #: Largest ``max_requests``: the int32 maximum, so every reader of the file can hold it.
 MAX_REQUESTS_LIMIT: Final = 2**31 - 1
 #: Largest magnitude of an integer model parameter: 18 decimal digits, what a definition

@@ -103,7 +103,12 @@ class McpStdio(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def describe(self) -> dict[str, Any]:
-        """Plain, JSON-encodable data for manifests and logs (env values left out)."""
+        """Plain, JSON-encodable data for manifests and logs (env values left out).
+
+        Returns:
+            ``transport``, ``command``, ``args``, ``cwd`` and ``env`` as the sorted list
+            of the variable names only.
+        """
         return {
             "transport": "stdio",
             "command": self.command,
@@ -149,7 +154,12 @@ class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
         return f"McpHttp(url={_url_without_secrets(self.url)!r}, headers={_redacted(self.headers)})"
 
     def describe(self) -> dict[str, Any]:
-        """Plain, JSON-encodable data for manifests and logs (header values left out)."""
+        """Plain, JSON-encodable data for manifests and logs (header values left out).
+
+        Returns:
+            ``transport``, ``url`` without credentials or query, and ``headers`` as the
+            sorted list of the header names only.
+        """
         return {
             "transport": "http",
             "url": _url_without_secrets(self.url),
@@ -158,6 +168,7 @@ class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
 
 
 McpConfig: TypeAlias = McpStdio | McpHttp
+"""How to reach one server: an :class:`McpStdio` subprocess or an :class:`McpHttp` URL."""
 
 
 def _redacted(values: dict[str, str]) -> str:

@@ -96,7 +96,11 @@ class McpStderrLine(_Base, frozen=True, tag="mcp_stderr"):
 McpEvent: TypeAlias = (
     McpServerStarted | McpServerStopped | McpToolCall | McpToolsChanged | McpStderrLine
 )
+"""Any event a session reports (a tagged union, tag field ``type``)."""
+
 McpEventSink: TypeAlias = Callable[[McpEvent], None]
+"""The host callback for :data:`McpEvent` values: called synchronously from the session;
+an exception it raises is ignored."""
 
 
 def emit_safely(sink: McpEventSink | None, event: McpEvent) -> None:

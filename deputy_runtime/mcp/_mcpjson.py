@@ -55,9 +55,20 @@ def load_mcp_config(
 ) -> dict[str, McpConfig]:
     """The servers of the ``.mcp.json`` file at ``path``, by name, in file order.
 
-    ``env`` is what ``${VAR}`` expands from (``os.environ`` by default). Every problem
-    raises :class:`~deputy_runtime.errors.McpConfigError` naming the file, the server and
-    the field; nothing is returned unless every server is valid.
+    Nothing is returned unless every server is valid.
+
+    Args:
+        path: The ``.mcp.json`` file; a relative ``cwd`` in it is relative to its folder.
+        env: What ``${VAR}`` expands from (``os.environ`` when ``None``).
+
+    Returns:
+        Each server's name mapped to its :class:`McpStdio` or :class:`McpHttp`
+        configuration.
+
+    Raises:
+        McpConfigError: The file cannot be read, is not valid JSON, or a server entry is
+            invalid (unknown type or key, bad field, unset variable); the message names
+            the file, the server and the field.
     """
     file = Path(path)
     try:

@@ -49,7 +49,17 @@ def _loose(name: str) -> str:
 
 
 def mcp_tool_names(server: str, tool_names: Iterable[str]) -> dict[str, str]:
-    """Map each of ``server``'s tool names to its runtime tool name (see module rules)."""
+    """Map each of ``server``'s tool names to its runtime tool name (see module rules).
+
+    Args:
+        server: The server's name, the middle part of ``mcp__<server>__<tool>``.
+        tool_names: The server's own tool names; duplicates count once.
+
+    Returns:
+        Each distinct original name mapped to its runtime name, in sorted order of the
+        original names. The runtime names are distinct even when compared ignoring case
+        and punctuation.
+    """
     prefix = f"{MCP_PREFIX}{server}__"
     originals = sorted(set(tool_names))
     out: dict[str, str] = {}
@@ -85,9 +95,16 @@ def server_of(pattern: str) -> str | None:
 def expand_mcp_names(entries: Iterable[str], available: Iterable[str]) -> tuple[str, ...]:
     """``entries`` with each whole-server entry replaced by that server's tools.
 
-    ``available`` is the tool names on offer (for example ``tool.name`` of every tool of the
-    running sessions). Other entries are kept as they are; order is kept, duplicates
-    dropped. A whole-server entry for a server with no tools expands to nothing.
+    Args:
+        entries: Tool list entries; ``mcp__<server>`` and ``mcp__<server>__*`` stand for
+            every tool of that server, any other entry stands for itself.
+        available: The tool names on offer (for example ``tool.name`` of every tool of
+            the running sessions).
+
+    Returns:
+        The expanded entries: other entries kept as they are, order kept, duplicates
+        dropped. A whole-server entry for a server with no tools on offer expands to
+        nothing.
     """
     names = list(available)
     out: dict[str, None] = {}

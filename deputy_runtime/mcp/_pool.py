@@ -71,8 +71,15 @@ class McpServerPool:
     async def owned(self, server: McpServer) -> McpSession:
         """Start a fresh session of ``server``; it lives until :meth:`release` or pool exit.
 
-        Raises :class:`~deputy_runtime.errors.McpStartError` when it does not start (its
-        process is reaped first).
+        Args:
+            server: The server to start a session of.
+
+        Returns:
+            The started (READY) session.
+
+        Raises:
+            McpError: The pool is not open.
+            McpStartError: The session did not start; its process is reaped first.
         """
         tg = self._check_open()
         hosted = _Hosted(server.session())
@@ -85,7 +92,13 @@ class McpServerPool:
         return hosted.session
 
     async def release(self, session: McpSession) -> None:
-        """Close ``session`` and wait until it is closed, even if the caller is cancelled."""
+        """Close ``session`` and wait until it is closed, even if the caller is cancelled.
+
+        A session the pool does not host (already released) is ignored.
+
+        Args:
+            session: A session from :meth:`owned` or :meth:`shared`.
+        """
         hosted = self._hosted.get(session)
         if hosted is None:
             return
@@ -100,6 +113,17 @@ class McpServerPool:
 
         Concurrent first users wait for the same start. A shared session whose server went
         away (FAILED) is closed and replaced by a new one on the next call.
+
+        Args:
+            server: The server to share; one pool shares one server per name.
+
+        Returns:
+            The READY shared session of ``server``.
+
+        Raises:
+            McpError: The pool is not open, or it already shares a different server of
+                the same name.
+            McpStartError: A new session did not start.
         """
         self._check_open()
         lock = self._locks.setdefault(server.name, anyio.Lock())
@@ -119,5 +143,9 @@ class McpServerPool:
             return session
 
     def sessions(self) -> tuple[McpSession, ...]:
-        """The sessions the pool hosts now."""
+        """The sessions the pool hosts now.
+
+        Returns:
+            The hosted sessions, shared and owned, in the order they were started.
+        """
         return tuple(self._hosted)

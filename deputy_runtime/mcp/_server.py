@@ -53,11 +53,19 @@ class McpServer:
         return f"{MCP_PREFIX}{self.name}__"
 
     def session(self) -> McpSession:
-        """A new, not yet started session (enter it with ``async with``)."""
+        """A new, not yet started session (enter it with ``async with``).
+
+        Returns:
+            A NEW session of this server; each call gives a separate connection.
+        """
         return McpSession(self)
 
     def describe(self) -> dict[str, Any]:
-        """Plain, JSON-encodable data for manifests and logs; no secrets (see the configs)."""
+        """Plain, JSON-encodable data for manifests and logs; no secrets (see the configs).
+
+        Returns:
+            ``name`` and the configuration's ``describe()`` fields.
+        """
         return {"name": self.name, **self.config.describe()}
 
     def __repr__(self) -> str:

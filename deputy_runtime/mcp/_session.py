@@ -123,7 +123,12 @@ class McpSession:
         return None if self._stdio is None else self._stdio.exit_code
 
     def tools(self) -> tuple[Tool, ...]:
-        """The server's tools as runtime Tools (the latest list the server announced)."""
+        """The server's tools as runtime Tools (the latest list the server announced).
+
+        Returns:
+            One Tool per server tool, sorted by the server's tool names; each calls
+            :meth:`call`. Empty before the session started.
+        """
         return self._tools
 
     @property
@@ -132,13 +137,25 @@ class McpSession:
         return self._tools_version
 
     async def wait_tools_changed(self, after: int) -> int:
-        """Wait until :attr:`tools_version` is greater than ``after``; return it."""
+        """Wait until :attr:`tools_version` is greater than ``after``; return it.
+
+        Args:
+            after: The version already seen (``0`` before any change).
+
+        Returns:
+            The new :attr:`tools_version`, greater than ``after``.
+        """
         while self._tools_version <= after:
             await self._changed.wait()
         return self._tools_version
 
     def describe(self) -> dict[str, Any]:
-        """Plain, JSON-encodable data for manifests and logs: server, state, pid, tools."""
+        """Plain, JSON-encodable data for manifests and logs: server, state, pid, tools.
+
+        Returns:
+            The server's ``describe()`` fields plus ``state`` (its value), ``pid`` and
+            ``tools`` (the runtime tool names).
+        """
         return {
             **self.server.describe(),
             "state": self.state.value,
@@ -316,9 +333,21 @@ class McpSession:
     async def call(self, mcp_tool: str, arguments: Mapping[str, Any], tool: str = "") -> Any:
         """Call the server's tool ``mcp_tool``; return what the model should see.
 
-        Raises :class:`McpToolError` for an ``isError`` result or a protocol error,
-        :class:`McpCallTimeoutError` past ``call_timeout``, and
-        :class:`McpServerGoneError` when the server is gone or the session closed.
+        Every call, failed or not, is reported as an :class:`McpToolCall` event.
+
+        Args:
+            mcp_tool: The server's own name of the tool.
+            arguments: The tool's arguments, sent as they are.
+            tool: The runtime tool name, for the event (``mcp_tool`` when empty).
+
+        Returns:
+            The result's structured content when it has some, else its content as text.
+
+        Raises:
+            McpToolError: The result is an error (``isError``), the server refused the
+                call, or the result is invalid.
+            McpCallTimeoutError: No answer within ``call_timeout``.
+            McpServerGoneError: The server is gone or the session is not open.
         """
         started = time.perf_counter()
         error: str | None = None
@@ -417,7 +446,18 @@ class McpSession:
         )
 
     async def refresh_tools(self) -> tuple[Tool, ...]:
-        """List the server's tools again (within ``call_timeout``) and offer the new list."""
+        """List the server's tools again (within ``call_timeout``) and offer the new list.
+
+        Increments :attr:`tools_version`, wakes :meth:`wait_tools_changed` and reports an
+        :class:`McpToolsChanged` event.
+
+        Returns:
+            The new tools, as :meth:`tools` returns them from now on.
+
+        Raises:
+            McpServerGoneError: The session is not connected.
+            TimeoutError: The listing took longer than ``call_timeout``.
+        """
         client = self._client
         if client is None:
             raise self._gone_error("tools/list", self._failure())

@@ -43,6 +43,12 @@ class Amounts(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float | None
 
     def as_dict(self) -> dict[str, int | float | None]:
+        """The values by field name.
+
+        Returns:
+            ``requests``, ``tool_calls``, ``input_tokens``, ``output_tokens`` and
+            ``cost_usd`` (dollars), in that order; ``None`` for a field not limited.
+        """
         return {f: getattr(self, f) for f in FIELDS}
 
 

@@ -92,10 +92,12 @@ class RedisBudget:
 
     @property
     def reserve_ttl_ms(self) -> int:
+        """``ttl`` in whole milliseconds (at least 10), as the scripts take it."""
         return self._ttl_ms
 
     @property
     def keep_ended_ms(self) -> int:
+        """``keep_ended`` in milliseconds, rounded up, as the scripts take it."""
         return self._keep_ms
 
     async def __aenter__(self) -> Self:
@@ -135,11 +137,40 @@ class RedisBudget:
             )
 
     def reserve_args(self, holder: str, want: Mapping[str, int | float | None]) -> list[str | int]:
-        """The script arguments of a reservation (validated; shared with the coordinator)."""
+        """The script arguments of a reservation (validated; shared with the coordinator).
+
+        Args:
+            holder: The reservation's holder id.
+            want: The amount wanted per ledger field, as for :meth:`reserve`.
+
+        Returns:
+            ``holder``, the reservation TTL and ``keep_ended`` in milliseconds, then the
+            five encoded wanted amounts (-1 where no limit is asked).
+
+        Raises:
+            ValueError: ``holder`` is not a valid id, or ``want`` has an unknown field or
+                a value out of range.
+            TypeError: ``want`` is not a mapping or holds a value of the wrong type.
+        """
         check_name("holder", holder)
         return [holder, self._ttl_ms, self._keep_ms, *encode_want(want)]
 
     def settle_args(self, holder: str, used: Mapping[str, int | float]) -> list[str | int]:
+        """The script arguments of a settlement (validated; shared with the coordinator).
+
+        Args:
+            holder: The reservation's holder id.
+            used: The usage per ledger field, as for :meth:`settle`.
+
+        Returns:
+            ``holder``, ``keep_ended`` in milliseconds, then the five encoded used amounts
+            (cost in micro-dollars, rounded up).
+
+        Raises:
+            ValueError: ``holder`` is not a valid id, or ``used`` has an unknown field or
+                a value out of range.
+            TypeError: ``used`` is not a mapping or holds a value of the wrong type.
+        """
         check_name("holder", holder)
         return [holder, self._keep_ms, *encode_used(used)]
 
@@ -152,6 +183,18 @@ class RedisBudget:
         remains. Unlimited fields are granted ``None``. Reserving again for a holder that
         already has a reservation returns that grant (a retry after a lost reply takes
         nothing twice). Expired reservations are returned to the ledger first.
+
+        Args:
+            holder: A fresh holder id for this reservation.
+            want: The amount wanted per ledger field.
+
+        Returns:
+            The grant per ledger field; ``None`` for an unlimited field.
+
+        Raises:
+            BudgetLedgerError: The ledger does not exist in Redis, or ``holder`` was
+                already settled or expired.
+            CoordinationUnavailableError: Redis cannot be reached.
         """
         result = await self.connection.run(
             _scripts.RESERVE, self._keys, self.reserve_args(holder, want)
@@ -167,6 +210,10 @@ class RedisBudget:
         Calls ``on_lost(reason)`` once and returns when the reservation expired
         (``reservation_expired``) or Redis stayed unreachable until it would
         (``redis_unreachable``).
+
+        Args:
+            holder: The holder id the reservation was made for.
+            on_lost: Called once with the :class:`LostReason` when the reservation is lost.
         """
         keys = self._keys[1:3]
         args: list[str | int] = [holder, self._ttl_ms]
@@ -182,9 +229,16 @@ class RedisBudget:
 
         Settling again is a no-op. Settling a reservation that already expired counts the
         usage only (its grant went back on expiry). Retries while Redis is unreachable for
-        the connection's ``retry_for`` seconds, shielded from cancellation, then raises
-        CoordinationUnavailableError. A holder that never reserved raises
-        BudgetLedgerError.
+        the connection's ``retry_for`` seconds, shielded from cancellation.
+
+        Args:
+            holder: The holder id the reservation was made for.
+            used: The usage per ledger field; a missing field used nothing.
+
+        Raises:
+            BudgetLedgerError: ``holder`` has no reservation (never reserved, or ended
+                longer ago than ``keep_ended``).
+            CoordinationUnavailableError: Redis stayed unreachable for ``retry_for``.
         """
         args = self.settle_args(holder, used)
         with anyio.CancelScope(shield=True):
@@ -196,7 +250,15 @@ class RedisBudget:
             )
 
     async def state(self) -> LedgerState:
-        """Remaining, reserved and used per field (expired reservations returned first)."""
+        """Remaining, reserved and used per field (expired reservations returned first).
+
+        Returns:
+            A snapshot of the ledger and its number of holders.
+
+        Raises:
+            BudgetLedgerError: The ledger does not exist in Redis.
+            CoordinationUnavailableError: Redis cannot be reached.
+        """
         raw = await self.connection.run(_scripts.STATE, self._keys, [self._keep_ms])
         if int(raw[0]) == 0:
             raise ledger_error(self.name, "", -1)

@@ -89,6 +89,7 @@ class RedisConnection:
 
     @property
     def is_open(self) -> bool:
+        """Whether the connection is open (entered and not yet left)."""
         return self._client is not None
 
     async def __aenter__(self) -> Self:
@@ -165,7 +166,21 @@ class RedisConnection:
         return script
 
     async def run(self, source: str, keys: list[str], args: list[str | int]) -> Any:
-        """Run a script once; an unreachable server raises CoordinationUnavailableError."""
+        """Run a Lua script once.
+
+        Args:
+            source: The script's Lua source (registered once per connection).
+            keys: The script's ``KEYS``.
+            args: The script's ``ARGV``.
+
+        Returns:
+            The script's reply, as the client decodes it.
+
+        Raises:
+            CoordinationUnavailableError: Redis cannot be reached or did not answer.
+            CoordinationError: The connection is not open, or Redis refused the script
+                with an error reply.
+        """
         script = self._script(source)
         try:
             return await script(keys, args)
@@ -185,9 +200,22 @@ class RedisConnection:
     async def run_retrying(self, source: str, keys: list[str], args: list[str | int]) -> Any:
         """Run an idempotent script, retrying while the server is unreachable.
 
-        Retries with capped exponential backoff for ``retry_for`` seconds, then raises the
-        last CoordinationUnavailableError. Safe only for scripts that are idempotent for
-        their holder id (release, settle): a retry after a lost reply changes nothing.
+        Retries with capped, jittered exponential backoff for ``retry_for`` seconds. Safe
+        only for scripts that are idempotent for their holder id (release, settle): a
+        retry after a lost reply changes nothing.
+
+        Args:
+            source: The script's Lua source.
+            keys: The script's ``KEYS``.
+            args: The script's ``ARGV``.
+
+        Returns:
+            The script's reply, as for :meth:`run`.
+
+        Raises:
+            CoordinationUnavailableError: Redis was still unreachable after ``retry_for``
+                seconds (the last failure).
+            CoordinationError: The connection is not open, or Redis refused the script.
         """
         deadline = anyio.current_time() + self.retry_for
         delay = 0.01

@@ -71,9 +71,24 @@ class RedisCoordinator:
     ) -> tuple[Lease, Mapping[str, int | float | None]]:
         """Take the lease on ``key`` and reserve ``want`` for ``holder`` atomically.
 
-        Busy: ResourceBusyError, or wait (polling, cancellable) when ``wait``; nothing is
-        reserved while the lease is busy. A refused reservation raises BudgetLedgerError
-        and leaves no lease behind.
+        Nothing is reserved while the lease is busy; a refused reservation leaves no lease
+        behind.
+
+        Args:
+            key: The exclusive resource key.
+            holder: A fresh holder id, used for both the lease and the reservation.
+            want: The amount wanted per ledger field, as for :meth:`RedisBudget.reserve`.
+            wait: Whether to wait for a busy lease (polling, cancellable) instead of
+                failing.
+
+        Returns:
+            The lease and the grant per ledger field (``None`` for an unlimited field).
+
+        Raises:
+            ResourceBusyError: The lease is held by another holder and ``wait`` is false.
+            BudgetLedgerError: The ledger refused the reservation (missing ledger, or a
+                holder id already used).
+            CoordinationUnavailableError: Redis cannot be reached.
         """
         args = self.budget.reserve_args(holder, want)
         keys = [*self.leases.lease_keys(key), *self.budget.keys]
@@ -105,6 +120,10 @@ class RedisCoordinator:
 
         One script renews both every ``min(lease ttl, reservation ttl) / 3``. The first
         loss (of either) calls ``on_lost(reason)`` once and returns.
+
+        Args:
+            lease: The lease from :meth:`acquire_and_reserve`.
+            on_lost: Called once with the :class:`LostReason` of the first loss.
         """
         keys = [self.leases.lease_keys(lease.key)[0], *self.budget.keys[1:3]]
         args: list[str | int] = [
@@ -133,6 +152,15 @@ class RedisCoordinator:
 
         Idempotent, shielded from cancellation, retried while Redis is unreachable (see
         :meth:`RedisBudget.settle`).
+
+        Args:
+            lease: The lease from :meth:`acquire_and_reserve`.
+            used: The usage per ledger field; a missing field used nothing.
+
+        Raises:
+            BudgetLedgerError: ``lease.holder`` has no reservation (never reserved, or
+                ended longer ago than ``keep_ended``).
+            CoordinationUnavailableError: Redis stayed unreachable for ``retry_for``.
         """
         settle_args = self.budget.settle_args(lease.holder, used)
         keys = [self.leases.lease_keys(lease.key)[0], *self.budget.keys]

@@ -8,23 +8,15 @@ from types import TracebackType
 from typing import Protocol, Self
 
 import anyio
-import msgspec
 
 from ..errors import CoordinationError, ResourceBusyError
+from ..runtime import Lease
 from . import _scripts
 from ._connection import RedisConnection
 from ._keepalive import LostReason, keep_alive
 from ._validate import check_name, check_seconds
 
 __all__ = ["Lease", "LeaseLike", "RedisLeases"]
-
-
-class Lease(msgspec.Struct, frozen=True, kw_only=True):
-    """A granted lease: ``token`` is the fencing token, strictly increasing per key."""
-
-    key: str
-    holder: str
-    token: int
 
 
 class LeaseLike(Protocol):
@@ -86,7 +78,14 @@ class RedisLeases:
             await self.connection.__aexit__(exc_type, exc, tb)
 
     def lease_keys(self, key: str) -> list[str]:
-        """The Redis keys of ``key``'s lease and fencing counter."""
+        """The Redis keys of ``key``'s lease and fencing counter.
+
+        Args:
+            key: The exclusive resource key.
+
+        Returns:
+            ``<namespace>:lease:<key>`` and ``<namespace>:fence:<key>``.
+        """
         return [f"{self.namespace}:lease:{key}", f"{self.namespace}:fence:{key}"]
 
     async def acquire(self, key: str, holder: str, *, wait: bool) -> Lease:
@@ -94,6 +93,19 @@ class RedisLeases:
 
         Waiting polls with capped, jittered exponential backoff (cancellable). Acquiring
         again for a holder that already holds the key returns its lease (same token).
+
+        Args:
+            key: The exclusive resource key.
+            holder: The holder id asking for it.
+            wait: Whether to wait while another holder holds ``key`` instead of failing.
+
+        Returns:
+            The granted lease, with its fencing token.
+
+        Raises:
+            ResourceBusyError: Another holder holds ``key`` and ``wait`` is false.
+            ValueError: ``key`` or ``holder`` is not a valid name.
+            CoordinationUnavailableError: Redis cannot be reached.
         """
         check_name("key", key)
         check_name("holder", holder)
@@ -115,6 +127,10 @@ class RedisLeases:
 
         The reason is a :class:`LostReason`: ``lease_taken_over``, ``lease_expired`` or
         ``redis_unreachable`` (no renewal succeeded before the lease would expire).
+
+        Args:
+            lease: The lease to keep, from :meth:`acquire`.
+            on_lost: Called once with the reason when the lease is lost.
         """
         keys = self.lease_keys(lease.key)[:1]
         args: list[str | int] = [f"{lease.token}:{lease.holder}", self.ttl_ms]
@@ -131,8 +147,14 @@ class RedisLeases:
         """Release if still held by this holder with this token (compare-and-delete).
 
         Never frees another holder's lease; idempotent. Retries while Redis is unreachable
-        for the connection's ``retry_for`` seconds, shielded from cancellation, then raises
-        CoordinationUnavailableError (the lease then simply expires after its TTL).
+        for the connection's ``retry_for`` seconds, shielded from cancellation.
+
+        Args:
+            lease: The lease to release, from :meth:`acquire`.
+
+        Raises:
+            CoordinationUnavailableError: Redis stayed unreachable for ``retry_for``; the
+                lease then expires after its TTL.
         """
         keys = self.lease_keys(lease.key)[:1]
         with anyio.CancelScope(shield=True):
@@ -141,7 +163,14 @@ class RedisLeases:
             )
 
     async def current(self, key: str) -> Lease | None:
-        """The lease currently granted on ``key``, or ``None`` (for operators and tests)."""
+        """The lease currently granted on ``key``, or ``None`` (for operators and tests).
+
+        Args:
+            key: The exclusive resource key.
+
+        Returns:
+            The current holder's lease, or ``None`` when ``key`` is free.
+        """
         value = await self.connection.run(
             "return redis.call('GET', KEYS[1])", self.lease_keys(key)[:1], []
         )

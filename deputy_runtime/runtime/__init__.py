@@ -1,7 +1,7 @@
 """The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
 
 from ._agent import Agent
-from ._delegation import SubagentRecord
+from ._coordinator import DelegationCoordinator
 from ._events import (
     DelegationEnd,
     DelegationStart,
@@ -22,49 +22,75 @@ from ._events import (
 )
 from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
+from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
+from ._ledger import BudgetLedger
 from ._parallel import ParallelResult
 from ._permissions import (
     DELEGATE_TOOL_NAME,
     MODE_TRANSITIONS,
+    PERMISSION_MODES,
     PermissionAllow,
     PermissionDeny,
     PermissionMode,
     Permissions,
 )
-from ._policy import DelegationContext, DelegationPolicy, DelegationResources
-from ._runstate import AgentResult
-from ._usage import STOP_REASONS, AgentUsage, UsageLimits
+from ._policy import DelegationPolicy
+from ._records import DelegationContext, DelegationResources, SubagentRecord
+from ._resources import (
+    BindRequest,
+    ExclusiveResource,
+    OwnedResources,
+    ResourceMode,
+    SharedResources,
+)
+from ._result import AgentResult
+from ._states import STOP_REASONS, DelegationStatus, StopReason, delegation_status
+from ._usage import AgentUsage, UsageLimits
 
 __all__ = [
     "DELEGATE_TOOL_NAME",
+    "IN_PROCESS_LEASES",
     "MODE_TRANSITIONS",
+    "PERMISSION_MODES",
     "STOP_REASONS",
     "Agent",
     "AgentResult",
     "AgentUsage",
+    "BindRequest",
+    "BudgetLedger",
     "DelegationContext",
+    "DelegationCoordinator",
     "DelegationEnd",
     "DelegationPolicy",
     "DelegationResources",
     "DelegationStart",
+    "DelegationStatus",
     "Event",
     "EventLogWriter",
+    "ExclusiveResource",
     "HookDecision",
     "HookEvent",
     "HookInput",
     "HookMatcher",
     "Hooks",
+    "InProcessLeases",
     "LeadAgent",
+    "Lease",
+    "LeaseBackend",
     "ModelRequestEvent",
     "ModelResponseEvent",
+    "OwnedResources",
     "ParallelResult",
     "PermissionAllow",
     "PermissionDeny",
     "PermissionEvent",
     "PermissionMode",
     "Permissions",
+    "ResourceMode",
     "RunStart",
+    "SharedResources",
     "StopEvent",
+    "StopReason",
     "SubagentRecord",
     "TextDelta",
     "ToolEnd",
@@ -73,5 +99,6 @@ __all__ = [
     "UsageLimits",
     "WarningEvent",
     "decode_event",
+    "delegation_status",
     "encode_event",
 ]

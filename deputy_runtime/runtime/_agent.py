@@ -5,7 +5,9 @@ The loop is: check limits -> one provider request -> for each requested tool cal
 check -> PreToolUse hooks -> the tool -> PostToolUse hooks. It ends when the model answers
 without tool calls, a limit or hook stops it, it is interrupted, or the provider fails.
 The same class runs the lead and every subagent; a subagent additionally carries a
-:class:`Governance` that ties its calls to its lead's live permissions and hooks.
+:class:`Governance` that ties its calls to its lead's live permissions and hooks. Each run
+gets a :class:`RunContext`; the loop here and the gate in ``_gate`` share the run only
+through it.
 """
 
 from __future__ import annotations
@@ -14,31 +16,42 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import msgspec
 
 from .._ids import new_id
-from ..chat._chat import running_async_library
-from ..chat._context import reset_current_agent, set_current_agent
-from ..chat._stream import complete_streaming
-from ..chat._types import (
+from ..chat import (
     AssistantTurn,
+    Chat,
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
     ToolSpec,
     Turn,
+    complete_streaming,
+    reset_current_agent,
+    running_async_library,
+    set_current_agent,
 )
 from ..errors import (
     ProviderError,
     RunActiveError,
     ToolArgumentError,
 )
-from ..skills import Skill
-from ..tools._invoke import invoke_tool
-from ..tools._tool import Tool
+from ..skills import Skill, skills_prompt_section, skills_tool
+from ..tools import Tool, invoke_tool
+from ._context import (
+    RUNNING,
+    Governance,
+    RunContext,
+    add_task,
+    finish_run,
+    hook_input,
+    preview,
+    wants,
+)
 from ._events import (
     Event,
     EventChannel,
@@ -52,27 +65,28 @@ from ._events import (
     WarningEvent,
 )
 from ._gate import gate
-from ._hooks import HookDecision, HookEvent, HookInput, Hooks
+from ._hooks import HookEvent, HookInput, Hooks
 from ._permissions import Permissions, normalize_tool_name
-from ._runstate import (
-    NO_RESULTS,
-    RUNNING,
-    AgentResult,
-    Governance,
-    ProviderFailure,
-    RunState,
-    ToolRejection,
-    add_task,
-    finish_run,
-    preview,
-    raise_for_limit,
-)
+from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
+from ._states import StopReason
 from ._usage import UsageLimits
 
-if TYPE_CHECKING:
-    from ..chat._chat import Chat
+__all__ = ["Agent", "begin_batch", "end_batch", "run_delegated"]
 
-__all__ = ["Agent"]
+
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _directory(working_dir: str | os.PathLike[str] | None) -> Path:
+    """``working_dir`` (default: the current directory) resolved, checked to exist.
+
+    Raises:
+        ValueError: It is not an existing directory.
+    """
+    wd = Path(os.path.realpath(working_dir if working_dir is not None else os.getcwd()))
+    if not wd.is_dir():
+        raise ValueError(f"working_dir {str(wd)!r} is not an existing directory")
+    return wd
 
 
 class Agent:
@@ -80,8 +94,28 @@ class Agent:
 
     One run at a time (:class:`~deputy_runtime.RunActiveError` otherwise). The
     conversation lives in ``chat`` and carries over between runs; limits count only what
-    each run uses. ``working_dir`` (default: the current directory) bounds the default
-    permissions' write root.
+    each run uses.
+
+    Args:
+        chat: The conversation and its provider.
+        tools: The tools offered to the model.
+        system_prompt: Replaces the chat's system prompt when given.
+        permissions: Which tool calls may run (default ``Permissions()``: standard mode).
+        usage_limits: Per-run limits (default :class:`UsageLimits`).
+        hooks: Host callbacks (default: none).
+        working_dir: Bounds the default permissions' write root (default: the current
+            directory; for a subagent, its lead's).
+        name: The agent's name (in events, hook inputs and results).
+        skills: Skills whose prompt section and ``load_skill`` tool the agent gets.
+        disallowed_tools: Tool names never offered to the model, whatever their source
+            (skills included).
+        agent_id: The agent's id (default: a fresh one).
+        governance: Set by a LeadAgent on the subagents it builds: ties their calls to
+            the lead's live permissions and hooks. Hosts leave it ``None``.
+
+    Raises:
+        ValueError: ``working_dir`` is not an existing directory, or two tools share a name.
+        TypeError: ``tools`` contains something that is not a Tool.
     """
 
     # Slots: a fan-out keeps one subagent per in-flight delegation alive.
@@ -120,80 +154,30 @@ class Agent:
         working_dir: str | os.PathLike[str] | None = None,
         name: str | None = None,
         skills: Iterable[Skill] = (),
+        disallowed_tools: Iterable[str] = (),
+        agent_id: str | None = None,
+        governance: Governance | None = None,
     ) -> None:
-        wd = Path(os.path.realpath(working_dir if working_dir is not None else os.getcwd()))
-        if not wd.is_dir():
-            raise ValueError(f"working_dir {str(wd)!r} is not an existing directory")
-        self._configure(
-            chat,
-            tools=tools,
-            system_prompt=system_prompt if system_prompt is not None else chat.get_system_prompt(),
-            permissions=(permissions or Permissions()).bind(wd),
-            usage_limits=usage_limits if usage_limits is not None else UsageLimits(),
-            hooks=hooks if hooks is not None else Hooks(),
-            working_dir=wd,
-            name=name,
-            skills=tuple(skills),
-            governance=None,
-            agent_id=new_id("agent"),
-        )
-
-    @classmethod
-    def _for_delegation(
-        cls,
-        chat: Chat,
-        *,
-        name: str,
-        permissions: Permissions,
-        usage_limits: UsageLimits,
-        working_dir: Path,
-        skills: tuple[Skill, ...],
-        governance: Governance,
-        agent_id: str,
-    ) -> Agent:
-        """A subagent: no re-validation of what the lead already resolved (hot path)."""
-        agent = cls.__new__(cls)
-        agent._configure(
-            chat,
-            tools=(),
-            system_prompt=chat.get_system_prompt(),
-            permissions=permissions.bind(working_dir),
-            usage_limits=usage_limits,
-            hooks=Hooks(),
-            working_dir=working_dir,
-            name=name,
-            skills=skills,
-            governance=governance,
-            agent_id=agent_id,
-        )
-        return agent
-
-    def _configure(
-        self,
-        chat: Chat,
-        *,
-        tools: Iterable[Tool],
-        system_prompt: str | None,
-        permissions: Permissions,
-        usage_limits: UsageLimits,
-        hooks: Hooks,
-        working_dir: Path,
-        name: str | None,
-        skills: tuple[Skill, ...],
-        governance: Governance | None,
-        agent_id: str,
-    ) -> None:
+        if governance is not None and working_dir is None:
+            # A subagent works in its lead's directory, which the lead resolved and checked.
+            wd = governance.lead.working_dir
+        else:
+            wd = _directory(working_dir)
         self.chat = chat
-        self.working_dir = working_dir
+        self.working_dir = wd
         self.name = name
-        self.agent_id = agent_id
-        self.hooks = hooks
-        self.usage_limits = usage_limits
+        self.agent_id = agent_id if agent_id is not None else new_id("agent")
+        self.hooks = hooks if hooks is not None else Hooks()
+        self.usage_limits = usage_limits if usage_limits is not None else UsageLimits()
         self.governance = governance
-        self._permissions = permissions
-        self._skills = skills
-        self._base_prompt = system_prompt
-        self._hidden: frozenset[str] = frozenset()
+        self._permissions = (permissions or Permissions()).bind(wd)
+        self._skills = tuple(skills)
+        self._base_prompt = system_prompt if system_prompt is not None else chat.get_system_prompt()
+        self._hidden = (
+            frozenset(normalize_tool_name(n) for n in disallowed_tools)
+            if disallowed_tools
+            else _NO_NAMES
+        )
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
         self._active = False
@@ -201,7 +185,7 @@ class Agent:
         self._session_started = False
         self._pending_config: list[HookInput] = []
         self.last_result: AgentResult | None = None
-        if tools or skills:
+        if tools or self._skills:
             self.set_tools(tools)
         self._prompt = self._compose_prompt()
 
@@ -212,17 +196,35 @@ class Agent:
         """The agent's current permissions."""
         return self._permissions
 
+    @property
+    def interrupt_reason(self) -> str | None:
+        """The reason of a pending interrupt of the active run, or ``None``."""
+        return self._interrupt_reason
+
+    @property
+    def running(self) -> bool:
+        """Whether a run (or a ``parallel_delegate`` batch) is active."""
+        return self._active
+
     def set_permission_mode(self, mode: str) -> None:
-        """Narrow the permission mode (widening raises PermissionModeWideningError).
+        """Narrow the permission mode.
 
         Takes effect at the next tool call, also for running subagents of a lead. The
         ConfigChange hooks run at the next boundary of the active run (or the next run).
+
+        Args:
+            mode: A permission mode no wider than the current one.
+
+        Raises:
+            PermissionModeWideningError: ``mode`` is wider than the current mode.
+            PermissionsError: ``mode`` is not a permission mode.
         """
         old = self._permissions.mode
         self._permissions = self._permissions.narrow(mode)
         if mode != old:
             self._pending_config.append(
-                self._hook_input(
+                hook_input(
+                    self,
                     HookEvent.ConfigChange,
                     None,
                     key="permission_mode",
@@ -232,7 +234,15 @@ class Agent:
             )
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
-        """Replace the agent's tools (plus the skills' tools and ``load_skill``)."""
+        """Replace the agent's tools (plus the skills' tools and ``load_skill``).
+
+        Args:
+            tools: The new tools; names in ``disallowed_tools`` are left out.
+
+        Raises:
+            TypeError: An entry is not a Tool.
+            ValueError: Two tools share a name.
+        """
         collected: dict[str, Tool] = {}
         hidden = self._hidden
         for t in self._all_tools(tools):
@@ -249,8 +259,6 @@ class Agent:
     def _all_tools(self, tools: Iterable[Tool]) -> Iterable[Tool]:
         yield from tools
         if self._skills:
-            from ..skills import skills_tool
-
             if self.governance is None:
                 # A subagent's skill tools come bound by its delegation (human_input,
                 # disallowed_tools), already inside ``tools``.
@@ -258,15 +266,17 @@ class Agent:
                     yield from skill.tools
             yield skills_tool(self._skills)
 
-    def _set_delegated_tools(self, tools: Iterable[Tool], disallowed: Iterable[str] | None) -> None:
-        """A subagent's tools, minus ``disallowed`` from every source (skills included)."""
-        if disallowed:
-            self._hidden = frozenset(normalize_tool_name(n) for n in disallowed)
-        self.set_tools(tools)
-
     def get_tools(self) -> tuple[Tool, ...]:
         """The tools offered to the model, in order."""
         return tuple(self._tools.values())
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool offered to the model as ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def tool_names(self) -> tuple[str, ...]:
+        """The names of the tools offered to the model, in order."""
+        return tuple(self._tools)
 
     @property
     def system_prompt(self) -> str | None:
@@ -277,8 +287,6 @@ class Agent:
         # Built once (and again when a LeadAgent's sub-agents change), not per request.
         if not self._skills:
             return self._base_prompt
-        from ..skills import skills_prompt_section
-
         section = skills_prompt_section(self._skills)
         return f"{self._base_prompt}\n\n{section}" if self._base_prompt else section
 
@@ -287,22 +295,31 @@ class Agent:
 
         Call it when the host is done with the agent (for example at shutdown); the
         conversation is kept, and a later run starts a new session (SessionStart again).
-        Returns the ``"EVENT: message"`` errors of hooks that raised (there is no run
-        result to keep them in).
+
+        Args:
+            reason: The ``reason`` the SessionEnd hooks receive.
+
+        Returns:
+            The ``"EVENT: message"`` errors of hooks that raised (there is no run result
+            to keep them in).
         """
         errors: list[str] = []
         if not self._session_started or self._active:
             return errors
         self._session_started = False
-        if self._wants(HookEvent.SessionEnd):
-            hook_input = self._hook_input(HookEvent.SessionEnd, None, reason=reason)
-            await self.hooks.dispatch(hook_input, errors)
+        if wants(self, HookEvent.SessionEnd):
+            await self.hooks.dispatch(
+                hook_input(self, HookEvent.SessionEnd, None, reason=reason), errors
+            )
         return errors
 
     def interrupt(self, reason: str = "interrupted") -> None:
         """Ask the active run to stop at its next boundary (before a request or tool call).
 
         Does nothing when no run is active: an interrupt never carries over to a later run.
+
+        Args:
+            reason: Why; a lead passes it on to its unsettled subagents.
         """
         if self._active:
             self._interrupt_reason = reason
@@ -316,12 +333,23 @@ class Agent:
         usage_limits: UsageLimits | None = None,
         on_event: EventSink | None = None,
     ) -> AgentResult:
-        """Run the agent on ``task`` until it answers, stops, or fails; return the result.
+        """Run the agent on ``task`` until it answers, stops, or fails.
 
-        ``on_event`` receives every event synchronously as it happens (a lead's include
-        its subagents'), also the final ones of a cancelled run. If it raises, it gets no
-        further events, the run finishes normally, and the error is raised afterwards
-        (the result is still in :attr:`last_result`).
+        Args:
+            task: The user message that starts the run.
+            usage_limits: This run's limits (default: the agent's ``usage_limits``).
+            on_event: Receives every event synchronously as it happens (a lead's include
+                its subagents'), also the final ones of a cancelled run. If it raises, it
+                gets no further events, the run finishes normally, and the error is raised
+                afterwards (the result is still in :attr:`last_result`).
+
+        Returns:
+            The run's result.
+
+        Raises:
+            RunActiveError: A run of this agent is already active.
+            RequestLimitExceeded: A limit was reached with ``on_exceed="error"``.
+            BudgetExceeded: Another limit was reached with ``on_exceed="error"``.
         """
         if on_event is None:
             return await self._run(task, usage_limits=usage_limits, emit=None)
@@ -332,7 +360,18 @@ class Agent:
         return result
 
     def run_sync(self, task: str, *, usage_limits: UsageLimits | None = None) -> AgentResult:
-        """Blocking :meth:`run` for scripts; refuses to run inside an event loop."""
+        """Blocking :meth:`run` for scripts.
+
+        Args:
+            task: The user message that starts the run.
+            usage_limits: This run's limits (default: the agent's ``usage_limits``).
+
+        Returns:
+            The run's result.
+
+        Raises:
+            RuntimeError: Called inside a running event loop.
+        """
         library = running_async_library()
         if library is not None:
             raise RuntimeError(
@@ -349,6 +388,13 @@ class Agent:
         For a lead, subagents' events are included, tagged with their delegation ids.
         Breaking out early cancels the run; wrap the iterator in
         ``contextlib.aclosing`` so that happens promptly.
+
+        Args:
+            task: The user message that starts the run.
+            usage_limits: This run's limits (default: the agent's ``usage_limits``).
+
+        Returns:
+            An async iterator of the run's events.
         """
         channel = EventChannel()
         failure: list[BaseException] = []
@@ -392,11 +438,19 @@ class Agent:
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, got {type(task).__name__}")
         self._active = True
-        run = RunState(run_id or new_id("run"), usage_limits or self.usage_limits, emit)
-        run.turns = self.chat.get_turns()  # a fresh list
+        ctx = RunContext(self, run_id or new_id("run"), usage_limits or self.usage_limits, emit)
+        ctx.turns = self.chat.get_turns()  # a fresh list
         error: BaseException | None = None
         try:
-            await self._loop(run, task)
+            seconds = ctx.limits.max_seconds
+            if seconds is None:
+                await self._loop(ctx, task)
+            else:
+                ctx.deadline = anyio.current_time() + seconds
+                with anyio.CancelScope(deadline=ctx.deadline) as scope:
+                    await self._loop(ctx, task)
+                if scope.cancelled_caught:
+                    ctx.stop_reason = StopReason.TIME_LIMIT
         except ProviderFailure as exc:
             error = exc
         except BaseException as exc:
@@ -406,63 +460,55 @@ class Agent:
             self._active = False
             # An interrupt applies to the run it was meant for, not to the next one.
             self._interrupt_reason = None
-            result = finish_run(self, run, error)
+            result = finish_run(ctx, error)
             self.last_result = result
-        if self._wants(HookEvent.Stop) or self._pending_config:
-            await self._drain_config(run)
-            await self._fire(run, self._hook_input(HookEvent.Stop, run, reason=result.stop_reason))
-        if run.limits.on_exceed == "error":
+        if ctx.wants(HookEvent.Stop) or self._pending_config:
+            await self._drain_config(ctx)
+            await ctx.fire(ctx.hook_input(HookEvent.Stop, reason=result.stop_reason))
+        if ctx.limits.on_exceed == "error":
             raise_for_limit(result)  # after the Stop hooks: they see every run end
         return result
 
-    def _wants(self, event: HookEvent) -> bool:
-        """Whether any hook (own or a lead's forwarded one) listens to ``event``."""
-        gov = self.governance
-        return self.hooks.has(event) or (
-            gov is not None and event in gov.forwarded and gov.lead.hooks.has(event)
-        )
-
-    async def _loop(self, run: RunState, task: str) -> None:
+    async def _loop(self, ctx: RunContext, task: str) -> None:
         if not self._session_started:
             self._session_started = True
-            if self._wants(HookEvent.SessionStart):
-                await self._fire(run, self._hook_input(HookEvent.SessionStart, run))
-        if run.emit is not None:
-            run.emit(RunStart(**self._ids(run), task=task, limits=run.limits))
-        if self._wants(HookEvent.UserPromptSubmit):
-            decision = await self._fire(
-                run, self._hook_input(HookEvent.UserPromptSubmit, run, prompt=task)
-            )
+            if ctx.wants(HookEvent.SessionStart):
+                await ctx.fire(ctx.hook_input(HookEvent.SessionStart))
+        if ctx.emit is not None:
+            ctx.emit(RunStart(**ctx.event_ids(), task=task, limits=ctx.limits))
+        if ctx.wants(HookEvent.UserPromptSubmit):
+            decision = await ctx.fire(ctx.hook_input(HookEvent.UserPromptSubmit, prompt=task))
             if decision is not None and decision.decision in ("deny", "stop"):
-                run.stop_reason = "hook_requested_stop"
+                ctx.stop_reason = StopReason.HOOK_REQUESTED_STOP
                 return
-        add_task(run.turns, task)
+        add_task(ctx.turns, task)
+        meter = ctx.meter
         while True:
             if self._pending_config:
-                await self._drain_config(run)
+                await self._drain_config(ctx)
             if self._interrupt_reason is not None:
-                run.stop_reason = "interrupted"
+                ctx.stop_reason = StopReason.INTERRUPTED
                 return
-            limit = run.meter.before_request()
+            limit = meter.before_request()
             if limit is not None:
-                run.stop_reason = limit
+                ctx.stop_reason = limit
                 return
             try:
-                reply = await self._request(run)
+                reply = await self._request(ctx)
             except ProviderError as exc:
-                run.stop_reason = "provider_error"
+                ctx.stop_reason = StopReason.PROVIDER_ERROR
                 raise ProviderFailure(str(exc)) from exc
-            run.meter.add_response(reply.usage)
-            if reply.usage.cost_usd is None and run.limits.max_cost_usd is not None:
-                self._warn_cost_unknown(run)
-            run.turns.append(reply.turn())
-            run.turn_results = NO_RESULTS  # this reply's calls have not run yet
+            meter.add_response(reply.usage)
+            if reply.usage.cost_usd is None and ctx.limits.max_cost_usd is not None:
+                self._warn_cost_unknown(ctx)
+            ctx.turns.append(reply.turn())
+            ctx.turn_results = ()  # this reply's calls have not run yet
             calls = reply.tool_requests
-            if run.emit is not None:
-                run.emit(
+            if ctx.emit is not None:
+                ctx.emit(
                     ModelResponseEvent(
-                        **self._ids(run),
-                        index=run.requests,
+                        **ctx.event_ids(),
+                        index=ctx.requests,
                         finish_reason=reply.finish_reason,
                         tool_calls=len(calls),
                         input_tokens=reply.usage.input_tokens,
@@ -471,52 +517,51 @@ class Agent:
                     )
                 )
             if not calls:
-                run.stop_reason = "complete"
+                ctx.stop_reason = StopReason.COMPLETE
                 return
-            over = run.meter.exceeded(reaching=False)
+            over = meter.exceeded(reaching=False)
             if over is not None:
-                run.stop_reason = over
+                ctx.stop_reason = over
                 return  # finish_run answers the open tool calls
-            results = await self._run_tool_calls(run, calls)
-            run.turns.append(Turn("user", results))
-            if run.stop_reason is not None:
+            results = await self._run_tool_calls(ctx, calls)
+            ctx.turns.append(Turn("user", results))
+            if ctx.stop_reason is not None:
                 return
 
-    async def _request(self, run: RunState) -> AssistantTurn:
-        run.requests += 1
-        run.meter.start_request()
+    async def _request(self, ctx: RunContext) -> AssistantTurn:
+        ctx.requests += 1
+        ctx.meter.start_request()
         provider = self.chat.provider
         # Chat replaces its params mapping on change, never mutates it: safe to share.
-        request = ModelRequest(self._prompt, tuple(run.turns), self._specs, self.chat.params)
-        if run.emit is not None:
-            run.emit(ModelRequestEvent(**self._ids(run), index=run.requests, model=provider.model))
+        request = ModelRequest(self._prompt, tuple(ctx.turns), self._specs, self.chat.params)
+        if ctx.emit is not None:
+            ctx.emit(ModelRequestEvent(**ctx.event_ids(), index=ctx.requests, model=provider.model))
         token = set_current_agent(self.name)
         try:
-            if run.emit is None:
+            if ctx.emit is None:
                 return await provider.complete(request)
-            self._ids(run)  # built before the first delta needs them
             # A bound method, not a closure: it is alive for the whole request, and a
             # fan-out keeps one per in-flight delegation.
-            return await complete_streaming(provider, request, run.text_delta)
+            return await complete_streaming(provider, request, ctx.text_delta)
         finally:
             reset_current_agent(token)
 
     # -- tool calls ------------------------------------------------------------------------
 
     async def _run_tool_calls(
-        self, run: RunState, calls: Sequence[ContentToolRequest]
+        self, ctx: RunContext, calls: Sequence[ContentToolRequest]
     ) -> tuple[ContentToolResult, ...]:
         # Limit slots are taken synchronously in request order, before anything runs.
-        slots = [run.meter.take_tool_call() for _ in calls]
+        slots = [ctx.meter.take_tool_call() for _ in calls]
         # Kept on the run so a run cut off mid-turn can answer these calls truthfully.
         results: list[ContentToolResult | None] = [None] * len(calls)
-        run.turn_results = results
+        ctx.turn_results = results
         if len(calls) == 1:
-            result = results[0] = await self._tool_call(run, calls[0], slots[0], 0)
+            result = results[0] = await self._tool_call(ctx, calls[0], slots[0], results, 0)
             return (result,)
 
         async def one(i: int) -> None:
-            results[i] = await self._tool_call(run, calls[i], slots[i], i)
+            results[i] = await self._tool_call(ctx, calls[i], slots[i], results, i)
 
         async with anyio.create_task_group() as tg:
             for i in range(len(calls)):
@@ -524,28 +569,33 @@ class Agent:
         return tuple(r for r in results if r is not None)
 
     async def _tool_call(
-        self, run: RunState, call: ContentToolRequest, slot: bool, index: int
+        self,
+        ctx: RunContext,
+        call: ContentToolRequest,
+        slot: bool,
+        results: list[ContentToolResult | None],
+        index: int,
     ) -> ContentToolResult:
         """One requested call: the gate (limits, permissions, hooks), then the tool."""
         call_id = call.id or new_id("tool")
-        gated = await gate(self, run, call, call_id, slot)
+        gated = await gate(ctx, call, call_id, slot)
         if isinstance(gated, ContentToolResult):
             return gated
-        run.turn_results[index] = RUNNING  # a cancellation from now on cuts it off
+        results[index] = RUNNING  # a cancellation from now on cuts it off
         # The gate's frame is gone while the tool runs: a fan-out of long delegations
         # keeps one frame less per call alive.
-        return await self._execute(run, gated, call, call_id)
+        return await self._execute(ctx, gated, call, call_id)
 
     async def _execute(
-        self, run: RunState, tool: Tool, call: ContentToolRequest, call_id: str
+        self, ctx: RunContext, tool: Tool, call: ContentToolRequest, call_id: str
     ) -> ContentToolResult:
-        emit = run.emit
+        emit = ctx.emit
         started = time.perf_counter()
         delegation_id = self._call_delegation_id(call.name)
         if emit is not None:
             emit(
                 ToolStart(
-                    **self._ids(run),
+                    **ctx.event_ids(),
                     tool_call_id=call_id,
                     tool_name=call.name,
                     arguments=call.arguments,
@@ -555,7 +605,7 @@ class Agent:
         value: Any = None
         error: str | None = None
         try:
-            value = await self._invoke(run, tool, call, call_id, delegation_id)
+            value = await self._invoke(ctx, tool, call, call_id, delegation_id)
         except ToolRejection as exc:
             error = str(exc)
         except ToolArgumentError as exc:
@@ -563,19 +613,18 @@ class Agent:
         except Exception as exc:
             error = f"Tool calling failed with error {exc}"
         event = HookEvent.PostToolUse if error is None else HookEvent.PostToolUseFailure
-        if self._wants(event):
-            decision = await self._fire(
-                run,
-                self._hook_input(
-                    event, run, call=call, call_id=call_id, tool_result=value, tool_error=error
+        if ctx.wants(event):
+            decision = await ctx.fire(
+                ctx.hook_input(
+                    event, call=call, call_id=call_id, tool_result=value, tool_error=error
                 ),
             )
             if decision is not None and decision.decision == "stop":
-                run.stop_reason = run.stop_reason or "hook_requested_stop"
+                ctx.stop(StopReason.HOOK_REQUESTED_STOP)
         if emit is not None:
             emit(
                 ToolEnd(
-                    **self._ids(run),
+                    **ctx.event_ids(),
                     tool_call_id=call_id,
                     tool_name=call.name,
                     error=error,
@@ -588,7 +637,7 @@ class Agent:
 
     def _invoke(
         self,
-        run: RunState,
+        ctx: RunContext,
         tool: Tool,
         call: ContentToolRequest,
         call_id: str,
@@ -601,66 +650,18 @@ class Agent:
         """A fresh delegation id when ``tool_name`` starts a delegation (LeadAgent)."""
         return None
 
-    # -- hooks -----------------------------------------------------------------------------
+    # -- hooks and warnings ------------------------------------------------------------------
 
-    def _hook_input(
-        self,
-        event: HookEvent,
-        run: RunState | None,
-        *,
-        call: ContentToolRequest | None = None,
-        call_id: str | None = None,
-        **fields: Any,
-    ) -> HookInput:
-        gov = self.governance
-        return HookInput(
-            event=event,
-            agent_id=self.agent_id,
-            agent_name=self.name,
-            run_id=run.run_id if run is not None else None,
-            working_dir=str(self.working_dir),
-            delegation_id=gov.delegation_id if gov else None,
-            parent_agent_id=gov.parent_agent_id if gov else None,
-            parent_run_id=gov.parent_run_id if gov else None,
-            tool_call_id=call_id,
-            tool_name=call.name if call is not None else None,
-            tool_input=call.arguments if call is not None else None,
-            permission_mode=self._permissions.mode,
-            **fields,
-        )
-
-    async def _fire(self, run: RunState, hook_input: HookInput) -> HookDecision | None:
-        """Run a subagent's forwarded lead hooks first, then the agent's own hooks.
-
-        The lead's hooks always see a subagent's forwarded events, and a deny or stop
-        from them cannot be overridden by the subagent's own hooks.
-        """
-        lead_decision: HookDecision | None = None
-        gov = self.governance
-        if gov is not None and hook_input.event in gov.forwarded:
-            seen = len(gov.hook_errors)
-            lead_decision = await gov.lead.hooks.dispatch(hook_input, gov.hook_errors)
-            self._warn(run, gov.hook_errors[seen:])
-            if lead_decision is not None and lead_decision.decision != "allow":
-                return lead_decision
-        if self.hooks.has(hook_input.event):
-            seen = len(run.hook_errors)
-            own = await self.hooks.dispatch(hook_input, run.hook_errors)
-            self._warn(run, run.hook_errors[seen:])
-            if own is not None:
-                return own
-        return lead_decision
-
-    def _warn_cost_unknown(self, run: RunState) -> None:
+    def _warn_cost_unknown(self, ctx: RunContext) -> None:
         """Say once per run that ``max_cost_usd`` cannot see a response without a cost."""
-        if run.cost_warned:
+        if ctx.cost_warned:
             return
-        run.cost_warned = True
-        if run.emit is not None:
+        ctx.cost_warned = True
+        if ctx.emit is not None:
             provider = self.chat.provider
-            run.emit(
+            ctx.emit(
                 WarningEvent(
-                    **self._ids(run),
+                    **ctx.event_ids(),
                     message=(
                         f"max_cost_usd is set, but provider {getattr(provider, 'name', '?')!r} "
                         f"(model {getattr(provider, 'model', '?')!r}) reported no cost for a "
@@ -669,28 +670,51 @@ class Agent:
                 )
             )
 
-    def _warn(self, run: RunState, messages: list[str]) -> None:
-        """Announce hook failures that did not stop the run (they are also in the result)."""
-        if messages and run.emit is not None:
-            for message in messages:
-                run.emit(WarningEvent(**self._ids(run), message=f"hook failed: {message}"))
-
-    async def _drain_config(self, run: RunState) -> None:
+    async def _drain_config(self, ctx: RunContext) -> None:
         pending, self._pending_config = self._pending_config, []
-        for hook_input in pending:
-            await self._fire(run, msgspec.structs.replace(hook_input, run_id=run.run_id))
+        for pending_input in pending:
+            await ctx.fire(msgspec.structs.replace(pending_input, run_id=ctx.run_id))
 
-    # -- event ids -------------------------------------------------------------------------
 
-    def _ids(self, run: RunState) -> dict[str, Any]:
-        """The id fields every event of this run carries (built once per run)."""
-        ids = run.ids
-        if ids is None:
-            gov = self.governance
-            ids = {"agent_id": self.agent_id, "agent_name": self.name, "run_id": run.run_id}
-            if gov is not None:
-                ids["delegation_id"] = gov.delegation_id
-                ids["parent_agent_id"] = gov.parent_agent_id
-                ids["parent_run_id"] = gov.parent_run_id
-            run.ids = ids
-        return ids
+def run_delegated(
+    agent: Agent,
+    task: str,
+    *,
+    usage_limits: UsageLimits,
+    emit: EventSink | None,
+    run_id: str,
+) -> Awaitable[AgentResult]:
+    """Run ``agent`` as a delegation: under its reserved limits, with a preset run id.
+
+    Events go to the lead's sink as they are (the lead's own run guards it), so a
+    subagent's run never raises a sink's error itself.
+
+    Args:
+        agent: The subagent.
+        task: Its first message.
+        usage_limits: The budget reserved for it.
+        emit: The lead run's event sink.
+        run_id: The run id announced in the delegation's events.
+
+    Returns:
+        The awaitable of the subagent's result (a plain function, so a fan-out keeps no
+        frame of its own per in-flight delegation).
+    """
+    return agent._run(task, usage_limits=usage_limits, emit=emit, run_id=run_id)
+
+
+def begin_batch(agent: Agent) -> None:
+    """Mark ``agent`` busy for a host-driven batch (``parallel_delegate``).
+
+    Raises:
+        RunActiveError: A run or batch of ``agent`` is already active.
+    """
+    if agent._active:
+        raise RunActiveError(f"Agent {agent.name or agent.agent_id} already has an active run")
+    agent._active = True
+
+
+def end_batch(agent: Agent) -> None:
+    """Mark ``agent`` idle again; an interrupt ends with the batch it stopped."""
+    agent._active = False
+    agent._interrupt_reason = None

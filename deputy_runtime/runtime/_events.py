@@ -15,6 +15,7 @@ from typing import IO, Any, TypeAlias
 import anyio
 import msgspec
 
+from ._states import DelegationStatus, StopReason
 from ._usage import AgentUsage, UsageLimits
 
 __all__ = [
@@ -129,7 +130,7 @@ class WarningEvent(_Base, frozen=True, gc=False, tag="warning"):
 class StopEvent(_Base, frozen=True, gc=False, tag="stop"):
     """The run ended. Always the last event of a run, also when it was cancelled."""
 
-    stop_reason: str
+    stop_reason: StopReason
     usage: AgentUsage
     error: str | None = None
 
@@ -146,13 +147,14 @@ class DelegationStart(_Base, frozen=True, gc=False, tag="delegation_start"):
 class DelegationEnd(_Base, frozen=True, gc=False, tag="delegation_end"):
     """A delegation settled: its final status, stop reason and usage."""
 
-    status: str
-    stop_reason: str
+    status: DelegationStatus
+    stop_reason: StopReason
     usage: AgentUsage
     error: str | None = None
     tool_call_id: str | None = None
 
 
+#: Any event a run emits: the union of the event classes, tagged by ``type`` in JSON.
 Event: TypeAlias = (
     RunStart
     | ModelRequestEvent

@@ -4,69 +4,76 @@ In order: the call's limit slot, a pending interrupt, a known tool, the permissi
 (the agent's own rules and ``can_use_tool``; for a subagent also its lead's *current*
 permissions), then the PreToolUse hooks and, because hooks may await, the lead's
 permissions once more. Every denial goes through :func:`refuse`, the single path that
-emits the permission event and the Notification hooks. Kept apart from the loop in
-``_agent`` so each reads top to bottom.
+emits the permission event and the Notification hooks. The gate sees the run only
+through its :class:`RunContext`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..chat._types import ContentToolRequest, ContentToolResult
-from ..tools._tool import Tool
+from ..chat import ContentToolRequest, ContentToolResult
+from ..tools import Tool
+from ._context import RunContext, RunOwner
 from ._events import PermissionEvent
 from ._hooks import HookEvent, HookInput
 from ._permissions import PermissionDeny
-from ._runstate import RunState
-
-if TYPE_CHECKING:
-    from ._agent import Agent
+from ._states import StopReason
 
 __all__ = ["gate", "lead_denial", "refuse"]
 
 
 async def gate(
-    agent: Agent, run: RunState, call: ContentToolRequest, call_id: str, slot: bool
+    ctx: RunContext, call: ContentToolRequest, call_id: str, slot: bool
 ) -> Tool | ContentToolResult:
-    """The tool to run, or the error result that refuses the call."""
+    """The tool to run, or the error result that refuses the call.
+
+    Args:
+        ctx: The run the call belongs to.
+        call: The model's tool request.
+        call_id: The call's id (the request's, or a fresh one).
+        slot: Whether the run's tool-call limit left this call a slot.
+
+    Returns:
+        The tool to run, or the error result the model sees instead.
+    """
     if not slot:
-        run.stop_reason = run.stop_reason or "tool_call_limit"
+        ctx.stop(StopReason.TOOL_CALL_LIMIT)
         return ContentToolResult(call.id, error="Tool call limit reached; the call did not run.")
-    if agent._interrupt_reason is not None:
-        run.stop_reason = run.stop_reason or "interrupted"
+    owner = ctx.owner
+    if owner.interrupt_reason is not None:
+        ctx.stop(StopReason.INTERRUPTED)
         return ContentToolResult(call.id, error="The run was interrupted; the call did not run.")
-    tool = agent._tools.get(call.name)
+    tool = owner.tool(call.name)
     if tool is None:
-        names = ", ".join(agent._tools) or "none"
+        names = ", ".join(owner.tool_names()) or "none"
         return ContentToolResult(
             call.id, error=f"Unknown tool: {call.name}. Available tools: {names}"
         )
     pre = (
-        agent._hook_input(HookEvent.PreToolUse, run, call=call, call_id=call_id)
-        if agent._permissions.can_use_tool is not None or agent._wants(HookEvent.PreToolUse)
+        ctx.hook_input(HookEvent.PreToolUse, call=call, call_id=call_id)
+        if owner.permissions.can_use_tool is not None or ctx.wants(HookEvent.PreToolUse)
         else None
     )
-    denied = await check_permission(agent, run, tool, call, call_id, pre)
+    denied = await check_permission(ctx, tool, call, call_id, pre)
     if denied is not None:
         return ContentToolResult(call.id, error=denied)
-    if pre is not None and agent._wants(HookEvent.PreToolUse):
-        decision = await agent._fire(run, pre)
+    if pre is not None and ctx.wants(HookEvent.PreToolUse):
+        decision = await ctx.fire(pre)
         if decision is not None and decision.decision == "stop":
-            run.stop_reason = run.stop_reason or "hook_requested_stop"
+            ctx.stop(StopReason.HOOK_REQUESTED_STOP)
             return ContentToolResult(call.id, error=f"Run stopped by hook: {decision.reason}")
         if decision is not None and decision.decision == "deny":
             return ContentToolResult(call.id, error=f"Denied by hook: {decision.reason}")
         # Hooks may await (a person, a policy service); the lead may have been
         # narrowed meanwhile, so its live permissions are checked once more.
-        late = lead_denial(agent, tool, call)
+        late = lead_denial(owner, tool, call)
         if late is not None:
-            return ContentToolResult(call.id, error=await refuse(agent, run, call, call_id, late))
+            return ContentToolResult(call.id, error=await refuse(ctx, call, call_id, late))
     return tool
 
 
-def lead_denial(agent: Agent, tool: Tool, call: ContentToolRequest) -> PermissionDeny | None:
+def lead_denial(owner: RunOwner, tool: Tool, call: ContentToolRequest) -> PermissionDeny | None:
     """A subagent's call checked against its lead's *current* permissions."""
-    gov = agent.governance
+    gov = owner.governance
     if gov is None:
         return None
     denial = gov.lead.permissions.check_static(tool, call.arguments)
@@ -78,8 +85,7 @@ def lead_denial(agent: Agent, tool: Tool, call: ContentToolRequest) -> Permissio
 
 
 async def check_permission(
-    agent: Agent,
-    run: RunState,
+    ctx: RunContext,
     tool: Tool,
     call: ContentToolRequest,
     call_id: str,
@@ -89,26 +95,26 @@ async def check_permission(
 
     ``can_use_tool`` receives ``context``: the call's PreToolUse hook input.
     """
-    result = await agent._permissions.check(tool, call.arguments, context)
+    owner = ctx.owner
+    permissions = owner.permissions
+    result = await permissions.check(tool, call.arguments, context)
     denial = result if isinstance(result, PermissionDeny) else None
     # An allow by the static rules is implied by the tool_start that follows; an
     # allow by a callback or hook is a decision worth its own event.
-    decided = agent._permissions.can_use_tool is not None
+    decided = permissions.can_use_tool is not None
     if denial is None:
-        denial = lead_denial(agent, tool, call)
+        denial = lead_denial(owner, tool, call)
     elif (
         not denial.final
-        and agent.governance is None
-        and agent.hooks.has(HookEvent.PermissionRequest)
+        and owner.governance is None
+        and owner.hooks.has(HookEvent.PermissionRequest)
     ):
         # Only an agent's own calls can be approved by PermissionRequest hooks; a
         # subagent's never reach its lead (the ceiling must hold), and final denials
         # (the deny list, a failed can_use_tool) are never put to them.
-        decision = await agent._fire(
-            run,
-            agent._hook_input(
+        decision = await ctx.fire(
+            ctx.hook_input(
                 HookEvent.PermissionRequest,
-                run,
                 call=call,
                 call_id=call_id,
                 permission_reason=denial.reason,
@@ -121,27 +127,27 @@ async def check_permission(
             elif decision.reason:
                 denial = PermissionDeny(decision.reason, denial.interrupt)
     if denial is None:
-        if decided and run.emit is not None:
-            run.emit(
+        if decided and ctx.emit is not None:
+            ctx.emit(
                 PermissionEvent(
-                    **agent._ids(run),
+                    **ctx.event_ids(),
                     tool_call_id=call_id,
                     tool_name=call.name,
                     decision="allow",
                 )
             )
         return None
-    return await refuse(agent, run, call, call_id, denial)
+    return await refuse(ctx, call, call_id, denial)
 
 
 async def refuse(
-    agent: Agent, run: RunState, call: ContentToolRequest, call_id: str, denial: PermissionDeny
+    ctx: RunContext, call: ContentToolRequest, call_id: str, denial: PermissionDeny
 ) -> str:
     """Announce a denial (event, Notification hooks) and return the model's message."""
-    if run.emit is not None:
-        run.emit(
+    if ctx.emit is not None:
+        ctx.emit(
             PermissionEvent(
-                **agent._ids(run),
+                **ctx.event_ids(),
                 tool_call_id=call_id,
                 tool_name=call.name,
                 decision="deny",
@@ -149,12 +155,9 @@ async def refuse(
             )
         )
     if denial.interrupt:
-        run.stop_reason = run.stop_reason or "interrupted"
-    if agent._wants(HookEvent.Notification):
-        await agent._fire(
-            run,
-            agent._hook_input(
-                HookEvent.Notification, run, message=f"permission_denied: {denial.reason}"
-            ),
+        ctx.stop(StopReason.INTERRUPTED)
+    if ctx.wants(HookEvent.Notification):
+        await ctx.fire(
+            ctx.hook_input(HookEvent.Notification, message=f"permission_denied: {denial.reason}")
         )
     return f"Permission denied: {denial.reason}"

@@ -13,46 +13,44 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import msgspec
 
 from .._ids import new_id
-from ..errors import DefinitionError, DelegationBindingError, RunActiveError
-from ._delegation import (
-    Brief,
-    Delegation,
-    build_outcome,
-    build_subagent,
-    new_delegation,
-    settle,
-)
+from ..definitions import AgentDefinition
+from ..errors import DefinitionError, DelegationBindingError
+from ._agent import Agent, begin_batch, end_batch
+from ._coordinator import DelegationCoordinator
 from ._events import EventSink, GuardedSink
-from ._runstate import AgentResult, raise_for_limit
-from ._usage import _FIELD_NAMES, Meter, UsageLimits, _tighter
+from ._records import Brief, Delegation, build_outcome
+from ._result import AgentResult, raise_for_limit
+from ._states import DelegationStatus, StopReason
+from ._usage import LIMIT_FIELDS, Meter, Reservation, UsageLimits, tighter
 
-if TYPE_CHECKING:
-    from ..definitions import AgentDefinition
-    from ._lead import LeadAgent
-
-__all__ = ["ParallelResult", "parallel_delegate"]
+__all__ = ["ParallelResult", "batch_limits", "parallel_delegate"]
 
 
 class ParallelResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a fan-out returns, every list in input order.
 
-    ``statuses``: completed, stopped, failed or not_started. ``outcomes`` are the compact
-    outcomes the delegate tool would have returned. ``run`` aggregates the batch: summed
-    usage and the batch stop reason (a limit or interrupt reason, else
-    ``delegation_error`` if any responder failed, ``delegation_stopped`` if any did not
-    complete, else ``complete``).
+    Attributes:
+        names: The definition names.
+        results: Each responder's result (``None`` if it did not run).
+        errors: Each responder's error text, if any.
+        statuses: Each responder's status: completed, stopped, failed or not_started.
+        outcomes: The compact outcomes the delegate tool would have returned.
+        delegation_ids: Each responder's delegation id.
+        run: The batch as one result: summed usage and the batch stop reason (a limit or
+            ``interrupted``, else ``delegation_error`` if any responder failed,
+            ``delegation_stopped`` if any did not complete, else ``complete``).
     """
 
     names: tuple[str, ...]
     results: tuple[AgentResult | None, ...]
     errors: tuple[str | None, ...]
-    statuses: tuple[str, ...]
+    statuses: tuple[DelegationStatus, ...]
     outcomes: tuple[dict[str, Any], ...]
     delegation_ids: tuple[str, ...]
     run: AgentResult
@@ -77,14 +75,16 @@ def _pairs(tasks: Mapping[str, str] | Sequence[tuple[str, str]]) -> list[tuple[s
     return pairs
 
 
-def _definitions(lead: LeadAgent, pairs: list[tuple[str, str]]) -> list[AgentDefinition]:
-    unknown = sorted({n for n, _ in pairs if n.strip().lower() not in lead.available_sub_agents()})
+def _definitions(
+    registered: Mapping[str, AgentDefinition], pairs: list[tuple[str, str]]
+) -> list[AgentDefinition]:
+    unknown = sorted({n for n, _ in pairs if n.strip().lower() not in registered})
     if unknown:
         raise DefinitionError(
             f"Unknown AgentDefinitions: {', '.join(unknown)}; registered: "
-            f"{', '.join(lead.available_sub_agents()) or 'none'}"
+            f"{', '.join(registered) or 'none'}"
         )
-    definitions = [lead.sub_agent(n) for n, _ in pairs]
+    definitions = [registered[n.strip().lower()] for n, _ in pairs]
     for d in definitions:
         if d.tools or d.skills or d.mcp_servers:
             raise DelegationBindingError(
@@ -95,7 +95,9 @@ def _definitions(lead: LeadAgent, pairs: list[tuple[str, str]]) -> list[AgentDef
 
 
 async def parallel_delegate(
-    lead: LeadAgent,
+    lead: Agent,
+    coordinator: DelegationCoordinator,
+    registered: Mapping[str, AgentDefinition],
     tasks: Mapping[str, str] | Sequence[tuple[str, str]],
     *,
     max_active: int = 4,
@@ -106,30 +108,28 @@ async def parallel_delegate(
     if isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1:
         raise ValueError(f"max_active must be a positive int, got {max_active!r}")
     pairs = _pairs(tasks)
-    definitions = _definitions(lead, pairs)
+    definitions = _definitions(registered, pairs)
     limits = batch_limits(lead.usage_limits, usage_limits)
-    if lead._active:
-        raise RunActiveError(f"Agent {lead.name or lead.agent_id} already has an active run")
-    lead._active = True
+    begin_batch(lead)
     sink = GuardedSink(on_event) if on_event is not None else None
     run_id = new_id("run")
     meter = Meter(limits)
     batch = [
-        new_delegation(lead, definition, Brief(task=task), parent_run_id=run_id, tool_call_id=None)
+        coordinator.admit(definition, Brief(task=task), parent_run_id=run_id, track=False)
         for definition, (_, task) in zip(definitions, pairs, strict=True)
     ]
-    lead._records.extend(batch)
     try:
         try:
-            await _prepare(lead, batch)
+            for d in batch:
+                await coordinator.prepare(d)
         except BaseException:
             # Nothing was dispatched; the lead's last run says the batch failed.
-            lead.last_result = _aggregate(lead, batch, meter, run_id, "error").run
+            coordinator.settle_unstarted(batch)
+            lead.last_result = _aggregate(lead, batch, meter, run_id, StopReason.ERROR).run
             raise
-        stop_reason = await _dispatch(lead, batch, meter, max_active, sink)
+        stop_reason = await _dispatch(coordinator, batch, meter, max_active, sink)
     finally:
-        lead._active = False
-        lead._interrupt_reason = None  # an interrupt ends with the batch it stopped
+        end_batch(lead)
     result = _aggregate(lead, batch, meter, run_id, stop_reason)
     lead.last_result = result.run
     if stop_reason.endswith("_limit") and meter.limits.on_exceed == "error":
@@ -144,116 +144,98 @@ def batch_limits(lead: UsageLimits, batch: UsageLimits | None) -> UsageLimits:
 
     ``None`` (unlimited) loses to any number, so host-given batch limits can only tighten
     the lead's, never widen them. ``on_exceed`` is the batch's when it is given.
+
+    Raises:
+        TypeError: ``batch`` is neither a UsageLimits nor ``None``.
     """
     if batch is None:
         return lead
     if not isinstance(batch, UsageLimits):
         raise TypeError(f"usage_limits must be a UsageLimits or None, got {type(batch).__name__}")
     tightest: dict[str, Any] = {
-        field: _tighter(getattr(lead, field), getattr(batch, field)) for field in _FIELD_NAMES
+        field: tighter(getattr(lead, field), getattr(batch, field))
+        for field in (*LIMIT_FIELDS, "max_seconds")
     }
     return UsageLimits(**tightest, on_exceed=batch.on_exceed)
 
 
-async def _prepare(lead: LeadAgent, batch: list[Delegation]) -> None:
-    """Build every responder; on any failure nothing is dispatched and the error raises."""
-    placeholder = UsageLimits(max_requests=0)
-    for d in batch:
-        try:
-            await build_subagent(lead, d, placeholder, stateless=True)
-        except BaseException as exc:
-            d.stop_reason = "setup_error"
-            settle(d, None, exc)
-            _not_started(batch)
-            raise
-
-
 async def _dispatch(
-    lead: LeadAgent,
+    coordinator: DelegationCoordinator,
     batch: list[Delegation],
     meter: Meter,
     max_active: int,
     on_event: EventSink | None,
-) -> str:
+) -> StopReason:
     """Run the prepared responders, ``max_active`` at a time; return the stop reason."""
     slots = anyio.Semaphore(max_active)
-    stop: list[str] = []
+    stop: list[StopReason] = []
+    seconds = meter.limits.max_seconds
+    deadline = anyio.current_time() + seconds if seconds is not None else math.inf
+    per_delegation = coordinator.lead.delegation_policy.max_seconds
 
     async def respond(d: Delegation) -> None:
-        failed: BaseException | None = None
-        lead._running[d.delegation_id] = d
         try:
-            lead._announce(on_event, d)
-            if not await lead._start_and_run(d, on_event) and not stop:
-                stop.append(lead._interrupt_reason or "interrupted")
-        except BaseException as exc:
-            failed = exc
-            if not isinstance(exc, Exception):
-                raise
+            if not await coordinator.respond(d, meter, on_event) and not stop:
+                stop.append(StopReason.INTERRUPTED)
         finally:
-            await lead._conclude(d, meter, on_event, failed)
             slots.release()
 
     try:
-        async with anyio.create_task_group() as tg:
-            for i, d in enumerate(batch):
-                await slots.acquire()
-                reason = _dispatch_blocker(lead, meter)
-                if stop or reason is not None:
-                    slots.release()
-                    if reason is not None and not stop:
-                        stop.append(reason)
-                    break
-                d.reservation = _reserve_share(meter, d, parts=min(max_active, len(batch) - i))
-                tg.start_soon(respond, d)
+        with anyio.CancelScope(deadline=deadline) as scope:
+            async with anyio.create_task_group() as tg:
+                for i, d in enumerate(batch):
+                    await slots.acquire()
+                    reason = _dispatch_blocker(coordinator, meter)
+                    if stop or reason is not None:
+                        slots.release()
+                        if reason is not None and not stop:
+                            stop.append(reason)
+                        break
+                    parts = min(max_active, len(batch) - i)
+                    left = None if seconds is None else max(0.0, deadline - anyio.current_time())
+                    d.reservation = _reserve_share(meter, d, parts, tighter(per_delegation, left))
+                    tg.start_soon(respond, d)
+        if scope.cancelled_caught and not stop:
+            stop.append(StopReason.TIME_LIMIT)
     finally:
-        _not_started(batch)  # also when the host cancels the batch: nothing stays queued
+        # Also when the host cancels the batch: nothing stays queued.
+        coordinator.settle_unstarted(batch)
     return stop[0] if stop else _batch_reason(batch)
-
-
-def _not_started(batch: list[Delegation]) -> None:
-    """Settle every responder that never ran as not_started."""
-    for d in batch:
-        if not d.settled:
-            d.settled = True
-            d.status = "not_started"
-            d.stop_reason = "not_started"
 
 
 # Budget fields a responder needs something of before it can make its one request.
 _SHARED_FIELDS = (
-    ("max_requests", "request_limit"),
-    ("max_input_tokens", "input_token_limit"),
-    ("max_output_tokens", "output_token_limit"),
-    ("max_total_tokens", "total_token_limit"),
-    ("max_cost_usd", "cost_limit"),
+    ("max_requests", StopReason.REQUEST_LIMIT),
+    ("max_input_tokens", StopReason.INPUT_TOKEN_LIMIT),
+    ("max_output_tokens", StopReason.OUTPUT_TOKEN_LIMIT),
+    ("max_total_tokens", StopReason.TOTAL_TOKEN_LIMIT),
+    ("max_cost_usd", StopReason.COST_LIMIT),
 )
 
 
-def _dispatch_blocker(lead: LeadAgent, meter: Meter) -> str | None:
+def _dispatch_blocker(coordinator: DelegationCoordinator, meter: Meter) -> StopReason | None:
     """Why the next responder must not start: an interrupt or an exhausted budget.
 
     What running responders have reserved counts too, so no responder is ever started
     with a zero share of anything it needs.
     """
-    if lead._interrupt_reason is not None:
-        return "interrupted"
-    reached = meter.exceeded(reaching=True)
+    reached = coordinator.blocker(meter)
     if reached is not None:
         return reached
     for field, reason in _SHARED_FIELDS:
-        remaining = meter._remaining(field)
+        remaining = meter.remaining(field)
         if remaining is not None and remaining <= 0:
             return reason
     return None
 
 
-def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Any:
+def _reserve_share(meter: Meter, d: Delegation, parts: int, seconds: float | None) -> Reservation:
     """One request, and a share of what is left of tokens and cost.
 
     Shares round up, so the first responders take the remainder and a budget smaller
     than the number of slots still lets some of them run; the meter caps each share at
-    what is left, so the batch never exceeds its limits.
+    what is left, so the batch never exceeds its limits. ``seconds`` is the responder's
+    time limit (the policy's, tightened by the batch's time left), if any.
     """
     limits = meter.limits
     definition = d.definition
@@ -261,25 +243,27 @@ def _reserve_share(meter: Meter, d: Delegation, parts: int) -> Any:
     requests = min(1, definition.max_requests if definition.max_requests is not None else 1)
     shares: dict[str, Any] = {"max_requests": requests, "max_tool_calls": 0}
     for field, _ in _SHARED_FIELDS[1:]:
-        remaining = meter._remaining(field)
+        remaining = meter.remaining(field)
         if remaining is None:
             continue
         share = remaining / parts
         shares[field] = share if field == "max_cost_usd" else math.ceil(share)
+    if seconds is not None:
+        shares["max_seconds"] = seconds
     return meter.reserve_child(requests, UsageLimits(**shares, on_exceed=limits.on_exceed))
 
 
-def _batch_reason(batch: list[Delegation]) -> str:
+def _batch_reason(batch: list[Delegation]) -> StopReason:
     statuses = {d.status for d in batch}
-    if "failed" in statuses:
-        return "delegation_error"
-    if statuses - {"completed"}:
-        return "delegation_stopped"
-    return "complete"
+    if DelegationStatus.FAILED in statuses:
+        return StopReason.DELEGATION_ERROR
+    if statuses - {DelegationStatus.COMPLETED}:
+        return StopReason.DELEGATION_STOPPED
+    return StopReason.COMPLETE
 
 
 def _aggregate(
-    lead: LeadAgent, batch: list[Delegation], meter: Meter, run_id: str, stop_reason: str
+    lead: Agent, batch: list[Delegation], meter: Meter, run_id: str, stop_reason: StopReason
 ) -> ParallelResult:
     run = AgentResult(
         response="",

@@ -38,12 +38,13 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, TypeAlias
 
 import msgspec
 
+from .._modes import PERMISSION_MODES, PermissionMode
 from ..errors import PermissionCeilingError, PermissionModeWideningError, PermissionsError
-from ..tools._tool import Tool
+from ..tools import Tool
 
 __all__ = [
     "DELEGATE_TOOL_NAME",
@@ -60,16 +61,15 @@ __all__ = [
     "normalize_tool_name",
 ]
 
-PermissionMode: TypeAlias = Literal["readonly", "plan", "standard", "full"]
-PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 
+_R, _P, _S, _F = PermissionMode  # readonly, plan, standard, full
 #: Allowed target modes per current mode (``set_permission_mode`` and child modes).
-MODE_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
+MODE_TRANSITIONS: Mapping[PermissionMode, frozenset[PermissionMode]] = MappingProxyType(
     {
-        "readonly": frozenset({"readonly"}),
-        "standard": frozenset({"standard", "readonly"}),
-        "plan": frozenset({"plan", "readonly"}),
-        "full": frozenset({"full", "standard", "plan", "readonly"}),
+        _R: frozenset({_R}),
+        _S: frozenset({_S, _R}),
+        _P: frozenset({_P, _R}),
+        _F: frozenset({_F, _S, _P, _R}),
     }
 )
 
@@ -154,7 +154,7 @@ class Permissions(msgspec.Struct, frozen=True):
     relative paths in tool arguments resolve; ``bind`` sets it too.
     """
 
-    mode: PermissionMode = "standard"
+    mode: PermissionMode = PermissionMode.STANDARD
     allow: frozenset[str] = frozenset()
     deny: frozenset[str] = frozenset()
     can_use_tool: CanUseTool | None = None
@@ -167,6 +167,7 @@ class Permissions(msgspec.Struct, frozen=True):
                 f"Permissions.mode {self.mode!r} is invalid: expected one of "
                 + ", ".join(repr(m) for m in PERMISSION_MODES)
             )
+        msgspec.structs.force_setattr(self, "mode", PermissionMode(self.mode))
         msgspec.structs.force_setattr(self, "allow", _names(self.allow, "allow"))
         msgspec.structs.force_setattr(self, "deny", _names(self.deny, "deny"))
         if self.can_use_tool is not None and not callable(self.can_use_tool):
@@ -208,7 +209,7 @@ class Permissions(msgspec.Struct, frozen=True):
                 f"Cannot change permission mode from {self.mode!r} to {mode!r}: only "
                 f"narrowing is allowed (from {self.mode!r}: {allowed})"
             )
-        return msgspec.structs.replace(self, mode=mode)
+        return msgspec.structs.replace(self, mode=PermissionMode(mode))
 
     def ceiling(
         self, requested_mode: str | None = None, extra_deny: Iterable[str] = ()
@@ -232,7 +233,7 @@ class Permissions(msgspec.Struct, frozen=True):
         extra = _names(extra_deny, "deny")
         if mode == self.mode and extra <= self.deny:
             return self
-        return msgspec.structs.replace(self, mode=mode, deny=self.deny | extra)
+        return msgspec.structs.replace(self, mode=PermissionMode(mode), deny=self.deny | extra)
 
     def describe(self) -> dict[str, Any]:
         """Plain, JSON-encodable data for manifests and logs (the callback as a flag)."""

@@ -1,147 +1,232 @@
-"""DelegationPolicy: how subagents get their tools, and the per-process lease table.
-
-``shared`` hands a subagent the tool objects of its definition (their state is shared).
-``exclusive`` does the same while holding a per-process lease on ``resource_key``: an
-overlapping delegation with the same key fails at once with ResourceBusyError.
-``owned`` builds fresh tools per delegation through ``resources(agent, definition,
-context)`` and runs the returned cleanup exactly once, whatever happens.
-"""
+"""DelegationPolicy: how a LeadAgent binds subagents to resources, people and models."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+import math
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeAlias
 
 import msgspec
 
-from ..errors import DelegationBindingError, ResourceBusyError
-from ..tools._tool import Tool
-from ._hooks import NEVER_FORWARDED, HookEvent
+from ..chat import Chat
+from ..definitions import AgentDefinition
+from ..errors import DelegationBindingError
+from ._hooks import ALWAYS_FORWARDED, NEVER_FORWARDED, HookEvent
+from ._leases import LeaseBackend
+from ._records import DelegationContext
+from ._resources import (
+    ExclusiveResource,
+    OwnedResources,
+    ResourceFactory,
+    ResourceMode,
+    SharedResources,
+)
 
-if TYPE_CHECKING:
-    from ..chat._chat import Chat
-    from ..definitions import AgentDefinition
-    from ._agent import Agent
-
-__all__ = [
-    "DelegationContext",
-    "DelegationPolicy",
-    "DelegationResources",
-    "ResourceFactory",
-    "acquire_lease",
-    "lease_holder",
-    "release_lease",
-]
+__all__ = ["ChatFactory", "DelegationPolicy", "HumanInput"]
 
 _MAX_OBSERVERS = 64
+_MODE_NAMES = ("shared", "exclusive", "owned")
 
-
-class DelegationContext(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """What host callbacks (resources, human_input, chat) learn about a delegation.
-
-    ``agent_id``/``run_id`` are the subagent's; ``scope`` is the lead's
-    ``delegation_scope``; ``working_dir`` is shared with the lead (not a sandbox).
-    """
-
-    delegation_id: str
-    agent_id: str
-    agent_name: str
-    run_id: str
-    parent_agent_id: str
-    parent_run_id: str | None
-    tool_call_id: str | None
-    working_dir: str
-    scope: dict[str, Any] | None = None
-
-
-class DelegationResources(msgspec.Struct, frozen=True):
-    """What an owned-mode factory returns: the subagent's tools and their cleanup.
-
-    ``cleanup`` (sync or async, or ``None``) runs exactly once after the delegation
-    settles, fails during setup, or is cancelled; it runs shielded from cancellation.
-    """
-
-    tools: tuple[Tool, ...] = ()
-    cleanup: Callable[[], Any] | None = None
-
-    def __post_init__(self) -> None:
-        # No validation here: this runs inside the host's factory, and raising there would
-        # lose the cleanup of whatever the factory opened. The runtime calls validate()
-        # after it has taken the cleanup.
-        if not isinstance(self.tools, tuple):
-            msgspec.structs.force_setattr(self, "tools", tuple(self.tools))
-
-    def validate(self) -> None:
-        """Raise DelegationBindingError unless tools are Tools and cleanup is callable."""
-        for t in self.tools:
-            if not isinstance(t, Tool):
-                raise DelegationBindingError(
-                    f"DelegationResources.tools must contain Tool objects, got {type(t).__name__}"
-                )
-        if self.cleanup is not None and not callable(self.cleanup):
-            raise DelegationBindingError("DelegationResources.cleanup must be callable or None")
-
-
-ResourceFactory: TypeAlias = Callable[
-    ["Agent", "AgentDefinition", DelegationContext],
-    "DelegationResources | Awaitable[DelegationResources]",
-]
 HumanInput: TypeAlias = Callable[[Any, DelegationContext], Any]
-ChatFactory: TypeAlias = Callable[["AgentDefinition", DelegationContext], "Chat"]
+ChatFactory: TypeAlias = Callable[[AgentDefinition, DelegationContext], Chat]
 
 
 class DelegationPolicy(msgspec.Struct, frozen=True):
-    """How a LeadAgent binds subagents to tools, people and models (seed 003).
+    """How a LeadAgent binds subagents to resources, people and models.
 
-    ``resource_mode``: ``"shared"`` (default), ``"exclusive"`` (needs ``resource_key``)
-    or ``"owned"`` (needs ``resources``). ``human_input(questions, context)`` answers
-    ``ask_user`` for subagents; without it a subagent with ``ask_user`` fails before it
-    starts. ``observers``: extra hook events forwarded to the lead's hooks (PreToolUse,
-    PostToolUse and PostToolUseFailure always are; PermissionRequest, SubagentStart and
-    SubagentStop never). ``chat(definition, context)`` builds each subagent's chat.
+    The resources can be spelled short, as a mode name with its settings, or as mode
+    objects (see :class:`ResourceMode`). ``DelegationPolicy(resource_mode="exclusive",
+    resource_key="k")`` is ``DelegationPolicy(resource_modes=(ExclusiveResource("k"),))``
+    and ``DelegationPolicy(resource_mode="owned", resources=f)`` is
+    ``DelegationPolicy(resource_modes=(OwnedResources(f),))``.
+
+    Args:
+        resource_mode: ``"shared"`` (default), ``"exclusive"`` (needs ``resource_key``),
+            ``"owned"`` (needs ``resources``), or one mode object.
+        resource_key: The exclusive mode's key.
+        resources: The owned mode's factory ``resources(agent, definition, context)``.
+        human_input: ``human_input(questions, context)`` answers ``ask_user`` for
+            subagents; without it a subagent with ``ask_user`` fails before it starts.
+        observers: Extra hook events forwarded to the lead's hooks (PreToolUse,
+            PostToolUse and PostToolUseFailure always are; PermissionRequest,
+            SubagentStart and SubagentStop never).
+        chat: ``chat(definition, context)`` builds each subagent's chat.
+        lease_backend: Where the exclusive mode's leases are kept (default: the
+            in-process table); only with ``resource_mode="exclusive"``.
+        resource_modes: Several mode objects, each binding its own resource to every
+            delegation (leave ``resource_mode`` at its default then). Filled from
+            ``resource_mode`` when not given.
+        max_seconds: Wall-clock seconds each delegation may run (its subagent's
+            ``UsageLimits.max_seconds``), tightened by the time the lead's run has left.
+            A delegation that runs out ends ``stopped`` with stop reason ``time_limit``;
+            the lead's model gets its outcome, not an error.
+        max_delegations: How many delegations the model may start per agent in one lead
+            run: one number for every agent, or a mapping of agent name to number
+            (agents not named are unlimited). Further calls end ``not_started`` with stop
+            reason ``delegation_limit`` and an error saying the agent's budget is spent.
+
+    Raises:
+        DelegationBindingError: A setting is missing, misplaced or of the wrong type.
     """
 
-    resource_mode: Literal["shared", "exclusive", "owned"] = "shared"
+    resource_mode: str | ResourceMode = "shared"
     resource_key: str | None = None
     resources: ResourceFactory | None = None
     human_input: HumanInput | None = None
     observers: tuple[HookEvent, ...] = ()
     chat: ChatFactory | None = None
+    lease_backend: LeaseBackend | None = None
+    resource_modes: tuple[ResourceMode, ...] = ()
+    max_seconds: float | None = None
+    max_delegations: int | Mapping[str, int] | None = None
 
     def __post_init__(self) -> None:
-        mode = self.resource_mode
-        if mode not in ("shared", "exclusive", "owned"):
-            raise DelegationBindingError(
-                f"DelegationPolicy.resource_mode must be 'shared', 'exclusive' or 'owned', "
-                f"got {mode!r}"
-            )
-        if mode == "exclusive":
-            if not isinstance(self.resource_key, str) or not self.resource_key.strip():
-                raise DelegationBindingError("Exclusive resources require a resource_key.")
-        elif self.resource_key is not None:
-            raise DelegationBindingError("resource_key is only supported in exclusive mode.")
-        if mode == "owned":
-            if not callable(self.resources):
-                raise DelegationBindingError(
-                    "Owned resources require a factory: DelegationPolicy(resources=callable)."
-                )
-        elif self.resources is not None:
-            raise DelegationBindingError(
-                "Owned resources require a factory; other modes cannot use one."
-            )
+        modes = _modes(self)
+        _check_seconds(self.max_seconds)
+        msgspec.structs.force_setattr(
+            self, "max_delegations", _delegation_caps(self.max_delegations)
+        )
         for name in ("human_input", "chat"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise DelegationBindingError(f"DelegationPolicy.{name} must be callable or None")
         msgspec.structs.force_setattr(self, "observers", _observers(self.observers))
+        msgspec.structs.force_setattr(self, "resource_modes", modes)
 
     @property
     def forwarded_events(self) -> frozenset[HookEvent]:
         """The hook events a subagent forwards to its lead's hooks."""
-        return frozenset(
-            (HookEvent.PreToolUse, HookEvent.PostToolUse, HookEvent.PostToolUseFailure)
-        ).union(self.observers)
+        return ALWAYS_FORWARDED.union(self.observers)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The resource modes as plain, JSON-encodable data."""
+        return [mode.describe() for mode in self.resource_modes]
+
+    def delegation_cap(self, agent_name: str) -> int | None:
+        """How many delegations to ``agent_name`` one lead run may start (``None``: any)."""
+        caps = self.max_delegations
+        if caps is None or isinstance(caps, int):
+            return caps
+        return caps.get(agent_name)
+
+
+def _check_seconds(seconds: object) -> None:
+    if seconds is None:
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise DelegationBindingError(
+            f"DelegationPolicy.max_seconds must be a number or None, got {seconds!r}"
+        )
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise DelegationBindingError(
+            f"DelegationPolicy.max_seconds must be finite and > 0, got {seconds!r}"
+        )
+
+
+def _delegation_caps(caps: object) -> int | Mapping[str, int] | None:
+    """``max_delegations`` checked; a mapping is copied, keys trimmed and lowercased."""
+    if caps is None:
+        return None
+    if isinstance(caps, int) and not isinstance(caps, bool):
+        if caps < 0:
+            raise DelegationBindingError(
+                f"DelegationPolicy.max_delegations must be >= 0, got {caps}"
+            )
+        return caps
+    if not isinstance(caps, Mapping):
+        raise DelegationBindingError(
+            "DelegationPolicy.max_delegations must be an int, a mapping of agent name to "
+            f"int, or None, got {type(caps).__name__}"
+        )
+    out: dict[str, int] = {}
+    for name, cap in caps.items():
+        if not isinstance(name, str) or not name.strip():
+            raise DelegationBindingError(
+                f"DelegationPolicy.max_delegations keys must be agent names, got {name!r}"
+            )
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise DelegationBindingError(
+                f"DelegationPolicy.max_delegations[{name!r}] must be an int >= 0, got {cap!r}"
+            )
+        out[name.strip().lower()] = cap
+    return MappingProxyType(out)
+
+
+def _modes(policy: DelegationPolicy) -> tuple[ResourceMode, ...]:
+    """The policy's mode objects, built from the short spelling when needed."""
+    mode = policy.resource_mode
+    explicit = policy.resource_modes
+    if explicit:
+        if isinstance(explicit, ResourceMode) or not isinstance(explicit, Iterable):
+            raise DelegationBindingError(
+                "DelegationPolicy.resource_modes must be a tuple of resource modes"
+            )
+        explicit = tuple(explicit)
+        if mode != "shared" or policy.resource_key is not None or policy.resources is not None:
+            raise DelegationBindingError(
+                "DelegationPolicy: give resource_modes or resource_mode (with resource_key "
+                "or resources), not both."
+            )
+        if policy.lease_backend is not None:
+            raise DelegationBindingError(
+                "DelegationPolicy.lease_backend belongs to the short spelling; pass "
+                "ExclusiveResource(key, backend=...) in resource_modes instead."
+            )
+        for entry in explicit:
+            if not isinstance(entry, ResourceMode):
+                raise DelegationBindingError(
+                    "DelegationPolicy.resource_modes entries must be resource modes "
+                    f"(SharedResources, ExclusiveResource, OwnedResources), got "
+                    f"{type(entry).__name__}"
+                )
+        return explicit
+    if not isinstance(mode, str):
+        if not isinstance(mode, ResourceMode):
+            raise DelegationBindingError(
+                "DelegationPolicy.resource_mode must be 'shared', 'exclusive', 'owned' or "
+                f"a resource mode object, got {mode!r}"
+            )
+        if policy.resource_key is not None or policy.resources is not None:
+            raise DelegationBindingError(
+                "resource_key and resources belong to the short spelling; a mode object "
+                "carries its own settings."
+            )
+        if policy.lease_backend is not None:
+            raise DelegationBindingError(
+                "lease_backend belongs to the short spelling; pass "
+                "ExclusiveResource(key, backend=...) instead."
+            )
+        return (mode,)
+    if mode not in _MODE_NAMES:
+        raise DelegationBindingError(
+            f"DelegationPolicy.resource_mode must be 'shared', 'exclusive' or 'owned', got {mode!r}"
+        )
+    if mode == "exclusive":
+        if not isinstance(policy.resource_key, str) or not policy.resource_key.strip():
+            raise DelegationBindingError("Exclusive resources require a resource_key.")
+    elif policy.resource_key is not None:
+        raise DelegationBindingError("resource_key is only supported in exclusive mode.")
+    if mode == "owned":
+        if not callable(policy.resources):
+            raise DelegationBindingError(
+                "Owned resources require a factory: DelegationPolicy(resources=callable)."
+            )
+    elif policy.resources is not None:
+        raise DelegationBindingError(
+            "Owned resources require a factory; other modes cannot use one."
+        )
+    if policy.lease_backend is not None and mode != "exclusive":
+        raise DelegationBindingError("lease_backend is only supported in exclusive mode.")
+    if mode == "exclusive":
+        assert policy.resource_key is not None
+        if policy.lease_backend is None:
+            return (ExclusiveResource(policy.resource_key),)
+        return (ExclusiveResource(policy.resource_key, backend=policy.lease_backend),)
+    if mode == "owned":
+        assert policy.resources is not None
+        return (OwnedResources(policy.resources),)
+    return (SharedResources(),)
 
 
 def _observers(values: Iterable[HookEvent | str]) -> tuple[HookEvent, ...]:
@@ -165,39 +250,3 @@ def _observers(values: Iterable[HookEvent | str]) -> tuple[HookEvent, ...]:
     if len(out) > _MAX_OBSERVERS:
         raise DelegationBindingError(f"At most {_MAX_OBSERVERS} observer events are allowed.")
     return tuple(out)
-
-
-# -- the per-process lease table ----------------------------------------------------------
-# The one piece of global mutable state in the runtime, on purpose: an exclusive key must
-# be exclusive across every lead (and every event loop thread) of the process. A
-# threading.Lock guards check-and-take; nothing awaits while holding it.
-
-_leases: dict[str, object] = {}
-_leases_lock = threading.Lock()
-
-
-def acquire_lease(key: str, holder: object) -> None:
-    """Take the lease on ``key`` for ``holder`` or raise ResourceBusyError at once."""
-    with _leases_lock:
-        current = _leases.get(key)
-        if current is not None:
-            raise ResourceBusyError(
-                f"The exclusive delegation resource {key!r} is busy: another delegation "
-                "holds it. Retry after it settles, or use a different resource_key."
-            )
-        _leases[key] = holder
-
-
-def release_lease(key: str, holder: object) -> bool:
-    """Release ``key`` if ``holder`` holds it; a non-holder never frees another's lease."""
-    with _leases_lock:
-        if _leases.get(key) is holder:
-            del _leases[key]
-            return True
-        return False
-
-
-def lease_holder(key: str) -> object | None:
-    """The current holder of ``key``'s lease, or ``None`` (for diagnostics and tests)."""
-    with _leases_lock:
-        return _leases.get(key)

@@ -9,55 +9,35 @@ step, so parallel delegations can never together be granted more than the lead h
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal
 
 import msgspec
 
-from ..chat._types import Usage
+from ..chat import Usage, UsageCounts
+from ._states import StopReason
 
 __all__ = [
-    "STOP_REASONS",
+    "LIMIT_FIELDS",
     "AgentUsage",
     "Meter",
     "Reservation",
-    "StopReason",
     "UsageLimits",
+    "exhausted",
+    "tighter",
 ]
-
-StopReason: TypeAlias = Literal[
-    "complete",
-    "request_limit",
-    "tool_call_limit",
-    "input_token_limit",
-    "output_token_limit",
-    "total_token_limit",
-    "cost_limit",
-    "hook_requested_stop",
-    "interrupted",
-    "provider_error",
-    "error",
-]
-
-_NO_RESERVATIONS: dict[str, float] = {}  # shared, never written: see Meter._hold
-_NO_RESERVATION_SET: frozenset[Reservation] = frozenset()
-
-STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 
 _INT_MAX = 2**31 - 1
 
-# (field of UsageLimits, stop reason) in the order limits are reported.
-_LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
-    ("max_requests", "request_limit"),
-    ("max_tool_calls", "tool_call_limit"),
-    ("max_input_tokens", "input_token_limit"),
-    ("max_output_tokens", "output_token_limit"),
-    ("max_total_tokens", "total_token_limit"),
-    ("max_cost_usd", "cost_limit"),
+#: The limit fields of UsageLimits, in the order limits are checked and reported.
+LIMIT_FIELDS: tuple[str, ...] = (
+    "max_requests",
+    "max_tool_calls",
+    "max_input_tokens",
+    "max_output_tokens",
+    "max_total_tokens",
+    "max_cost_usd",
 )
-
-
-_FIELD_NAMES: tuple[str, ...] = tuple(field for field, _ in _LIMIT_FIELDS)
-_COUNT_FIELDS = _FIELD_NAMES[:-1]  # every field but max_cost_usd is a count
+_COUNT_FIELDS = LIMIT_FIELDS[:-1]  # every field but max_cost_usd is a count
 
 
 def _check_count(name: str, value: object) -> None:
@@ -74,8 +54,12 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
 
     Request and tool-call limits are exact: they are checked before the request or call.
     Token and cost limits are checked after each response, so a run can exceed them by
-    at most one response. ``on_exceed="stop"`` ends the run with a typed stop reason;
-    ``"error"`` raises :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
+    at most one response. ``max_seconds`` is wall-clock time: when it runs out the run is
+    cancelled at once, wherever it is (a model request or a tool call that hangs
+    included); calls cut off are answered as such and the run ends ``time_limit``. A
+    lead's subagents get at most the time the lead has left. ``on_exceed="stop"`` ends the
+    run with a typed stop reason; ``"error"`` raises
+    :class:`~deputy_runtime.RequestLimitExceeded` (requests) or
     :class:`~deputy_runtime.BudgetExceeded` (everything else) after the final usage event.
     """
 
@@ -86,6 +70,7 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
     max_total_tokens: int | None = None
     max_cost_usd: float | None = None
     on_exceed: Literal["stop", "error"] = "stop"
+    max_seconds: float | None = None
 
     def __post_init__(self) -> None:
         for name in _COUNT_FIELDS:
@@ -104,10 +89,23 @@ class UsageLimits(msgspec.Struct, frozen=True, gc=False):
             raise ValueError(
                 f"UsageLimits.on_exceed must be 'stop' or 'error', got {self.on_exceed!r}"
             )
+        seconds = self.max_seconds
+        if seconds is not None:
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise TypeError(
+                    f"UsageLimits.max_seconds must be a number or None, got {seconds!r}"
+                )
+            if not math.isfinite(seconds) or seconds < 0:
+                raise ValueError(
+                    f"UsageLimits.max_seconds must be finite and >= 0, got {seconds!r}"
+                )
 
 
-class AgentUsage(msgspec.Struct, frozen=True, gc=False):
-    """What a run used: its own requests and tool calls plus settled delegations."""
+class AgentUsage(UsageCounts, frozen=True, gc=False):
+    """What a run used: its own requests and tool calls plus settled delegations.
+
+    Adding two values adds every field (see :class:`~deputy_runtime.chat.UsageCounts`).
+    """
 
     requests: int = 0
     tool_calls: int = 0
@@ -120,24 +118,6 @@ class AgentUsage(msgspec.Struct, frozen=True, gc=False):
     def total_tokens(self) -> int:
         """Input plus output tokens; cached input tokens are part of input, not added."""
         return self.input_tokens + self.output_tokens
-
-    def __add__(self, other: AgentUsage) -> AgentUsage:
-        return AgentUsage(
-            self.requests + other.requests,
-            self.tool_calls + other.tool_calls,
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_input_tokens + other.cached_input_tokens,
-            _add_cost(self.cost_usd, other.cost_usd),
-        )
-
-
-def _add_cost(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
 
 
 class Reservation:
@@ -182,11 +162,10 @@ class Meter:
         self.cached_input_tokens = 0
         self.cost_usd = 0.0
         self.cost_reported = False
-        # Live reservations; a shared empty frozenset until the first one (most runs,
-        # every subagent's, never reserve).
-        self.reservations: set[Reservation] | frozenset[Reservation] = _NO_RESERVATION_SET
-        # Sums of live reservations per field; most runs (every subagent's) never reserve.
-        self.reserved: dict[str, float] = _NO_RESERVATIONS
+        # Live reservations and their sums per field; created by the first reservation
+        # (most runs, every subagent's, never reserve).
+        self.reservations: set[Reservation] | None = None
+        self.reserved: dict[str, float] | None = None
 
     # -- accounting ---------------------------------------------------------------------
 
@@ -246,7 +225,7 @@ class Meter:
             return self.input_tokens + self.output_tokens
         return self.cost_usd
 
-    def exceeded(self, *, reaching: bool) -> str | None:
+    def exceeded(self, *, reaching: bool) -> StopReason | None:
         """The stop reason of the first limit passed, or ``None``.
 
         With ``reaching=True`` (before a request, before a tool call, after delegated
@@ -256,26 +235,26 @@ class Meter:
         # Spelled out field by field: this runs before every request and delegation.
         lim = self.limits
         if lim.max_requests is not None and _over(self.requests, lim.max_requests, reaching):
-            return "request_limit"
+            return StopReason.REQUEST_LIMIT
         if lim.max_tool_calls is not None and self.tool_calls > lim.max_tool_calls:
-            return "tool_call_limit"
+            return StopReason.TOOL_CALL_LIMIT
         if lim.max_input_tokens is not None and _over(
             self.input_tokens, lim.max_input_tokens, reaching
         ):
-            return "input_token_limit"
+            return StopReason.INPUT_TOKEN_LIMIT
         if lim.max_output_tokens is not None and _over(
             self.output_tokens, lim.max_output_tokens, reaching
         ):
-            return "output_token_limit"
+            return StopReason.OUTPUT_TOKEN_LIMIT
         if lim.max_total_tokens is not None and _over(
             self.input_tokens + self.output_tokens, lim.max_total_tokens, reaching
         ):
-            return "total_token_limit"
+            return StopReason.TOTAL_TOKEN_LIMIT
         if lim.max_cost_usd is not None and _over(self.cost_usd, lim.max_cost_usd, reaching):
-            return "cost_limit"
+            return StopReason.COST_LIMIT
         return None
 
-    def before_request(self) -> str | None:
+    def before_request(self) -> StopReason | None:
         """The stop reason if another model request is not allowed."""
         return self.exceeded(reaching=True)
 
@@ -289,11 +268,20 @@ class Meter:
 
     # -- reservations ----------------------------------------------------------------------
 
-    def _remaining(self, field: str) -> float | None:
+    def remaining(self, field: str) -> float | None:
+        """What is left of the limit ``field`` after usage and live reservations.
+
+        Args:
+            field: One of :data:`LIMIT_FIELDS`.
+
+        Returns:
+            ``None`` when the field is unlimited, else the amount left (never negative).
+        """
         limit: float | None = getattr(self.limits, field)
         if limit is None:
             return None
-        remaining: float = max(0, limit - self._used(field) - self.reserved.get(field, 0.0))
+        held = self.reserved.get(field, 0.0) if self.reserved is not None else 0.0
+        remaining: float = max(0, limit - self._used(field) - held)
         # Costs are floats: round away representation noise so 0.3 - 0.1 - 0.2 is 0.
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
@@ -304,30 +292,32 @@ class Meter:
 
         Each field is ``limit - used - reserved`` (unset stays unset); ``max_requests`` is
         further capped by the definition's value. ``overrides`` (host-given limits) can
-        only tighten the result.
+        only tighten the result; its ``max_seconds`` is the child's time limit.
         """
         values: dict[str, Any] = {"max_requests": None}
         # Only fields the run limits (or the overrides) set can be set for the child.
-        fields = _FIELD_NAMES if overrides is not None else self._limited_fields()
+        fields = LIMIT_FIELDS if overrides is not None else self._limited_fields()
         for field in fields:
-            remaining = self._remaining(field)
+            remaining = self.remaining(field)
             if remaining is not None and field != "max_cost_usd":
                 remaining = int(remaining)
             if overrides is not None:
-                remaining = _tighter(remaining, getattr(overrides, field))
+                remaining = tighter(remaining, getattr(overrides, field))
             if remaining is not None:
                 values[field] = remaining
         if max_requests is not None:
-            values["max_requests"] = _tighter(values["max_requests"], max_requests)
+            values["max_requests"] = tighter(values["max_requests"], max_requests)
         # A child that uses up its share stops (status "stopped"); only the lead's own
         # limits raise, so the lead's model can still see what the child did.
-        reservation = Reservation(UsageLimits(**values, on_exceed="stop"))
+        # Time is not a budget that is used up and handed back: it is passed on, not held.
+        seconds = overrides.max_seconds if overrides is not None else None
+        reservation = Reservation(UsageLimits(**values, on_exceed="stop", max_seconds=seconds))
         held = tuple(values.items())
         if values["max_requests"] is None:
             held = held[1:]  # "max_requests" is first: unset, so nothing is held for it
         reservation.held = held
         self._hold(held, 1)
-        if not isinstance(self.reservations, set):
+        if self.reservations is None:
             self.reservations = set()
         self.reservations.add(reservation)
         return reservation
@@ -337,7 +327,7 @@ class Meter:
         if limited is None:
             limits = self.limits
             limited = self.limited = tuple(
-                f for f in _FIELD_NAMES if getattr(limits, f) is not None
+                f for f in LIMIT_FIELDS if getattr(limits, f) is not None
             )
         return limited
 
@@ -345,24 +335,52 @@ class Meter:
         """Release a reservation; a second release does nothing."""
         if not reservation.released:
             reservation.released = True
-            if isinstance(self.reservations, set):
+            if self.reservations is not None:
                 self.reservations.discard(reservation)
             self._hold(reservation.held, -1)
 
     def _hold(self, held: tuple[tuple[str, float], ...], sign: int) -> None:
         # Running sums keep a reservation O(1) however many delegations are in flight.
-        if self.reserved is _NO_RESERVATIONS:
-            self.reserved = dict.fromkeys(_FIELD_NAMES, 0.0)
         reserved = self.reserved
+        if reserved is None:
+            reserved = self.reserved = dict.fromkeys(LIMIT_FIELDS, 0.0)
         for field, value in held:
             reserved[field] += sign * value
+
+
+def exhausted(limits: UsageLimits) -> StopReason | None:
+    """The stop reason a run under ``limits`` would stop with before its first request.
+
+    A limit of zero on requests, tokens, cost or time leaves a run nothing to do (a zero
+    tool-call limit still allows an answer without tools).
+
+    Args:
+        limits: The limits a run would start with.
+
+    Returns:
+        The reason of the first such limit, or ``None`` when a first request is allowed.
+    """
+    if limits.max_requests == 0:
+        return StopReason.REQUEST_LIMIT
+    if limits.max_input_tokens == 0:
+        return StopReason.INPUT_TOKEN_LIMIT
+    if limits.max_output_tokens == 0:
+        return StopReason.OUTPUT_TOKEN_LIMIT
+    if limits.max_total_tokens == 0:
+        return StopReason.TOTAL_TOKEN_LIMIT
+    if limits.max_cost_usd == 0:
+        return StopReason.COST_LIMIT
+    if limits.max_seconds is not None and limits.max_seconds <= 0:
+        return StopReason.TIME_LIMIT
+    return None
 
 
 def _over(used: float, limit: float, reaching: bool) -> bool:
     return used > limit or (reaching and used >= limit)
 
 
-def _tighter(a: float | int | None, b: float | int | None) -> float | int | None:
+def tighter(a: float | int | None, b: float | int | None) -> float | int | None:
+    """The tighter of two limits, where ``None`` (unlimited) loses to any number."""
     if a is None:
         return b
     if b is None:

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from ..errors import DeputyError
-from ..runtime import MODE_TRANSITIONS, UsageLimits
+from ..runtime import MODE_TRANSITIONS, PermissionMode, UsageLimits
 
 __all__ = ["MAX_TASK_CHARS", "RunRequest", "RunRequestError", "ServiceConfig", "resolve_request"]
 
@@ -86,8 +86,8 @@ def resolve_request(
             f"{tokens} is above the server's ceiling {config.max_total_tokens}",
         )
     mode = request.permission_mode or config.permission_mode
-    if mode not in MODE_TRANSITIONS[config.permission_mode]:
-        allowed = ", ".join(sorted(MODE_TRANSITIONS[config.permission_mode]))
+    if mode not in MODE_TRANSITIONS[PermissionMode(config.permission_mode)]:
+        allowed = ", ".join(sorted(MODE_TRANSITIONS[PermissionMode(config.permission_mode)]))
         raise RunRequestError(
             "permission_mode",
             f"{mode!r} is wider than the server's {config.permission_mode!r} (allowed: {allowed})",

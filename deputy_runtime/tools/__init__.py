@@ -16,6 +16,7 @@ from ._tool import Tool
 # isort: split
 # Building blocks of the agent runtime and the MCP adapter, importable from here so that
 # they never reach into this package's private modules; not public API.
+from ._decorator import struct_validator as struct_validator
 from ._invoke import tool_validator as tool_validator
 from ._schema import inline_refs as inline_refs
 from ._tool import TOOL_NAME_PATTERN as TOOL_NAME_PATTERN

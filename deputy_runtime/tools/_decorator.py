@@ -146,7 +146,7 @@ def _build_tool(
         idempotent=idempotent,
         open_world=open_world,
         run_in_thread=run_in_thread,
-        validator=_struct_validator(struct_type, tool_name, parameters),
+        validator=struct_validator(struct_type, tool_name, parameters),
     )
 
 
@@ -235,9 +235,20 @@ def _parameters_schema(
     return schema
 
 
-def _struct_validator(
+def struct_validator(
     struct_type: type[Any], tool_name: str, schema: Mapping[str, Any]
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A validator that converts tool arguments into ``struct_type`` and back to a dict.
+
+    Args:
+        struct_type: The msgspec Struct the arguments must convert into.
+        tool_name: The tool's name, for error messages.
+        schema: The tool's JSON Schema, used to reword msgspec's messages.
+
+    Returns:
+        A callable taking the arguments and returning them as a validated dict; it raises
+        ToolArgumentError naming the argument when they do not convert.
+    """
     field_names: tuple[str, ...] = struct_type.__struct_fields__
     convert = msgspec.convert
     asdict = msgspec.structs.asdict

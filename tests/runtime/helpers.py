@@ -18,9 +18,13 @@ import pytest
 from deputy_runtime import AgentDefinition, Chat, LeadAgent, Tool
 from deputy_runtime.chat import ScriptedProvider, tool_call, tool_calls
 from deputy_runtime.chat._types import AssistantTurn, ContentToolResult, ModelRequest
-from deputy_runtime.runtime import _policy, _usage
+from deputy_runtime.runtime import IN_PROCESS_LEASES, _usage
 
 DELEGATE = "delegate_to_agent"
+
+#: Every stop reason the runtime tests observed so far (reason -> first test that saw it);
+#: filled by the recorder in ``conftest.py``.
+OBSERVED_STOP_REASONS: dict[str, str] = {}
 
 
 def make_tool(
@@ -127,7 +131,7 @@ class MeterSpy:
             held = getattr(m, "reserved", None)
             if held is not None and not m.reservations:
                 assert all(abs(v) < 1e-9 for v in held.values()), held
-        return sum(len(m.reservations) for m in self.strong)
+        return sum(len(m.reservations or ()) for m in self.strong)
 
 
 @pytest.fixture
@@ -147,9 +151,11 @@ def meter_spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[MeterSpy]:
 @pytest.fixture(autouse=False)
 def clean_leases() -> Iterator[None]:
     """Fail if a test starts or ends with an exclusive lease held."""
-    assert _policy._leases == {}, f"leases held before the test: {_policy._leases}"
+    assert IN_PROCESS_LEASES.held() == {}, (
+        f"leases held before the test: {IN_PROCESS_LEASES.held()}"
+    )
     yield
-    assert _policy._leases == {}, f"leases leaked by the test: {_policy._leases}"
+    assert IN_PROCESS_LEASES.held() == {}, f"leases leaked by the test: {IN_PROCESS_LEASES.held()}"
 
 
 class Cleanups:

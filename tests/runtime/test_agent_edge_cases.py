@@ -94,6 +94,13 @@ def test_usage_limits_defaults_and_stop_reasons_match_design() -> None:
         "interrupted",
         "provider_error",
         "error",
+        "setup_error",
+        "not_started",
+        "lease_lost",
+        "delegation_error",
+        "delegation_stopped",
+        "time_limit",
+        "delegation_limit",
     )
     assert [e.value for e in HookEvent] == [
         "PreToolUse",

@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime import (
-    HookEvent,
     ProviderError,
     RequestLimitExceeded,
     UsageLimits,
@@ -70,7 +69,7 @@ def test_deputy_worked_example_on_the_meter() -> None:
     meter.release(sibling)
     meter.release(child)
     meter.release(child)  # a second release does nothing
-    assert meter.reservations == set()
+    assert not meter.reservations
     again = meter.reserve_child(3)
     assert _quad(again.limits) == (3, 3, 550, 0.20)
     assert again.limits.on_exceed == "stop"
@@ -140,13 +139,15 @@ async def test_worked_example_end_to_end_concurrent_sibling(
     call, gives 3); ``max_tool_calls=5`` is deputy's 4 plus the sibling's own call, which
     gives exactly deputy's 3 / 3 / 550 / 0.20. The sibling gets 1 / 0 / 0 / 0 either way.
     """
-    settled = anyio.Event()
     asked: list[str] = []
 
     async def child(request: ModelRequest) -> str:
         asked.append(request.turns[0].text)
         with anyio.fail_after(10):
-            await settled.wait()  # hold the reservation until the sibling has settled
+            # Hold the reservation until the sibling has settled (it is granted nothing,
+            # so it settles not_started without a SubagentStop).
+            while not any(r.completed_at for r in lead.list_subagents()):
+                await anyio.sleep(0)
         return "done"
 
     lead, p = scripted_lead(
@@ -171,14 +172,14 @@ async def test_worked_example_end_to_end_concurrent_sibling(
             max_cost_usd=0.30,
         ),
     )
-    lead.hooks.add(HookEvent.SubagentStop, lambda h: settled.set())
     result = await lead.run("go")
     records = sorted(lead.list_subagents(), key=lambda r: _quad(r.limits))
     second, first = records
     assert _quad(first.limits) == (3, first_tool_calls, 550, 0.20)
     assert _quad(second.limits) == (1, 0, 0, 0.0)
-    # The second has no token budget left, so it stops before sending anything.
-    assert (second.status, second.stop_reason) == ("stopped", "total_token_limit")
+    # The second has no token budget left: it settles before it is built or sends anything.
+    assert (second.status, second.stop_reason) == ("not_started", "total_token_limit")
+    assert second.started_at is None
     assert second.usage.requests == 0
     assert first.status == "completed"
     assert len(asked) == 1
@@ -258,7 +259,8 @@ async def test_max_requests_zero_child_sends_nothing(tmp_path: Path) -> None:
     )
     await lead.run("go")
     [record] = lead.list_subagents()
-    assert (record.status, record.stop_reason) == ("stopped", "request_limit")
+    assert (record.status, record.stop_reason) == ("not_started", "request_limit")
+    assert record.started_at is None
     assert p.requests_for("worker") == []
 
 
@@ -476,7 +478,7 @@ def test_meter_never_grants_more_than_is_left(limits: tuple[Any, ...], ops: list
             )
     for r in held:
         meter.release(r)
-    assert meter.reservations == set()
+    assert not meter.reservations
     # with nothing held, a new child gets exactly what is left
     fresh = meter.reserve_child(None)
     if lim.max_total_tokens is not None:

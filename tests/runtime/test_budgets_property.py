@@ -104,4 +104,4 @@ def test_siblings_never_exceed_the_leads_limits(
     records = lead.list_subagents()
     assert sum(r.usage.requests for r in records) <= max_requests - 1
     assert sum(r.usage.tool_calls for r in records) == executed["tools"]
-    assert lead._running == {}
+    assert lead.delegations.active == {}

@@ -736,7 +736,7 @@ def _slow_owned_lead(tmp_path: Path, factory: Any, **kwargs: Any) -> LeadAgent:
 
 async def test_breaking_out_of_the_stream_cancels_and_cleans_up(tmp_path: Path) -> None:
     from deputy_runtime import DelegationPolicy
-    from deputy_runtime.runtime import _policy
+    from deputy_runtime.runtime import IN_PROCESS_LEASES
     from tests.runtime.helpers import Cleanups
 
     factory = Cleanups(lambda: [make_tool("effect", read_only=True)], async_cleanup=True)
@@ -747,13 +747,13 @@ async def test_breaking_out_of_the_stream_cancels_and_cleans_up(tmp_path: Path) 
     factory.assert_exactly_once()
     assert len(factory.made) == 1
     assert [r.status for r in lead.list_subagents()] == ["stopped"]
-    assert not lead._active
-    assert lead._running == {}
+    assert not lead.running
+    assert lead.delegations.active == {}
     exclusive = _slow_owned_lead(
         tmp_path, None, delegation_policy=DelegationPolicy("exclusive", resource_key="stream")
     )
     await _break_at_delegation_start(exclusive)
-    assert _policy._leases == {}
+    assert IN_PROCESS_LEASES.held() == {}
 
 
 async def test_breaking_out_of_the_stream_raises_nothing(tmp_path: Path) -> None:

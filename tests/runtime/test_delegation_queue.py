@@ -7,7 +7,7 @@ delegation was interrupted, or the wait was cancelled, it ends ``not_started``. 
 case the owned resource factory is never called for it and no reservation is left.
 
 The last tests pin the deadline settlement gives an owned cleanup or a SubagentStop hook
-that hangs while the lead is being cancelled (``_delegation.SHIELDED_SECONDS``).
+that hangs while the lead is being cancelled (``_coordinator.SHIELDED_SECONDS``).
 
 Real LeadAgents on a ScriptedProvider keyed per agent name; liveness is proved with events
 a child's model call waits on, never with timing. Runs on asyncio and trio.
@@ -24,7 +24,7 @@ import pytest
 from deputy_runtime import DelegationPolicy, DelegationResources, HookEvent, UsageLimits
 from deputy_runtime.chat import reply, tool_call
 from deputy_runtime.chat._types import ModelRequest
-from deputy_runtime.runtime import DelegationEnd, DelegationStart, Event, ToolEnd, _delegation
+from deputy_runtime.runtime import DelegationEnd, DelegationStart, Event, ToolEnd, _coordinator
 from tests.runtime.helpers import (
     Cleanups,
     MeterSpy,
@@ -129,7 +129,7 @@ async def test_a_queued_delegation_is_refused_when_the_lead_spent_its_budget_mea
     assert starts == [first.delegation_id]
     assert len(provider.requests_for("worker")) == 2
     assert meter_spy.open_reservations() == 0
-    assert lead._running == {}
+    assert lead.delegations.active == {}
     # the model's tool result for the queued call is the same refusal as for a new call
     [refusal] = [
         e for e in events if isinstance(e, ToolEnd) and e.call_delegation_id == second.delegation_id
@@ -216,7 +216,7 @@ async def test_an_interrupted_queued_delegation_is_never_built(
     assert starts == [first.delegation_id]
     assert gate.calls == 1
     assert meter_spy.open_reservations() == 0
-    assert lead._running == {}
+    assert lead.delegations.active == {}
     assert_paired(events)
     if how == "subagent":
         # the lead goes on, and its model sees the queued delegation did not start
@@ -247,7 +247,7 @@ async def test_cancelling_the_lead_while_a_delegation_is_queued(
     assert cleanups.made == [first.delegation_id]
     cleanups.assert_exactly_once()
     assert meter_spy.open_reservations() == 0
-    assert lead._running == {}
+    assert lead.delegations.active == {}
     assert_paired(events)  # no DelegationEnd for the queued one, which never had a start
 
 
@@ -257,7 +257,7 @@ async def test_cancelling_the_lead_while_a_delegation_is_queued(
 async def test_a_hanging_owned_cleanup_is_cut_off_during_cancellation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_delegation, "SHIELDED_SECONDS", 0.2)
+    monkeypatch.setattr(_coordinator, "SHIELDED_SECONDS", 0.2)
     gate = Gate()
     cleanup_started = anyio.Event()
     cleanup_cancelled: list[bool] = []
@@ -295,7 +295,7 @@ async def test_a_hanging_owned_cleanup_is_cut_off_during_cancellation(
 async def test_a_hanging_subagent_stop_hook_is_cut_off_during_cancellation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_delegation, "SHIELDED_SECONDS", 0.2)
+    monkeypatch.setattr(_coordinator, "SHIELDED_SECONDS", 0.2)
     gate = Gate()
     cleanups = Cleanups(async_cleanup=True)
     hook_entered = anyio.Event()

@@ -30,7 +30,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest
-from deputy_runtime.runtime import AgentResult, _policy
+from deputy_runtime.runtime import IN_PROCESS_LEASES, AgentResult
 from tests.runtime.helpers import Cleanups, definition, make_tool, meter_spy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -158,8 +158,8 @@ def _random_hooks(rng: random.Random, lead: LeadAgent) -> None:
             await anyio.sleep(0)
         if rng.random() < 0.03:
             raise RuntimeError("start hook failed")
-        if rng.random() < 0.03 and lead._running:
-            lead.interrupt_subagent(rng.choice(list(lead._running)))
+        if rng.random() < 0.03 and lead.delegations.active:
+            lead.interrupt_subagent(rng.choice(list(lead.delegations.active)))
 
     async def on_stop(h: Any) -> None:
         await anyio.sleep(0)
@@ -229,14 +229,14 @@ async def test_thousand_random_delegations_leave_nothing_behind(
             admitted = sum(len(lead.list_subagents()) for lead, _ in finished)
     assert admitted >= TARGET_DELEGATIONS
     print(f"seed {seed}: {admitted} delegations from {len(finished)} leads in {rounds} rounds")
-    assert _policy._leases == {}, (seed, _policy._leases)
+    assert IN_PROCESS_LEASES.held() == {}, (seed, IN_PROCESS_LEASES.held())
     assert meter_spy.open_reservations() == 0, seed
     for factory in factories:
         factory.assert_exactly_once()
     for lead, stats in finished:
         _check_lead(lead, stats, seed)
-        assert lead._running == {}, seed
-        assert not lead._active, seed
+        assert lead.delegations.active == {}, seed
+        assert not lead.running, seed
     statuses = [r.status for lead, _ in finished for r in lead.list_subagents()]
     # the run really exercised every path
     assert {"completed", "failed", "stopped"} <= set(statuses), (seed, set(statuses))

@@ -19,7 +19,7 @@ import sniffio
 from deputy_runtime import DelegationPolicy
 from deputy_runtime.chat import reply
 from deputy_runtime.chat._types import ModelRequest
-from deputy_runtime.runtime import _policy
+from deputy_runtime.runtime import IN_PROCESS_LEASES
 from tests.runtime.helpers import clean_leases, definition, delegate, scripted_lead
 
 pytestmark = pytest.mark.usefixtures("clean_leases")
@@ -103,4 +103,4 @@ def test_exclusive_lease_across_threads_with_their_own_event_loops(
     assert outcomes["contender"] == ("failed", "setup_error")
     assert "'plotter' is busy" in str(outcomes["contender_error"])
     assert outcomes["contender_requests"] == 0
-    assert _policy._leases == {}
+    assert IN_PROCESS_LEASES.held() == {}

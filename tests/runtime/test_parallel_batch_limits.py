@@ -78,7 +78,7 @@ async def test_on_exceed_comes_from_the_batch_limits_when_given(tmp_path: Path) 
             TASKS, max_active=1, usage_limits=UsageLimits(max_requests=50, on_exceed="error")
         )
     assert provider.requests == 2
-    assert not lead._active
+    assert not lead.running
     # without batch limits the lead's on_exceed applies: it stops
     result = await lead.parallel_delegate(TASKS, max_active=1)
     assert result.run.stop_reason == "request_limit"
@@ -90,7 +90,7 @@ async def test_batch_usage_limits_of_the_wrong_type_are_refused(tmp_path: Path) 
     with pytest.raises(TypeError, match="usage_limits must be a UsageLimits or None, got dict"):
         await lead.parallel_delegate(TASKS, usage_limits={"max_requests": 3})  # type: ignore[arg-type]
     assert provider.requests == 0
-    assert not lead._active
+    assert not lead.running
     assert lead.list_subagents() == []
 
 

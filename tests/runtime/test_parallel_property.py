@@ -90,8 +90,8 @@ def test_parallel_batches_respect_slots_and_budgets(
             assert res.response == f"answer {i}"
         if status == "not_started":
             assert res is None
-    assert not lead._active
-    assert lead._running == {}
+    assert not lead.running
+    assert lead.delegations.active == {}
     if (allowed is None or allowed >= len(tasks)) and max_tokens is None:
         assert result.statuses == ("completed",) * len(tasks)
         assert result.run.stop_reason == "complete"

@@ -2,7 +2,7 @@
 
 Every scenario runs real delegations on a ScriptedProvider keyed per agent name; the
 provider's request log proves that setup failures make no model request, the lease table
-(``_policy._leases``) and the run meters prove nothing is left behind.
+(``IN_PROCESS_LEASES.held()``) and the run meters prove nothing is left behind.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
 from deputy_runtime.chat._types import ModelRequest
-from deputy_runtime.runtime import _policy
+from deputy_runtime.runtime import IN_PROCESS_LEASES, Lease
 from tests.runtime.helpers import (
     Cleanups,
     clean_leases,
@@ -149,7 +149,7 @@ async def test_exclusive_overlap_fails_at_once_while_holder_completes(tmp_path: 
         with anyio.fail_after(10):
             while not any(r.status == "failed" for r in lead.list_subagents()):
                 await anyio.sleep(0)
-        assert _policy.lease_holder("printer") is not None
+        assert IN_PROCESS_LEASES.holder("printer") is not None
         release.set()
 
     async with anyio.create_task_group() as tg:
@@ -166,7 +166,7 @@ async def test_exclusive_overlap_fails_at_once_while_holder_completes(tmp_path: 
     results = delegate_results(p)
     busy = next(r for r in results if r.error is not None)
     assert "busy" in busy.error  # type: ignore[operator]
-    assert _policy.lease_holder("printer") is None
+    assert IN_PROCESS_LEASES.holder("printer") is None
 
 
 async def test_exclusive_across_two_leads_sharing_the_key(tmp_path: Path) -> None:
@@ -233,14 +233,14 @@ async def test_exclusive_lease_released_after_failure_and_cancellation(
         async with anyio.create_task_group() as tg:
             tg.start_soon(lead.run, "go")
             await in_request.wait()
-            assert _policy.lease_holder("printer") is not None
+            assert IN_PROCESS_LEASES.holder("printer") is not None
             if how == "interrupt":
                 lead.interrupt()
                 release.set()
             else:
                 tg.cancel_scope.cancel()
         assert lead.list_subagents()[0].status == "stopped"
-    assert _policy.lease_holder("printer") is None
+    assert IN_PROCESS_LEASES.holder("printer") is None
     # a following delegation with the same key succeeds
     other, _ = scripted_lead(
         {"lead": [delegate("worker"), reply("ok")], "worker": ["fine"]},
@@ -253,8 +253,7 @@ async def test_exclusive_lease_released_after_failure_and_cancellation(
 
 
 async def test_failed_contender_never_frees_the_holders_lease(tmp_path: Path) -> None:
-    holder = object()
-    _policy.acquire_lease("printer", holder)
+    lease = IN_PROCESS_LEASES.acquire_now("printer", "external-holder")
     try:
         lead, p = scripted_lead(
             {"lead": [delegate("worker"), reply("ok")], "worker": ["never"]},
@@ -264,15 +263,18 @@ async def test_failed_contender_never_frees_the_holders_lease(tmp_path: Path) ->
         )
         await lead.run("go")
         assert lead.list_subagents()[0].status == "failed"
-        assert _policy.lease_holder("printer") is holder
-        assert _policy.release_lease("printer", object()) is False
-        assert _policy.lease_holder("printer") is holder
+        assert IN_PROCESS_LEASES.holder("printer") == "external-holder"
+        stranger = Lease(key="printer", holder="someone-else", token=lease.token)
+        assert IN_PROCESS_LEASES.release_now(stranger) is False
+        stale = Lease(key="printer", holder="external-holder", token=lease.token - 1)
+        assert IN_PROCESS_LEASES.release_now(stale) is False
+        assert IN_PROCESS_LEASES.holder("printer") == "external-holder"
         assert p.requests_for("worker") == []
     finally:
-        assert _policy.release_lease("printer", holder) is True
+        assert IN_PROCESS_LEASES.release_now(lease) is True
 
 
-assert _policy._leases == {}
+assert IN_PROCESS_LEASES.held() == {}
 
 
 def test_lease_table_is_safe_under_thread_contention() -> None:
@@ -284,11 +286,11 @@ def test_lease_table_is_safe_under_thread_contention() -> None:
 
     def contend(i: int) -> None:
         nonlocal busy
-        token = object()
         for _ in range(200):
             barrier.wait()
+            lease: Lease | None = None
             try:
-                _policy.acquire_lease("race", token)
+                lease = IN_PROCESS_LEASES.acquire_now("race", f"thread-{i}")
             except ResourceBusyError:
                 with lock:
                     busy += 1
@@ -296,7 +298,8 @@ def test_lease_table_is_safe_under_thread_contention() -> None:
                 with lock:
                     wins.append(i)
             barrier.wait()
-            _policy.release_lease("race", token)
+            if lease is not None:
+                IN_PROCESS_LEASES.release_now(lease)
 
     threads = [threading.Thread(target=contend, args=(i,)) for i in range(8)]
     for t in threads:
@@ -305,7 +308,7 @@ def test_lease_table_is_safe_under_thread_contention() -> None:
         t.join(30)
     assert len(wins) == 200
     assert busy == 200 * 7
-    assert _policy._leases == {}
+    assert IN_PROCESS_LEASES.held() == {}
 
 
 # -- owned -------------------------------------------------------------------------------------
@@ -650,7 +653,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
     policy = DelegationPolicy()
     permissions = None
     worker = definition("worker")
-    holder = object()
+    external: Lease | None = None
     if case.startswith("ceiling"):
         permissions = Permissions(mode="readonly")
         worker = definition("worker", permission_mode="full")
@@ -663,7 +666,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
         policy = EXCLUSIVE
     elif case == "busy":
         policy = EXCLUSIVE
-        _policy.acquire_lease("printer", holder)
+        external = IN_PROCESS_LEASES.acquire_now("printer", "external-holder")
     if case.endswith("_exclusive"):
         policy = EXCLUSIVE  # the lease is taken first and must be given back
     elif case == "provider_native":
@@ -690,9 +693,9 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
     try:
         result = await lead.run("go")
     finally:
-        if case == "busy":
-            assert _policy.lease_holder("printer") is holder
-            _policy.release_lease("printer", holder)
+        if external is not None:
+            assert IN_PROCESS_LEASES.holder("printer") == "external-holder"
+            IN_PROCESS_LEASES.release_now(external)
     assert result.stop_reason == "complete"  # a setup failure never raises out of run()
     assert p.requests_for("worker") == []
     assert stops == []  # SubagentStart never fired
@@ -718,7 +721,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
         "missing_skill": "no-such-skill",
     }[case]
     assert expected in res.error
-    assert _policy._leases == {}
+    assert IN_PROCESS_LEASES.held() == {}
     assert meter_spy.open_reservations() == 0
     assert record.usage.requests == 0
 
@@ -881,9 +884,9 @@ async def test_chat_factory_may_not_return_the_leads_chat(tmp_path: Path) -> Non
 async def test_slow_cleanup_is_not_cut_short_without_cancellation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deputy_runtime.runtime import _delegation
+    from deputy_runtime.runtime import _coordinator
 
-    monkeypatch.setattr(_delegation, "SHIELDED_SECONDS", 0)  # "slow" = any checkpoint
+    monkeypatch.setattr(_coordinator, "SHIELDED_SECONDS", 0)  # "slow" = any checkpoint
     finished: list[str] = []
 
     async def factory(agent: Any, definition: Any, context: Any) -> DelegationResources:
@@ -907,9 +910,9 @@ async def test_slow_cleanup_is_not_cut_short_without_cancellation(
 async def test_slow_subagent_stop_hook_is_not_dropped_silently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deputy_runtime.runtime import _delegation
+    from deputy_runtime.runtime import _coordinator
 
-    monkeypatch.setattr(_delegation, "SHIELDED_SECONDS", 0)
+    monkeypatch.setattr(_coordinator, "SHIELDED_SECONDS", 0)
     finished: list[str] = []
 
     async def audit(h: Any) -> None:

@@ -1,0 +1,37 @@
+"""The budget ledger seam: a budget shared by several leads or processes.
+
+Today every lead run keeps its budget in its own in-process :class:`Meter`; the meter is
+the default and does not implement this protocol. A shared ledger (for example on Redis)
+implements it so that several leads draw on one budget: a delegation reserves what it
+may use, holds the reservation while it runs, and settles what it used exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol, runtime_checkable
+
+__all__ = ["BudgetLedger"]
+
+
+@runtime_checkable
+class BudgetLedger(Protocol):
+    """A budget kept outside the process, reserved and settled per delegation.
+
+    Keys of the amounts: ``requests``, ``tool_calls``, ``input_tokens``,
+    ``output_tokens``, ``cost_usd``.
+    """
+
+    async def reserve(
+        self, holder: str, want: Mapping[str, int | float | None]
+    ) -> Mapping[str, int | float | None]:
+        """Atomically take up to ``want`` (``None``: no limit asked); return what was granted."""
+        ...
+
+    async def hold(self, holder: str, on_lost: Callable[[str], None]) -> None:
+        """Renew the reservation's expiry until cancelled; ``on_lost(reason)`` if it cannot."""
+        ...
+
+    async def settle(self, holder: str, used: Mapping[str, int | float]) -> None:
+        """Count ``used`` against the ledger and return the unused rest; exactly once."""
+        ...
