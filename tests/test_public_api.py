@@ -337,6 +337,7 @@ EXPECTED_ALL = {
         "child_permissions",
         "data_converter",
         "deputy_worker",
+        "exhausted",
         "free_port",
         "lead_input",
         "permission_spec",

@@ -18,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from ._activities import DeputyActivities
-from ._budget import Budget
+from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
@@ -68,6 +68,7 @@ __all__ = [
     "child_permissions",
     "data_converter",
     "deputy_worker",
+    "exhausted",
     "free_port",
     "lead_input",
     "permission_spec",

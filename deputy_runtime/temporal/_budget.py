@@ -17,18 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..chat import Usage
-from ..runtime import AgentUsage, UsageLimits
+from ..runtime import AgentUsage, StopReason, UsageLimits
 
-__all__ = ["LIMIT_FIELDS", "Budget"]
+__all__ = ["LIMIT_FIELDS", "Budget", "exhausted"]
 
 #: (UsageLimits field, stop reason), in the order limits are reported.
-LIMIT_FIELDS: tuple[tuple[str, str], ...] = (
-    ("max_requests", "request_limit"),
-    ("max_tool_calls", "tool_call_limit"),
-    ("max_input_tokens", "input_token_limit"),
-    ("max_output_tokens", "output_token_limit"),
-    ("max_total_tokens", "total_token_limit"),
-    ("max_cost_usd", "cost_limit"),
+LIMIT_FIELDS: tuple[tuple[str, StopReason], ...] = (
+    ("max_requests", StopReason.REQUEST_LIMIT),
+    ("max_tool_calls", StopReason.TOOL_CALL_LIMIT),
+    ("max_input_tokens", StopReason.INPUT_TOKEN_LIMIT),
+    ("max_output_tokens", StopReason.OUTPUT_TOKEN_LIMIT),
+    ("max_total_tokens", StopReason.TOTAL_TOKEN_LIMIT),
+    ("max_cost_usd", StopReason.COST_LIMIT),
 )
 
 
@@ -125,7 +125,7 @@ class Budget:
             return u["input_tokens"] + u["output_tokens"]
         return u[field.removeprefix("max_")]
 
-    def exceeded(self, *, reaching: bool) -> str | None:
+    def exceeded(self, *, reaching: bool) -> StopReason | None:
         """The stop reason of the first limit passed.
 
         Args:
@@ -133,7 +133,7 @@ class Budget:
                 delegation); the tool-call limit only ever stops the next call.
 
         Returns:
-            A stop reason such as ``"request_limit"``, or ``None`` when no limit is passed.
+            The stop reason (``request_limit``...), or ``None`` when no limit is passed.
         """
         for field, reason in LIMIT_FIELDS:
             limit = getattr(self.limits, field)
@@ -195,3 +195,22 @@ def _tighter(a: int | None, b: int | None) -> int | None:
     if b is None:
         return a
     return min(a, b)
+
+
+def exhausted(limits: UsageLimits) -> StopReason | None:
+    """The stop reason a run under ``limits`` would stop with before its first request.
+
+    A delegation granted nothing to run on is settled ``not_started`` with this reason,
+    before its child workflow starts, as in-process (a zero tool-call limit still allows
+    an answer without tools).
+
+    Args:
+        limits: The limits the run would start with.
+
+    Returns:
+        The first zero limit's stop reason, or ``None`` when a first request is allowed.
+    """
+    for field, reason in LIMIT_FIELDS:
+        if field != "max_tool_calls" and getattr(limits, field) == 0:
+            return reason
+    return None

@@ -130,11 +130,17 @@ def lead_input(
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``on_exceed="error"`` or a ``can_use_tool`` callback.
+        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
+            ``can_use_tool`` callback.
         DefinitionError: Two definitions share a name, or one names skills or MCP servers.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
+    if usage_limits is not None and usage_limits.max_seconds is not None:
+        raise ValueError(
+            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
+            "no wall-clock limit (use start_lead's execution_timeout)"
+        )
     if usage_limits is not None and usage_limits.on_exceed != "stop":
         raise ValueError(
             "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "

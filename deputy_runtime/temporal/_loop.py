@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         PermissionEvent,
         RunStart,
         StopEvent,
+        StopReason,
         ToolEnd,
         ToolStart,
         UsageEvent,
@@ -197,11 +198,11 @@ class AgentLoop:
             **ids,
         )
 
-    async def _steps(self, turns: list[Turn]) -> tuple[str, str | None]:
+    async def _steps(self, turns: list[Turn]) -> tuple[StopReason, str | None]:
         requests = 0
         while True:
             if self.interrupt_reason is not None:
-                return "interrupted", None
+                return StopReason.INTERRUPTED, None
             over = self.budget.exceeded(reaching=True)
             if over is not None:
                 return over, None
@@ -214,7 +215,7 @@ class AgentLoop:
                 reply = await self._request(turns)
             except ActivityError as exc:
                 cause = exc.cause if exc.cause is not None else exc
-                return "provider_error", str(cause)
+                return StopReason.PROVIDER_ERROR, str(cause)
             self.budget.add_response(reply.usage)
             turns.append(reply.turn())
             calls = reply.tool_requests
@@ -230,7 +231,7 @@ class AgentLoop:
                 )
             )
             if not calls:
-                return "complete", None
+                return StopReason.COMPLETE, None
             over = self.budget.exceeded(reaching=False)
             if over is not None:
                 return over, None

@@ -34,13 +34,17 @@ with workflow.unsafe.imports_passed_through():
         AgentUsage,
         DelegationEnd,
         DelegationStart,
+        DelegationStatus,
         Event,
         Permissions,
+        StopReason,
         SubagentRecord,
         UsageLimits,
         decode_event,
+        delegation_status,
         encode_event,
     )
+    from ._budget import exhausted
     from ._ceiling import child_permissions
     from ._values import (
         AgentSpec,
@@ -159,8 +163,8 @@ class _Delegation:
         self.ids = ids
         self.tool_call_id = tool_call_id
         self.task = task
-        self.status = "queued"
-        self.stop_reason: str | None = None
+        self.status = DelegationStatus.QUEUED
+        self.stop_reason: StopReason | None = None
         self.usage = AgentUsage()
         self.limits: UsageLimits | None = None
         self.admitted_at = admitted_at
@@ -217,13 +221,8 @@ class _Delegation:
         return msgspec.json.encode(outcome).decode()
 
 
-def status_of(result: AgentResult) -> str:
-    """A finished delegation's status from its run's stop reason."""
-    if result.stop_reason == "complete":
-        return "completed"
-    if result.stop_reason in ("error", "provider_error"):
-        return "failed"
-    return "stopped"
+FAILED = DelegationStatus.FAILED
+NOT_STARTED = DelegationStatus.NOT_STARTED
 
 
 def _permissions(spec: PermissionSpec) -> Permissions:
@@ -480,6 +479,13 @@ class LeadWorkflow:
         # No interrupt check here: the loop answers a turn's calls with "interrupted" before
         # handing them over, and nothing awaits between that check and this point.
         d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
+        empty = exhausted(d.limits) if spec is not None else None
+        if empty is not None:
+            # Granted nothing to run on (running siblings hold the rest): settled before
+            # anything starts or is announced, holding no budget, as in-process.
+            loop.budget.release(delegation_id)
+            d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
+            return ContentToolResult(call.id, value=d.outcome())
         fields = d.ids.fields()
         self._events.append(
             DelegationStart(**fields, task=args.task, limits=d.limits, tool_call_id=call.id)
@@ -491,7 +497,7 @@ class LeadWorkflow:
                     f"Unknown agent: {args.agent_name}. Available agents: {available}"
                 )
             child_input = self._child_input(d, spec, args, request)
-            d.status, d.started_at = "running", _now()
+            d.status, d.started_at = DelegationStatus.RUNNING, _now()
             handle = await workflow.start_child_workflow(
                 SubagentWorkflow.run,
                 child_input,
@@ -505,14 +511,17 @@ class LeadWorkflow:
             out: SubagentOutput = await handle
             d.result = out.result
             d.usage = out.result.usage
-            d.status, d.stop_reason = status_of(out.result), out.result.stop_reason
+            d.status, d.stop_reason = (
+                delegation_status(out.result.stop_reason),
+                out.result.stop_reason,
+            )
             d.error = out.result.error
             self._events.extend(decode_event(e) for e in out.events)
         except _SetupFailure as exc:
-            d.status, d.stop_reason, d.error = "failed", "setup_error", str(exc)
+            d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
         except ChildWorkflowError as exc:
             cause = exc.cause if exc.cause is not None else exc
-            d.status, d.stop_reason, d.error = "failed", "error", str(cause)
+            d.status, d.stop_reason, d.error = FAILED, StopReason.ERROR, str(cause)
         finally:
             self._children.pop(delegation_id, None)
             loop.budget.release(delegation_id)
@@ -522,13 +531,13 @@ class LeadWorkflow:
             DelegationEnd(
                 **fields,
                 status=d.status,
-                stop_reason=d.stop_reason or "error",
+                stop_reason=d.stop_reason or StopReason.ERROR,
                 usage=d.usage,
                 error=d.error,
                 tool_call_id=call.id,
             )
         )
-        if d.status == "failed":
+        if d.status == FAILED:
             error = f"Subagent '{key[:512]}' failed.\n{d.outcome()}"
             return ContentToolResult(call.id, error=error)
         return ContentToolResult(call.id, value=d.outcome())

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from deputy_runtime import AgentUsage, UsageLimits
 from deputy_runtime.chat import Usage
-from deputy_runtime.temporal import Budget
+from deputy_runtime.runtime import StopReason
+from deputy_runtime.temporal import Budget, exhausted
 
 LIMITED = ("max_requests", "max_tool_calls", "max_total_tokens")
 
@@ -93,3 +94,19 @@ def test_first_come_first_served_in_one_turn() -> None:
         budget.reserve("a", 1)
     budget.release("a")
     assert budget.reserve("d", 2).max_requests == 2
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        (UsageLimits(max_requests=0), StopReason.REQUEST_LIMIT),
+        (UsageLimits(max_requests=3, max_total_tokens=0), StopReason.TOTAL_TOKEN_LIMIT),
+        (UsageLimits(max_requests=3, max_cost_usd=0.0), StopReason.COST_LIMIT),
+        (UsageLimits(max_requests=3, max_tool_calls=0), None),  # may still answer
+        (UsageLimits(max_requests=None), None),
+    ],
+)
+def test_a_grant_with_nothing_to_run_on_is_exhausted(
+    limits: UsageLimits, reason: StopReason | None
+) -> None:
+    assert exhausted(limits) == reason
