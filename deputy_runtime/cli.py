@@ -204,6 +204,13 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    p.add_argument(
+        "--otlp",
+        default=None,
+        metavar="ENDPOINT",
+        help="export traces to this OTLP/HTTP URL, e.g. http://localhost:4318/v1/traces "
+        "(needs the 'otel' extra, opentelemetry-sdk and the OTLP/HTTP exporter)",
+    )
 
 
 def _port(text: str) -> int:
