@@ -445,7 +445,7 @@ class Agent:
         error: BaseException | None = None
         # A subagent's run is inside its delegation's span: only top-level runs get one.
         traced = (
-            begin_run(self, ctx.run_id, task)
+            begin_run(self.name, self.agent_id, self.chat.provider, ctx.run_id, task)
             if STATE.tracer is not None and self.governance is None
             else None
         )
@@ -560,7 +560,7 @@ class Agent:
 
     async def _traced_request(self, ctx: RunContext, request: ModelRequest) -> AssistantTurn:
         provider = self.chat.provider
-        with chat_span(self, request) as span:
+        with chat_span(self.name, provider, request) as span:
             if ctx.emit is None:
                 reply = await provider.complete(request)
             else:

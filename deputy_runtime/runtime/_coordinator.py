@@ -194,7 +194,7 @@ class DelegationCoordinator:
             agent_name=key[:128],
         )
         if STATE.tracer is not None:
-            self.spans[d.delegation_id] = begin_delegation(self.lead, d)
+            self.spans[d.delegation_id] = begin_delegation(d, self._mode_names())
         policy = self.lead.delegation_policy
         if (
             policy.max_delegations is not None
@@ -336,7 +336,7 @@ class DelegationCoordinator:
         started = False
         self.active[d.delegation_id] = d
         if STATE.tracer is not None:
-            self.spans[d.delegation_id] = begin_delegation(self.lead, d)
+            self.spans[d.delegation_id] = begin_delegation(d, self._mode_names())
         try:
             self.announce(emit, d)
             started = await self.start_and_run(d, emit)
@@ -480,6 +480,9 @@ class DelegationCoordinator:
             d.child = None
             if self.spans:
                 self._end_span(d, failed)
+
+    def _mode_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.lead.delegation_policy.resource_modes)
 
     def _end_span(self, d: Delegation, failed: BaseException | None) -> None:
         """End ``d``'s span, if it has one (in the task that started it)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -29,18 +29,15 @@ from ..chat import (
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
+    Provider,
     Turn,
 )
 from ..tools import Tool
+from ._result import AgentResult
+from ._usage import AgentUsage, UsageLimits
 
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
-    from ._agent import Agent
-    from ._build import LeadHandle
-    from ._records import Delegation
-    from ._result import AgentResult
-    from ._usage import AgentUsage, UsageLimits
+#: An OpenTelemetry span (typed loosely: the runtime never imports opentelemetry itself).
+Span = Any
 
 __all__ = [
     "begin_delegation",
@@ -114,23 +111,26 @@ def _limits(attributes: dict[str, AttributeValue], prefix: str, limits: UsageLim
 # -- runs ------------------------------------------------------------------------------------
 
 
-def begin_run(agent: Agent, run_id: str, task: str) -> Active:
+def begin_run(
+    agent_name: str | None, agent_id: str, provider: Provider, run_id: str, task: str
+) -> Active:
     """Start the ``invoke_agent`` span of a top-level run.
 
     Args:
-        agent: The agent that runs.
+        agent_name: The agent's name (``agent`` when it has none).
+        agent_id: The agent's id.
+        provider: Its chat's provider.
         run_id: The run's id.
         task: The run's first user message (recorded only with content capture).
 
     Returns:
         The started span, current in the calling task.
     """
-    name = agent.name or "agent"
-    provider = agent.chat.provider
+    name = agent_name or "agent"
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": name,
-        "gen_ai.agent.id": agent.agent_id,
+        "gen_ai.agent.id": agent_id,
         "gen_ai.provider.name": provider.name,
         "gen_ai.request.model": provider.model,
         "deputy.run.id": run_id,
@@ -169,17 +169,16 @@ def end_run(active: Active, result: AgentResult, error: BaseException | None) ->
 # -- delegations --------------------------------------------------------------------------------
 
 
-def begin_delegation(lead: LeadHandle, d: Delegation) -> Active:
+def begin_delegation(d: Any, modes: tuple[str, ...]) -> Active:
     """Start the ``invoke_agent`` span of one delegation in the task that runs it.
 
     Args:
-        lead: The delegating lead.
-        d: The admitted delegation.
+        d: The admitted ``Delegation``.
+        modes: The names of the policy's resource modes.
 
     Returns:
         The started span, current in the calling task.
     """
-    modes = lead.delegation_policy.resource_modes
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": d.agent_name,
@@ -187,7 +186,7 @@ def begin_delegation(lead: LeadHandle, d: Delegation) -> Active:
         "deputy.delegation.id": d.delegation_id,
         "deputy.run.id": d.run_id,
         "deputy.parent.agent_id": d.parent_agent_id,
-        "deputy.resource_modes": tuple(m.name for m in modes) if modes else ("shared",),
+        "deputy.resource_modes": modes or ("shared",),
     }
     if d.parent_run_id is not None:
         attributes["deputy.parent.run_id"] = d.parent_run_id
@@ -200,12 +199,12 @@ def begin_delegation(lead: LeadHandle, d: Delegation) -> Active:
     return start(f"invoke_agent {d.agent_name}", attributes)
 
 
-def end_delegation(active: Active, d: Delegation, failed: BaseException | None) -> None:
+def end_delegation(active: Active, d: Any, failed: BaseException | None) -> None:
     """Record a settled delegation on its span and end it.
 
     Args:
         active: The delegation's span.
-        d: The settled delegation.
+        d: The settled ``Delegation``.
         failed: The exception its run ended with, if any.
     """
     attributes: dict[str, AttributeValue] = {"deputy.delegation.status": str(d.status)}
@@ -232,24 +231,24 @@ def end_delegation(active: Active, d: Delegation, failed: BaseException | None) 
 
 
 @contextmanager
-def chat_span(agent: Agent, request: ModelRequest) -> Iterator[Span]:
+def chat_span(agent_name: str | None, provider: Provider, request: ModelRequest) -> Iterator[Span]:
     """The ``chat <model>`` span of one model request (CLIENT).
 
     Args:
-        agent: The requesting agent.
+        agent_name: The requesting agent's name.
+        provider: The provider the request goes to.
         request: The request.
 
     Returns:
         A context manager yielding the span; a provider error marks it ERROR.
     """
-    provider = agent.chat.provider
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": provider.name,
         "gen_ai.request.model": provider.model,
     }
-    if agent.name:
-        attributes["gen_ai.agent.name"] = agent.name
+    if agent_name:
+        attributes["gen_ai.agent.name"] = agent_name
     if STATE.capture_content:
         if request.system_prompt:
             attributes["gen_ai.system_instructions"] = _json(

@@ -340,7 +340,8 @@ async def test_traceparent_round_trip_continues_the_callers_trace(
     with tracing.continue_trace(headers):
         await agent.run("go")
     root = only(spans.get_finished_spans(), "invoke_agent solo")
-    assert root.context is not None and root.parent is not None
+    assert root.context is not None
+    assert root.parent is not None
     assert root.context.trace_id == caller.get_span_context().trace_id
     assert root.parent.span_id == caller.get_span_context().span_id
     assert root.parent.is_remote
