@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from deputy_runtime import Agent, Chat, ProviderError, tracing
+from deputy_runtime import Agent, Chat, DelegationPolicy, ProviderError, tracing
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
 from deputy_runtime.chat._types import ModelRequest
 from tests.runtime.helpers import definition, delegate_many, make_tool, scripted_lead
@@ -59,6 +59,13 @@ def tree(finished: tuple[ReadableSpan, ...]) -> list[Tree]:
         return (s.name, tuple(sorted(build(c) for c in children)))
 
     return sorted(build(s) for s in by_parent.get(None, []))
+
+
+def tracing_provider(exporter: InMemorySpanExporter) -> TracerProvider:
+    """Another provider into the same exporter (for a host's own spans)."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
 
 
 def named(finished: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
@@ -235,6 +242,56 @@ async def test_a_lead_with_three_parallel_delegations_one_failing_one_interrupte
         }, s.name
 
 
+async def test_parallel_delegate_responders_nest_under_the_hosts_span(
+    spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    names = ("a", "b", "c")
+    lead, _ = scripted_lead(
+        {n: [f"answer {n}"] for n in names}, [definition(n) for n in names], tmp_path
+    )
+    tracer = trace.get_tracer("host", tracer_provider=tracing_provider(spans))
+    with tracer.start_as_current_span("host batch"):
+        result = await lead.parallel_delegate({"a": "ta", "b": "tb", "c": "tc"}, max_active=2)
+    assert result.statuses == ("completed",) * 3
+    finished = spans.get_finished_spans()
+    assert tree(finished) == [
+        (
+            "host batch",
+            tuple((f"invoke_agent {n}", (("chat scripted", ()),)) for n in names),
+        )
+    ]
+    for n, delegation_id in zip(names, result.delegation_ids, strict=True):
+        a = attrs(only(finished, f"invoke_agent {n}"))
+        assert a["deputy.delegation.id"] == delegation_id
+        assert a["deputy.delegation.status"] == "completed"
+        assert a["deputy.budget.granted.max_requests"] == 1
+
+
+async def test_a_delegation_over_its_cap_ends_its_span_not_started(
+    spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    lead, _ = scripted_lead(
+        {"lead": [delegate_many(("w", "one"), ("w", "two")), reply("done")], "w": ["ok"]},
+        [definition("w")],
+        tmp_path,
+        name="lead",
+        delegation_policy=DelegationPolicy(max_delegations=1),
+    )
+    await lead.run("go")
+    finished = spans.get_finished_spans()
+    delegations = named(finished, "invoke_agent w")
+    assert sorted(attrs(s)["deputy.delegation.status"] for s in delegations) == [
+        "completed",
+        "not_started",
+    ]
+    [unstarted] = [s for s in delegations if attrs(s)["deputy.delegation.status"] == "not_started"]
+    assert attrs(unstarted)["deputy.stop_reason"] == "delegation_limit"
+    assert unstarted.status.status_code == trace.StatusCode.UNSET
+    # Every span ended and the lead's context is back to none: nothing leaked.
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    assert {s.name for s in finished} >= {"invoke_agent lead"}
+
+
 async def test_content_is_recorded_when_enabled(
     spans: InMemorySpanExporter, tmp_path: Path
 ) -> None:
@@ -400,6 +457,40 @@ def test_an_untraced_run_imports_no_opentelemetry(backend: str, tmp_path: Path) 
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+_NO_EXTRA = """
+import sys
+sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
+from deputy_runtime import Agent, Chat, ScriptedProvider, tracing
+try:
+    tracing.configure()
+except ImportError as exc:
+    assert "deputy-runtime[otel]" in str(exc), exc
+else:
+    raise AssertionError("configure() without opentelemetry did not raise")
+assert not tracing.is_enabled()
+assert tracing.inject_traceparent() == {}
+parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+with tracing.continue_trace({"traceparent": parent}):
+    result = Agent(Chat(ScriptedProvider(["fine"]))).run_sync("go")
+assert result.response == "fine", result
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_without_the_extra_everything_runs_untraced(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_EXTRA],
         cwd=tmp_path,
         capture_output=True,
         text=True,
