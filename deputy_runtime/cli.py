@@ -117,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _otlp_argument(p)
 
     _serve_arguments(
         sub.add_parser(
@@ -204,6 +205,10 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _otlp_argument(p)
+
+
+def _otlp_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--otlp",
         default=None,
