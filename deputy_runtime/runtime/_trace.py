@@ -305,7 +305,10 @@ def tool_span(call: ContentToolRequest, call_id: str) -> Iterator[Span]:
 
 
 def tool_decision(target: Span, gated: Tool | ContentToolResult) -> None:
-    """Record the gate's decision: ``allow``, or ``deny`` with the model's message.
+    """Record the gate's decision: ``allow`` or ``deny``.
+
+    A denial's message (it can quote the call's arguments, e.g. a path) is content: it
+    is recorded only with content capture.
 
     Args:
         target: The call's span.
@@ -313,10 +316,10 @@ def tool_decision(target: Span, gated: Tool | ContentToolResult) -> None:
     """
     if isinstance(gated, Tool):
         target.set_attribute("deputy.permission.decision", "allow")
-    else:
-        target.set_attributes(
-            {"deputy.permission.decision": "deny", "deputy.tool.refusal": gated.error or ""}
-        )
+        return
+    target.set_attribute("deputy.permission.decision", "deny")
+    if STATE.capture_content:
+        target.set_attribute("deputy.tool.refusal", gated.error or "")
 
 
 def tool_result(target: Span, result: ContentToolResult) -> None:

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from deputy_runtime import Agent, Chat, DelegationPolicy, ProviderError, tracing
-from deputy_runtime.chat import ScriptedProvider, reply, tool_call
+from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest
 from tests.runtime.helpers import definition, delegate_many, make_tool, scripted_lead
 
@@ -216,7 +216,7 @@ async def test_a_lead_with_three_parallel_delegations_one_failing_one_interrupte
     assert refused["gen_ai.tool.name"] == "noop"
     assert refused["gen_ai.tool.call.id"] == "call_noop"
     assert refused["deputy.permission.decision"] == "deny"
-    assert "interrupted" in refused["deputy.tool.refusal"]
+    assert "deputy.tool.refusal" not in refused  # its message is content
 
     good_chat = next(
         s for s in named(finished, "chat scripted") if attrs(s).get("gen_ai.agent.name") == "good"
@@ -239,6 +239,7 @@ async def test_a_lead_with_three_parallel_delegations_one_failing_one_interrupte
             "gen_ai.system_instructions",
             "gen_ai.tool.call.arguments",
             "gen_ai.tool.call.result",
+            "deputy.tool.refusal",
         }, s.name
 
 
@@ -302,7 +303,10 @@ async def test_content_is_recorded_when_enabled(
     agent = Agent(
         Chat(
             ScriptedProvider(
-                [tool_call("echo", {"text": "SECRET-ARG"}, id="c1"), reply("SECRET-ANSWER")]
+                [
+                    tool_calls(("echo", {"text": "SECRET-ARG"}), ("nope", {})),
+                    reply("SECRET-ANSWER"),
+                ]
             ),
             system_prompt="SECRET-SYSTEM",
         ),
@@ -315,7 +319,12 @@ async def test_content_is_recorded_when_enabled(
     assert tree(finished) == [
         (
             "invoke_agent solo",
-            (("chat scripted", ()), ("chat scripted", ()), ("execute_tool echo", ())),
+            (
+                ("chat scripted", ()),
+                ("chat scripted", ()),
+                ("execute_tool echo", ()),
+                ("execute_tool nope", ()),
+            ),
         )
     ]
     root = attrs(only(finished, "invoke_agent solo"))
@@ -323,6 +332,9 @@ async def test_content_is_recorded_when_enabled(
         {"role": "user", "parts": [{"type": "text", "content": "SECRET-TASK"}]}
     ]
     assert "SECRET-ANSWER" in root["gen_ai.output.messages"]
+    refused = attrs(only(finished, "execute_tool nope"))
+    assert refused["deputy.permission.decision"] == "deny"
+    assert refused["deputy.tool.refusal"].startswith("Unknown tool: nope")
     tool = attrs(only(finished, "execute_tool echo"))
     assert json.loads(tool["gen_ai.tool.call.arguments"]) == {"text": "SECRET-ARG"}
     assert json.loads(tool["gen_ai.tool.call.result"]) == "echoed SECRET-ARG"
