@@ -126,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run durably on the Temporal server at HOST:PORT (workers: deputy-runtime worker)",
     )
     p.add_argument("--task-queue", default="deputy", metavar="QUEUE", help="with --temporal")
+    _otlp_argument(p)
 
     p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
@@ -226,6 +227,17 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _otlp_argument(p)
+
+
+def _otlp_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--otlp",
+        default=None,
+        metavar="ENDPOINT",
+        help="export traces to this OTLP/HTTP URL, e.g. http://localhost:4318/v1/traces "
+        "(needs the 'otel' extra, opentelemetry-sdk and the OTLP/HTTP exporter)",
+    )
 
 
 def _port(text: str) -> int:

@@ -396,6 +396,14 @@ EXPECTED_ALL = {
         "RunStatus",
         "ServiceConfig",
     ],
+    "deputy_runtime.tracing": [
+        "configure",
+        "continue_trace",
+        "disable",
+        "extract_traceparent",
+        "inject_traceparent",
+        "is_enabled",
+    ],
 }
 
 #: Names a package's __init__ imports for the package's own use: importable, not public.
