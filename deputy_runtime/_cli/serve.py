@@ -46,6 +46,7 @@ from .leadsetup import (
     print_warnings,
     select_model,
 )
+from .otlp import start_otlp
 
 __all__ = ["TOKEN_VARIABLE", "is_loopback", "read_tokens", "serve"]
 
@@ -202,15 +203,20 @@ def _serve(args: argparse.Namespace) -> int:
     from ..service.app import build_app
     from ..service.server import serve_forever
 
-    anyio.run(
-        lambda: serve_forever(
-            config,
-            agents=tuple(definitions),
-            make_lead=make_lead,
-            make_app=lambda manager: build_app(manager, definitions, tokens),
-            host=args.host,
-            port=args.port,
-        ),
-        backend=backend,
-    )
+    stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
+    try:
+        anyio.run(
+            lambda: serve_forever(
+                config,
+                agents=tuple(definitions),
+                make_lead=make_lead,
+                make_app=lambda manager: build_app(manager, definitions, tokens),
+                host=args.host,
+                port=args.port,
+            ),
+            backend=backend,
+        )
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()
     return EXIT_OK
