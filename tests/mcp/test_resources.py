@@ -331,3 +331,54 @@ async def test_an_owned_server_that_does_not_start_fails_only_its_delegation() -
     assert stops[0].delegation_id == record.delegation_id
     if stops[0].pid is not None:
         assert not process_left(stops[0].pid)
+
+
+async def test_the_cli_views_show_server_start_and_stop_but_never_stderr(tmp_path: Path) -> None:
+    import io
+
+    from deputy_runtime._cli.view import LiveView, PlainView, RunState
+
+    run_events: list[Event] = []
+    seen: list[ContentToolResult] = []
+    # NOISY makes the server write a stray line; it must stay in the ring buffer.
+    server = stdio_server("tiny", env={"NOISY": "1"})
+    lead = LeadAgent(
+        chat(
+            "scripted", script={"lead": delegating(1), "worker": calling("mcp__tiny__whoami", seen)}
+        ),
+        [worker_definition("mcp__tiny__whoami")],
+        delegation_policy=DelegationPolicy(resource_modes=(McpResource(server, mode="owned"),)),
+    )
+    async with lead:
+        await lead.run("go", on_event=run_events.append)
+    plain, live = io.StringIO(), io.StringIO()
+    plain_view, live_view = PlainView(plain, RunState()), LiveView(live, RunState(), colour=False)
+    for event in run_events:
+        plain_view.handle(event)
+        live_view.handle(event)
+    live_view.close()
+    pid = pid_of(seen[0])
+    assert f"worker: mcp server tiny started (pid {pid}, " in plain.getvalue()
+    assert f"worker: mcp server tiny stopped (pid {pid}, closed after " in plain.getvalue()
+    for text in (plain.getvalue(), live.getvalue()):
+        assert "says hello" not in text
+
+
+async def test_lead_lifecycle_open_once_close_idempotent() -> None:
+    mcp_events: list[McpEvent] = []
+    resource = McpResource(stdio_server("tiny", events=mcp_events))
+    policy = DelegationPolicy(resource_modes=(resource,))
+    lead = LeadAgent(chat("scripted", script=[reply("x")]), delegation_policy=policy)
+    await lead.aclose()  # not open: nothing to do
+    async with lead:
+        with pytest.raises(RuntimeError, match="already open"):
+            await lead.__aenter__()
+        other = LeadAgent(chat("scripted", script=[reply("x")]), delegation_policy=policy)
+        with pytest.raises(DelegationBindingError, match="one lead at a time"):
+            await other.__aenter__()
+        await lead.aclose()
+        await lead.aclose()
+    # Closed, the resource can be attached again; nothing was started.
+    async with LeadAgent(chat("scripted", script=[reply("x")]), delegation_policy=policy):
+        pass
+    assert mcp_events == []
