@@ -64,7 +64,9 @@ class LeadAgent(Agent):
     limit also gives the model the "Run limit reached" tool error). ``None`` (default):
     all of a turn's delegations at once. A delegation whose reservation grants it no
     requests, tokens or cost (running siblings hold the rest) ends ``not_started`` with
-    that limit's stop reason before anything is built for it.
+    that limit's stop reason before anything is built for it. ``async with lead:`` (or
+    :meth:`aclose`) bounds the resource modes that have a lifecycle, such as attached MCP
+    servers.
 
     The delegations themselves (records, slots, admission, budget reservation and
     settlement) belong to :attr:`delegations`, a
