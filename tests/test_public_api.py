@@ -277,6 +277,7 @@ EXPECTED_ALL = {
         "LeadAgent",
         "Lease",
         "LeaseBackend",
+        "LeaseLedger",
         "MODE_TRANSITIONS",
         "ModelRequestEvent",
         "ModelResponseEvent",
