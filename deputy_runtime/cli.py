@@ -117,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _redis_arguments(p)
 
     _serve_arguments(
         sub.add_parser(
@@ -204,6 +205,30 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _redis_arguments(p)
+
+
+def _redis_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="keep exclusive leases (and --shared-budget) in Redis, e.g. "
+        "redis://127.0.0.1:6379/0 (needs the 'redis' extra)",
+    )
+    p.add_argument(
+        "--shared-budget",
+        default=None,
+        metavar="NAME",
+        help="draw every delegation also from the Redis budget NAME, shared by every "
+        "process using it; its limit is --max-requests requests",
+    )
+    p.add_argument(
+        "--redis-namespace",
+        default=None,
+        metavar="NS",
+        help="prefix of the Redis keys (default deputy)",
+    )
 
 
 def _port(text: str) -> int:

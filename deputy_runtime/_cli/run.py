@@ -41,6 +41,7 @@ from ..runtime import AgentResult, LeadAgent
 from .leadsetup import (
     DEFAULT_MODELS,
     OFFLINE_MODEL,
+    RedisSetup,
     UsageError,
     alias_options,
     build_lead,
@@ -52,7 +53,9 @@ from .leadsetup import (
     load_plugins,
     make_chat,
     print_warnings,
+    redis_setup,
     select_model,
+    with_lease_backend,
 )
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
@@ -95,6 +98,13 @@ def _run(args: argparse.Namespace) -> int:
     fanout = getattr(args, "test_fanout", None)
     lead_chat = make_chat(spec, explicit=bool(args.model), fanout=fanout)
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    redis = redis_setup(
+        getattr(args, "redis", None),
+        getattr(args, "shared_budget", None),
+        getattr(args, "redis_namespace", None),
+        max_requests=args.max_requests,
+    )
+    policy = plugins.policy if redis is None else with_lease_backend(plugins.policy, redis.leases)
     lead = build_lead(
         lead_chat,
         loaded.definitions,
@@ -102,8 +112,9 @@ def _run(args: argparse.Namespace) -> int:
         working_dir=cwd,
         permission_mode=args.permission_mode,
         max_requests=args.max_requests,
-        policy=plugins.policy,
+        policy=policy,
         aliases=aliases,
+        shared_budget=redis.budget if redis is not None else None,
     )
     as_json = bool(args.json)
     notes = sys.stderr if as_json else sys.stdout
@@ -121,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         view = PlainView(sys.stdout, state)
     try:
-        outcome = anyio.run(_drive, lead, task, view, backend=backend)
+        outcome = anyio.run(_drive_with, redis, lead, task, view, backend=backend)
     finally:
         view.close()
     if outcome is _Ending.READER_GONE:
@@ -133,6 +144,16 @@ def _run(args: argparse.Namespace) -> int:
     elif interrupted:
         print("deputy-runtime run: interrupted", file=sys.stderr)
     return _exit_status(result, interrupted)
+
+
+async def _drive_with(
+    redis: RedisSetup | None, lead: LeadAgent, task: str, view: JsonView | LiveView | PlainView
+) -> _Ending:
+    """:func:`_drive` with the ``--redis`` connection open around it."""
+    if redis is None:
+        return await _drive(lead, task, view)
+    async with redis.opened():
+        return await _drive(lead, task, view)
 
 
 class _Ending(enum.Enum):

@@ -20,6 +20,7 @@ import argparse
 import ipaddress
 import os
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -41,7 +42,9 @@ from .leadsetup import (
     load_plugins,
     make_chat,
     print_warnings,
+    redis_setup,
     select_model,
+    with_lease_backend,
 )
 
 __all__ = ["TOKEN_VARIABLE", "is_loopback", "read_tokens", "serve"]
@@ -166,6 +169,13 @@ def _serve(args: argparse.Namespace) -> int:
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
 
+    redis = redis_setup(
+        args.redis, args.shared_budget, args.redis_namespace, max_requests=args.max_requests
+    )
+    if redis is not None:
+        policy = with_lease_backend(policy, redis.leases)
+    shared_budget = redis.budget if redis is not None else None
+
     def make_lead(resolved: Resolved) -> LeadAgent:
         return build_lead(
             make_chat(spec, explicit=explicit, fanout=fanout),
@@ -177,6 +187,7 @@ def _serve(args: argparse.Namespace) -> int:
             max_total_tokens=resolved.limits.max_total_tokens,
             policy=policy,
             aliases=aliases,
+            shared_budget=shared_budget,
         )
 
     limits = UsageLimits(max_requests=config.max_requests, max_total_tokens=config.max_total_tokens)
@@ -196,15 +207,18 @@ def _serve(args: argparse.Namespace) -> int:
     from ..service.app import build_app
     from ..service.server import serve_forever
 
-    anyio.run(
-        lambda: serve_forever(
-            config,
-            agents=tuple(definitions),
-            make_lead=make_lead,
-            make_app=lambda manager: build_app(manager, definitions, tokens),
-            host=args.host,
-            port=args.port,
-        ),
-        backend=backend,
-    )
+    async def serve() -> None:
+        async with AsyncExitStack() as stack:
+            if redis is not None:
+                await stack.enter_async_context(redis.opened())
+            await serve_forever(
+                config,
+                agents=tuple(definitions),
+                make_lead=make_lead,
+                make_app=lambda manager: build_app(manager, definitions, tokens),
+                host=args.host,
+                port=args.port,
+            )
+
+    anyio.run(serve, backend=backend)
     return EXIT_OK
