@@ -272,3 +272,83 @@ async def test_redis_down_fails_new_delegations_with_a_tool_error(
             assert "Redis" in record.error
             [text] = outcomes(provider)
             assert "failed" in text
+
+
+async def test_a_reservation_that_expires_stops_the_delegation_lease_lost(
+    redis_url: str, namespace: str
+) -> None:
+    leads: list[LeadAgent] = []
+
+    async def stall() -> str:
+        # The reservation's expiry passes (as if its renewals had not reached Redis); the
+        # next read of the ledger returns its grant. The tool then waits for the stop.
+        d = next(iter(leads[0].delegations.active.values()))
+        client = coredis.Redis.from_url(redis_url, decode_responses=True)
+        async with client:
+            await client.zadd(f"{namespace}:budget:b:exp", {d.delegation_id: 0})
+        await budget.state()
+        while d.cancel_reason is None:
+            await anyio.sleep(0.01)
+        return "stopped"
+
+    tool = Tool(
+        name="stall",
+        description="Waits.",
+        parameters={"type": "object", "properties": {}},
+        function=stall,
+    )
+    async with RedisBudget(
+        redis_url, "b", {"requests": 10}, namespace=namespace, ttl=0.3
+    ) as budget:
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_call("stall"), "never"]},
+            [definition("worker", tools=(tool,), max_requests=4)],
+            shared_budget=budget,
+        )
+        leads.append(lead)
+        assert (await lead.run("go")).stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert (record.status, record.stop_reason) == ("stopped", "lease_lost")
+        # The grant went back once (on expiry); the settlement counted the usage only.
+        state = await budget.state()
+        assert (state.reserved.requests, state.holders) == (0, 0)
+        assert state.used.requests == record.usage.requests
+        assert state.remaining.requests == 10 - record.usage.requests
+
+
+async def test_a_settlement_while_redis_is_down_lands_when_it_is_back(
+    restartable_redis: RedisServer, namespace: str
+) -> None:
+    leads: list[LeadAgent] = []
+
+    def outage() -> str:
+        restartable_redis.stop()  # persistent: the ledger survives the restart
+        return "redis is down"
+
+    async def restart_once_settling() -> None:
+        # The delegation has settled in the lead (its settlement to Redis is retrying).
+        while not (leads and leads[0].list_subagents()):
+            await anyio.sleep(0.01)
+        while leads[0].list_subagents()[0].completed_at is None:
+            await anyio.sleep(0.01)
+        await anyio.to_thread.run_sync(restartable_redis.start)
+
+    connection = RedisConnection(restartable_redis.url, retry_for=30)
+    async with (
+        connection,
+        RedisBudget(connection, "b", {"requests": 10}, namespace=namespace) as budget,
+    ):
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_call("outage"), "ok"]},
+            [definition("worker", tools=(make_tool("outage", outage),), max_requests=4)],
+            shared_budget=budget,
+        )
+        leads.append(lead)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(restart_once_settling)
+            assert (await lead.run("go")).stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert record.status == "completed"
+        assert record.cleanup_error is None
+        state = await budget.state()
+        assert (state.used.requests, state.reserved.requests, state.holders) == (2, 0, 0)
