@@ -111,7 +111,7 @@ async def lease_mode(args: dict[str, Any]) -> dict[str, Any]:
         os.close(fd)
     return {
         "stop_reason": result.stop_reason,
-        "statuses": sorted({r.status for r in records}),
+        "statuses": sorted({f"{r.status} {r.stop_reason} {r.error}"[:300] for r in records}),
         "completed": sum(r.status == "completed" for r in records),
         "requests": sum(r.usage.requests for r in records),
     }

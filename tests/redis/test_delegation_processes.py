@@ -66,7 +66,7 @@ def test_four_leads_of_fifty_delegations_never_overlap_on_one_key(
     }
     workers = [start_worker(BACKENDS[i % 2], "lease", args) for i in range(PROCESSES)]
     results = [finish(w) for w in workers]
-    assert [r["completed"] for r in results] == [50] * PROCESSES
+    assert [r["completed"] for r in results] == [50] * PROCESSES, results
 
     lines = log.read_text().splitlines()
     assert len(lines) == 2 * PROCESSES * 50
