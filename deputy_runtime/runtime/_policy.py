@@ -41,7 +41,7 @@ class DelegationPolicy(msgspec.Struct, frozen=True):
     and ``DelegationPolicy(resource_mode="owned", resources=f)`` is
     ``DelegationPolicy(resource_modes=(OwnedResources(f),))``.
 
-    Args:
+    Attributes:
         resource_mode: ``"shared"`` (default), ``"exclusive"`` (needs ``resource_key``),
             ``"owned"`` (needs ``resources``), or one mode object.
         resource_key: The exclusive mode's key.

@@ -159,7 +159,7 @@ class _LeaseBinding:
 class ExclusiveResource(msgspec.Struct, frozen=True):
     """Exclusive mode: the definition's tools, used under a lease on ``key``.
 
-    Args:
+    Attributes:
         key: The resource key; overlapping delegations with the same key never run at
             the same time, across every lead that shares the backend.
         wait: ``False`` (default): a busy key fails the delegation at once with
@@ -247,7 +247,7 @@ class _Cleanup:
 class OwnedResources(msgspec.Struct, frozen=True):
     """Owned mode: fresh tools per delegation from ``factory``, cleaned up exactly once.
 
-    Args:
+    Attributes:
         factory: ``factory(agent, definition, context)`` (sync or async) returns
             :class:`DelegationResources`; its ``cleanup`` runs once after the delegation
             settles, fails during setup, or is cancelled.
