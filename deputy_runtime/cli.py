@@ -26,6 +26,8 @@ _COMMANDS = {
     "convert": "deputy_runtime._cli.convert:convert",
     "run": "deputy_runtime._cli.run:run",
     "bench": "deputy_runtime._cli.bench:bench",
+    "worker": "deputy_runtime._cli.worker:worker",
+    "run-temporal": "deputy_runtime._cli.run_temporal:run_temporal",
     "serve": "deputy_runtime._cli.serve:serve",
 }
 
@@ -117,7 +119,28 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    p.add_argument(
+        "--temporal",
+        default=None,
+        metavar="ADDRESS",
+        help="run durably on the Temporal server at HOST:PORT (workers: deputy-runtime worker)",
+    )
+    p.add_argument("--task-queue", default="deputy", metavar="QUEUE", help="with --temporal")
+    _otlp_argument(p)
     _redis_arguments(p)
+
+    p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
+    p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
+    p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
+    p.add_argument("--task-queue", default="deputy", metavar="QUEUE")
+    p.add_argument("--namespace", default="default", metavar="NAMESPACE")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first (register_provider; its tools join the registry)",
+    )
 
     _serve_arguments(
         sub.add_parser(
@@ -205,6 +228,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _otlp_argument(p)
     _redis_arguments(p)
 
 
@@ -228,6 +252,16 @@ def _redis_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NS",
         help="prefix of the Redis keys (default deputy)",
+    )
+
+
+def _otlp_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--otlp",
+        default=None,
+        metavar="ENDPOINT",
+        help="export traces to this OTLP/HTTP URL, e.g. http://localhost:4318/v1/traces "
+        "(needs the 'otel' extra, opentelemetry-sdk and the OTLP/HTTP exporter)",
     )
 
 
@@ -270,7 +304,17 @@ _SIGPIPE = 13  # the exit status of a process killed by SIGPIPE is 128 + 13
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deputy-runtime`` command; returns the exit status."""
     args = _parser().parse_args(argv)
-    module_name, _, function_name = _COMMANDS[args.command].partition(":")
+    command = args.command
+    if command == "run" and args.temporal is not None:
+        if args.redis is not None:
+            print(
+                "deputy-runtime run: --redis and --temporal do not combine: a durable run "
+                "keeps its budget and records in Temporal; drop one",
+                file=sys.stderr,
+            )
+            return 2
+        command = "run-temporal"  # a durable run: started on Temporal, followed from here
+    module_name, _, function_name = _COMMANDS[command].partition(":")
     function = getattr(importlib.import_module(module_name), function_name)
     try:
         status: int = function(args)

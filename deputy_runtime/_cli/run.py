@@ -57,6 +57,7 @@ from .leadsetup import (
     select_model,
     with_lease_backend,
 )
+from .otlp import start_otlp
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
 __all__ = ["DEFAULT_MODELS", "OFFLINE_MODEL", "run", "select_model"]
@@ -131,10 +132,14 @@ def _run(args: argparse.Namespace) -> int:
         view = LiveView(sys.stdout, state)
     else:
         view = PlainView(sys.stdout, state)
+    otlp = getattr(args, "otlp", None)
+    stop_tracing = start_otlp(otlp) if otlp is not None else None
     try:
         outcome = anyio.run(_drive_with, redis, lead, task, view, backend=backend)
     finally:
         view.close()
+        if stop_tracing is not None:
+            stop_tracing()
     if outcome is _Ending.READER_GONE:
         return EXIT_READER_GONE
     interrupted = outcome is _Ending.INTERRUPTED

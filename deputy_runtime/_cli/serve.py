@@ -46,6 +46,7 @@ from .leadsetup import (
     select_model,
     with_lease_backend,
 )
+from .otlp import start_otlp
 
 __all__ = ["TOKEN_VARIABLE", "is_loopback", "read_tokens", "serve"]
 
@@ -220,5 +221,10 @@ def _serve(args: argparse.Namespace) -> int:
                 port=args.port,
             )
 
-    anyio.run(serve, backend=backend)
+    stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
+    try:
+        anyio.run(serve, backend=backend)
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()
     return EXIT_OK

@@ -22,6 +22,7 @@ import anyio
 import msgspec
 
 from .._ids import new_id
+from .._tracing import STATE, failures_marked
 from ..chat import (
     AssistantTurn,
     Chat,
@@ -69,6 +70,7 @@ from ._hooks import HookEvent, HookInput, Hooks
 from ._permissions import Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
 from ._states import StopReason
+from ._trace import begin_run, chat_reply, chat_span, end_run, tool_decision, tool_result, tool_span
 from ._usage import UsageLimits
 
 __all__ = ["Agent", "begin_batch", "end_batch", "run_delegated"]
@@ -441,6 +443,12 @@ class Agent:
         ctx = RunContext(self, run_id or new_id("run"), usage_limits or self.usage_limits, emit)
         ctx.turns = self.chat.get_turns()  # a fresh list
         error: BaseException | None = None
+        # A subagent's run is inside its delegation's span: only top-level runs get one.
+        traced = (
+            begin_run(self.name, self.agent_id, self.chat.provider, ctx.run_id, task)
+            if STATE.tracer is not None and self.governance is None
+            else None
+        )
         try:
             seconds = ctx.limits.max_seconds
             if seconds is None:
@@ -462,6 +470,8 @@ class Agent:
             self._interrupt_reason = None
             result = finish_run(ctx, error)
             self.last_result = result
+            if traced is not None:
+                end_run(traced, result, error)
         if ctx.wants(HookEvent.Stop) or self._pending_config:
             await self._drain_config(ctx)
             await ctx.fire(ctx.hook_input(HookEvent.Stop, reason=result.stop_reason))
@@ -538,6 +548,8 @@ class Agent:
             ctx.emit(ModelRequestEvent(**ctx.event_ids(), index=ctx.requests, model=provider.model))
         token = set_current_agent(self.name)
         try:
+            if STATE.tracer is not None:
+                return await self._traced_request(ctx, request)
             if ctx.emit is None:
                 return await provider.complete(request)
             # A bound method, not a closure: it is alive for the whole request, and a
@@ -545,6 +557,16 @@ class Agent:
             return await complete_streaming(provider, request, ctx.text_delta)
         finally:
             reset_current_agent(token)
+
+    async def _traced_request(self, ctx: RunContext, request: ModelRequest) -> AssistantTurn:
+        provider = self.chat.provider
+        with chat_span(self.name, provider, request) as span:
+            if ctx.emit is None:
+                reply = await provider.complete(request)
+            else:
+                reply = await complete_streaming(provider, request, ctx.text_delta)
+            chat_reply(span, reply)
+            return reply
 
     # -- tool calls ------------------------------------------------------------------------
 
@@ -578,6 +600,8 @@ class Agent:
     ) -> ContentToolResult:
         """One requested call: the gate (limits, permissions, hooks), then the tool."""
         call_id = call.id or new_id("tool")
+        if STATE.tracer is not None:
+            return await self._traced_tool_call(ctx, call, call_id, slot, results, index)
         gated = await gate(ctx, call, call_id, slot)
         if isinstance(gated, ContentToolResult):
             return gated
@@ -585,6 +609,26 @@ class Agent:
         # The gate's frame is gone while the tool runs: a fan-out of long delegations
         # keeps one frame less per call alive.
         return await self._execute(ctx, gated, call, call_id)
+
+    async def _traced_tool_call(
+        self,
+        ctx: RunContext,
+        call: ContentToolRequest,
+        call_id: str,
+        slot: bool,
+        results: list[ContentToolResult | None],
+        index: int,
+    ) -> ContentToolResult:
+        """:meth:`_tool_call` inside its ``execute_tool`` span."""
+        with tool_span(call, call_id) as span:
+            gated = await gate(ctx, call, call_id, slot)
+            tool_decision(span, gated)
+            if isinstance(gated, ContentToolResult):
+                return gated
+            results[index] = RUNNING
+            result = await self._execute(ctx, gated, call, call_id)
+            tool_result(span, result)
+            return result
 
     async def _execute(
         self, ctx: RunContext, tool: Tool, call: ContentToolRequest, call_id: str
@@ -605,7 +649,8 @@ class Agent:
         value: Any = None
         error: str | None = None
         try:
-            value = await self._invoke(ctx, tool, call, call_id, delegation_id)
+            invocation = self._invoke(ctx, tool, call, call_id, delegation_id)
+            value = await (invocation if STATE.tracer is None else failures_marked(invocation))
         except ToolRejection as exc:
             error = str(exc)
         except ToolArgumentError as exc:

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from .._tracing import STATE, Active
 from ..definitions import AgentDefinition
 from ._agent import run_delegated
 from ._build import LeadHandle, build_subagent
@@ -36,6 +37,7 @@ from ._records import (
 from ._result import AgentResult, ToolRejection
 from ._shared import take_shared
 from ._states import DelegationStatus, StopReason
+from ._trace import begin_delegation, end_delegation
 from ._usage import Meter, UsageLimits, exhausted, tighter
 
 __all__ = ["SHIELDED_SECONDS", "DelegationCoordinator"]
@@ -56,7 +58,16 @@ class DelegationCoordinator:
         active: The unsettled ones (queued or running), by delegation id.
     """
 
-    __slots__ = ("active", "counts", "forwarded", "lead", "max_active", "records", "slots")
+    __slots__ = (
+        "active",
+        "counts",
+        "forwarded",
+        "lead",
+        "max_active",
+        "records",
+        "slots",
+        "spans",
+    )
 
     def __init__(self, lead: LeadHandle, *, max_active: int | None) -> None:
         self.lead = lead
@@ -67,6 +78,8 @@ class DelegationCoordinator:
         self.slots: tuple[str, anyio.Semaphore] | None = None
         # Delegations started per agent name in the current run (max_delegations).
         self.counts: tuple[str, dict[str, int]] | None = None
+        # The open span of each traced delegation, by delegation id (empty: tracing off).
+        self.spans: dict[str, Active] = {}
 
     # -- records and interrupts ------------------------------------------------------------
 
@@ -182,6 +195,8 @@ class DelegationCoordinator:
             delegation_id=delegation_id,
             agent_name=key[:128],
         )
+        if STATE.tracer is not None:
+            self.spans[d.delegation_id] = begin_delegation(d, self._mode_names())
         policy = self.lead.delegation_policy
         if (
             policy.max_delegations is not None
@@ -322,6 +337,8 @@ class DelegationCoordinator:
         failed: BaseException | None = None
         started = False
         self.active[d.delegation_id] = d
+        if STATE.tracer is not None:
+            self.spans[d.delegation_id] = begin_delegation(d, self._mode_names())
         try:
             self.announce(emit, d)
             started = await self.start_and_run(d, emit)
@@ -401,6 +418,8 @@ class DelegationCoordinator:
         self.active.pop(d.delegation_id, None)
         d.stop_reason = stop_reason
         self.settle(d, meter, None)
+        if self.spans:
+            self._end_span(d, None)
 
     def settle_unstarted(self, batch: list[Delegation]) -> None:
         """Settle every delegation of ``batch`` that never ran as ``not_started``."""
@@ -464,6 +483,17 @@ class DelegationCoordinator:
             # The record keeps the result, not the subagent: a long-lived lead's history
             # of delegations must not keep every child's chat, tools and turns alive.
             d.child = None
+            if self.spans:
+                self._end_span(d, failed)
+
+    def _mode_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.lead.delegation_policy.resource_modes)
+
+    def _end_span(self, d: Delegation, failed: BaseException | None) -> None:
+        """End ``d``'s span, if it has one (in the task that started it)."""
+        active = self.spans.pop(d.delegation_id, None)
+        if active is not None:
+            end_delegation(active, d, failed)
 
     async def _finish_shielded(self, d: Delegation, stop_hooks: bool, cancelled: bool) -> None:
         # Shielded so cleanup and the stop hook run even when the delegation is being

@@ -24,6 +24,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..definitions import AgentDefinition
+from ..tracing import continue_trace
 from .auth import bearer_token, match_token
 from .config import RunRequest, RunRequestError, resolve_request
 from .page import PAGE_FILES, PAGE_HEADERS
@@ -165,7 +166,10 @@ def build_app(
         except RunRequestError as exc:
             return _error(422, f"invalid run request: {exc}")
         try:
-            run = manager.start(request.state.owner, resolved)
+            # A caller's W3C traceparent header: the run's spans continue its trace (the
+            # run's task copies this context when it is spawned).
+            with continue_trace(request.headers):
+                run = manager.start(request.state.owner, resolved)
         except ServiceBusyError as exc:
             return _error(429, str(exc), {"Retry-After": "1"})
         except ServiceClosingError as exc:

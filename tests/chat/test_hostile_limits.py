@@ -172,7 +172,10 @@ async def test_stream_without_final_event_ends_at_the_total_deadline(kind: str) 
     result, elapsed, server = await timed(kind, endless, limits, stream=True)
     assert isinstance(result, ProviderTimeoutError)
     assert "total deadline of 0.4s (ResponseLimits.total_timeout)" in str(result)
-    assert server.bytes_sent > 0
+    # The request reached the server; on a loaded machine the deadline may pass before its
+    # thread writes the first chunk, which ends the same way (the deadline counts from the
+    # start of the call), so the bytes it sent are not asserted.
+    assert server.requests == 1
     assert elapsed >= DEADLINE
     assert elapsed < 4 * baseline
 

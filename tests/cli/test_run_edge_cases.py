@@ -52,7 +52,16 @@ register_provider("broken", lambda model, **_: BrokenProvider(model), default_mo
 def test_commands_and_run_options_match_design() -> None:
     parser = _parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) == {"validate", "list", "convert", "schema", "run", "bench", "serve"}  # type: ignore[arg-type]
+    assert set(sub.choices) == {
+        "validate",
+        "list",
+        "convert",
+        "schema",
+        "run",
+        "bench",
+        "serve",
+        "worker",
+    }  # type: ignore[arg-type]
     run = sub.choices["run"]  # type: ignore[index]
     options = {o for a in run._actions for o in a.option_strings}
     assert {"--agents", "--model", "--permission-mode", "--max-requests", "--json"} <= options

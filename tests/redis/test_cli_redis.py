@@ -71,6 +71,7 @@ def test_an_unreachable_redis_is_exit_2_with_one_line(tmp_path: Path, command: s
         (["--redis-namespace", "ns"], "--redis-namespace needs --redis"),
         (["--redis", "http://x"], "--redis: url must be a Redis URL"),
         (["--redis", "redis://x", "--shared-budget", "a:b"], "--shared-budget: name"),
+        (["--redis", "redis://x", "--temporal", "localhost:7233"], "do not combine"),
     ],
 )
 def test_bad_redis_options_are_exit_2_naming_them(

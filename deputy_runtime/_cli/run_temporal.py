@@ -1,0 +1,229 @@
+"""``deputy-runtime run --temporal ADDRESS``: a durable lead run on Temporal, followed live.
+
+The run is started on the server as a lead workflow (``deputy_runtime.temporal``) and
+executed by whichever ``deputy-runtime worker`` processes serve ``--task-queue``; this
+command only starts it and follows its event log (the ``events`` query, polled), drawn
+as ``run`` draws an in-process run. A delegation's own events appear when it settles.
+The definitions under ``--agents`` are read here and travel in the run's input (their
+tools by name, resolved on the workers); the model is chosen as ``run`` chooses it, but
+it is the workers that need the provider's key.
+
+Ctrl-C (or SIGTERM) sends the run the ``interrupt`` signal and keeps following it until
+it stops (the lead and every running delegation stop at their next boundary); a second
+Ctrl-C stops following and leaves the run to finish on the server. Plugins, model
+aliases and definitions are read as ``run`` reads them (a plugin's ``tools`` only name
+tools here; the workers must have them); a plugin's ``delegation_policy``,
+``--test-fanout`` and ``--backend trio`` are refused with this option.
+
+Exit status: 0 the lead completed; 1 it failed, or the server could not be reached;
+2 bad arguments or definitions, or the ``temporal`` extra is missing; 3 it stopped early
+(a limit); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..errors import DeputyError
+from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits, decode_event
+from .leadsetup import (
+    LEAD_PROMPT,
+    LEAD_TOOLS,
+    UsageError,
+    alias_options,
+    check_agents,
+    lead_alias,
+    load_definitions,
+    load_plugins,
+    print_warnings,
+    select_model,
+)
+from .view import JsonView, LiveView, PlainView, RunState, summary_table
+
+__all__ = ["run_temporal"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: Seconds between two polls of the run's event log.
+POLL_SECONDS = 0.25
+
+
+def run_temporal(args: argparse.Namespace) -> int:
+    """Start the run on Temporal and follow it; returns the exit status."""
+    try:
+        request, announcement = _request(args)
+    except UsageError as exc:
+        print(f"deputy-runtime run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    notes = sys.stderr if args.json else sys.stdout
+    workflow_id = f"deputy-run-{uuid.uuid4().hex}"
+    print(announcement, file=notes, flush=True)
+    print(
+        f"Temporal: {args.temporal}, task queue {args.task_queue!r}, workflow {workflow_id}",
+        file=notes,
+        flush=True,
+    )
+    try:
+        status = asyncio.run(_follow(args, request, workflow_id))
+    except KeyboardInterrupt:
+        status = EXIT_INTERRUPTED
+    # Temporal's native client keeps threads of its own that can abort the interpreter's
+    # finalisation; leave without it, once everything printed is flushed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _request(args: argparse.Namespace) -> tuple[Any, str]:
+    if args.test_fanout is not None:
+        raise UsageError("--test-fanout is not supported with --temporal yet")
+    if args.backend != "asyncio":
+        raise UsageError(
+            "--backend trio is not supported with --temporal (Temporal's SDK is asyncio-only)"
+        )
+    task = str(args.task)
+    if not task.strip():
+        raise UsageError("TASK is empty: say what the lead should do")
+    try:
+        from ..temporal import lead_input
+    except ImportError as exc:
+        raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
+    check_agents(args.agents)
+    plugins = load_plugins(args.plugin or (), Path.cwd())
+    if plugins.policy is not None:
+        raise UsageError("a plugin's delegation_policy is not supported with --temporal yet")
+    aliases = {**plugins.aliases, **alias_options(args.model_alias or ())}
+    spec, announcement = lead_alias(*select_model(args.model, os.environ))
+    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    try:
+        request = lead_input(
+            task,
+            loaded.definitions,
+            model=spec,
+            tools=LEAD_TOOLS,
+            system_prompt=LEAD_PROMPT,
+            usage_limits=UsageLimits(max_requests=args.max_requests),
+            permissions=Permissions(mode=args.permission_mode),
+            model_aliases=aliases,
+        )
+    except (DeputyError, ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from exc
+    print_warnings(loaded.warnings, sys.stderr)
+    return request, announcement
+
+
+async def _follow(args: argparse.Namespace, request: Any, workflow_id: str) -> int:
+    from temporalio.client import Client
+
+    from ..temporal import INTERRUPT_SIGNAL, LeadOutput, data_converter, start_lead
+
+    try:
+        client = await Client.connect(args.temporal, data_converter=data_converter)
+        handle = await start_lead(
+            client, request, workflow_id=workflow_id, task_queue=args.task_queue
+        )
+    except Exception as exc:
+        print(f"deputy-runtime run: cannot start the run on Temporal at {args.temporal}: {exc}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
+    state = RunState()
+    view: JsonView | LiveView | PlainView
+    if args.json:
+        view = JsonView(sys.stdout.buffer, state)
+    elif sys.stdout.isatty():
+        view = LiveView(sys.stdout, state)
+    else:
+        view = PlainView(sys.stdout, state)
+    stops = 0
+    detached = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    background: set[asyncio.Task[None]] = set()
+
+    def on_stop() -> None:
+        nonlocal stops
+        stops += 1
+        if stops == 1:
+            task = loop.create_task(handle.signal(INTERRUPT_SIGNAL, "interrupted"))
+            background.add(task)
+            task.add_done_callback(background.discard)
+        else:
+            detached.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_stop)
+    result: asyncio.Task[LeadOutput] = loop.create_task(handle.result())
+    offset = 0
+    try:
+        while True:
+            finished = result.done()
+            events = await handle.query("events", offset)
+            offset += len(events)
+            for text in events:
+                view.handle(decode_event(text))
+            if finished or detached.is_set():
+                break
+            await asyncio.wait({result}, timeout=POLL_SECONDS)
+    except Exception as exc:
+        view.close()
+        print(f"deputy-runtime run: following {workflow_id} failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    view.close()
+    if detached.is_set() and not result.done():
+        result.cancel()
+        print(
+            f"deputy-runtime run: stopped following; workflow {workflow_id} goes on on the server",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    try:
+        out = result.result()
+    except Exception as exc:
+        cause = getattr(exc, "cause", None)
+        detail = f"{exc}: {cause}" if cause is not None else str(exc)
+        print(f"deputy-runtime run: the run failed: {detail}", file=sys.stderr)
+        return EXIT_FAILED
+    interrupted = stops > 0
+    if not args.json:
+        _print_summary(out.subagents, out.result, interrupted)
+    elif interrupted:
+        print("deputy-runtime run: interrupted", file=sys.stderr)
+    return _exit_status(out.result, interrupted)
+
+
+def _print_summary(
+    records: tuple[SubagentRecord, ...], result: AgentResult, interrupted: bool
+) -> None:
+    out = sys.stdout
+    out.write("\n" + summary_table(records, result.usage) + "\n")
+    problems = [f"  {r.agent_name}: error: {r.error.splitlines()[0]}" for r in records if r.error]
+    if problems:
+        out.write("\n" + "\n".join(problems) + "\n")
+    if interrupted:
+        finished = sum(1 for r in records if r.status == "completed")
+        out.write(f"\nInterrupted: {finished} of {len(records)} delegations had completed.\n")
+    if result.error:
+        out.write(f"\nError: {result.error}\n")
+    if result.stop_reason != "complete":
+        out.write(f"\nStopped: {result.stop_reason}\n")
+    if result.response:
+        out.write("\nAnswer:\n" + result.response.rstrip() + "\n")
+    out.flush()
+
+
+def _exit_status(result: AgentResult, interrupted: bool) -> int:
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if result.stop_reason in ("error", "provider_error"):
+        return EXIT_FAILED
+    if result.stop_reason != "complete":
+        return EXIT_STOPPED
+    return EXIT_OK

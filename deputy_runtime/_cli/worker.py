@@ -1,0 +1,113 @@
+"""``deputy-runtime worker``: a Temporal worker for durable lead runs and delegations.
+
+The worker serves the lead and subagent workflows and the model-request and tool-call
+activities on one task queue. Its tool registry is ``run``'s: the file tools confined to
+the current directory, then each ``--plugin`` module's ``tools``; providers are the
+registered ones (a plugin may ``register_provider``). The definitions under ``--agents``
+are read and checked at start, as ``run`` reads them: each tool they name must be in the
+registry, so a worker that could not serve them refuses to start. (The definitions a run
+uses travel in the run's input; every worker of a task queue must be able to resolve
+their tool and model names.)
+
+Exit status: 0 stopped by Ctrl-C or SIGTERM (after running activities finish, within
+the grace period); 1 the server could not be reached or the worker failed; 2 bad
+arguments, definitions or plugin, or the ``temporal`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from ..definitions import AgentDefinition
+from ..tools import Tool
+from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
+
+__all__ = ["worker"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: How long running activities may take to finish after Ctrl-C or SIGTERM.
+SHUTDOWN_GRACE = timedelta(seconds=10)
+
+
+def worker(args: argparse.Namespace) -> int:
+    """Run the worker until Ctrl-C or SIGTERM; returns the exit status."""
+    try:
+        registry, definitions = _setup(args)
+    except UsageError as exc:
+        print(f"deputy-runtime worker: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    names = ", ".join(definitions) or "none"
+    print(
+        f"deputy-runtime worker: task queue {args.task_queue!r} at {args.temporal} "
+        f"(namespace {args.namespace!r}); definitions: {names}",
+        flush=True,
+    )
+    try:
+        status = asyncio.run(_serve(args, registry))
+    except KeyboardInterrupt:
+        status = EXIT_OK
+    # Temporal's native client keeps threads of its own that can abort the interpreter's
+    # finalisation ("PyGILState_Release ... must be current"); leave without it, once
+    # everything printed is flushed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDefinition]]:
+    try:
+        import deputy_runtime.temporal  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
+    if not str(args.temporal).strip():
+        raise UsageError("--temporal is empty: give the server's HOST:PORT, e.g. 127.0.0.1:7233")
+    check_agents(args.agents)
+    plugins = load_plugins(args.plugin or (), Path.cwd())
+    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    print_warnings(loaded.warnings, sys.stderr)
+    return plugins.tools, loaded.definitions
+
+
+async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:
+    from temporalio.client import Client
+
+    from ..temporal import DeputyActivities, data_converter, deputy_worker
+
+    try:
+        client = await Client.connect(
+            args.temporal, namespace=args.namespace, data_converter=data_converter
+        )
+    except Exception as exc:
+        print(
+            f"deputy-runtime worker: cannot reach Temporal at {args.temporal}: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    activities = DeputyActivities(registry.values(), working_dir=Path.cwd())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with deputy_worker(
+            client,
+            activities,
+            task_queue=args.task_queue,
+            graceful_shutdown_timeout=SHUTDOWN_GRACE,
+        ):
+            print("deputy-runtime worker: ready", flush=True)
+            await stop.wait()
+            print("deputy-runtime worker: stopping", flush=True)
+    except Exception as exc:
+        print(f"deputy-runtime worker: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return EXIT_OK

@@ -1,0 +1,79 @@
+"""Durable delegations on Temporal: a lead run is a workflow, each delegation a child
+workflow any worker can pick up, each model request and tool call an activity.
+
+Needs the ``temporal`` extra (``pip install 'deputy-runtime[temporal]'``); Temporal's SDK
+is asyncio-only, so from trio use :class:`TemporalBridge`. See ``docs/temporal.md``.
+"""
+
+from __future__ import annotations
+
+from ._bridge import TemporalBridge, run_in_asyncio_thread
+from ._devserver import DevServer, TemporalUnavailableError, free_port, temporal_cli_path
+
+try:
+    import temporalio  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "deputy_runtime.temporal needs the Temporal SDK: pip install 'deputy-runtime[temporal]'"
+    ) from exc
+
+from ._activities import DeputyActivities
+from ._budget import Budget, exhausted
+from ._ceiling import child_permissions
+from ._client import agent_spec, lead_input, permission_spec, start_lead
+from ._converter import MsgspecPayloadConverter, data_converter
+from ._values import (
+    AgentSpec,
+    LeadInput,
+    LeadOutput,
+    ModelCall,
+    PermissionSpec,
+    SubagentInput,
+    SubagentOutput,
+    ToolCall,
+)
+from ._worker import DEFAULT_TASK_QUEUE, deputy_worker, workflow_runner
+from ._workflows import (
+    EVENTS_QUERY,
+    INTERRUPT_SIGNAL,
+    LEAD_PERMISSIONS_SIGNAL,
+    SET_PERMISSION_MODE_UPDATE,
+    LeadWorkflow,
+    SubagentWorkflow,
+)
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "EVENTS_QUERY",
+    "INTERRUPT_SIGNAL",
+    "LEAD_PERMISSIONS_SIGNAL",
+    "SET_PERMISSION_MODE_UPDATE",
+    "AgentSpec",
+    "Budget",
+    "DeputyActivities",
+    "DevServer",
+    "LeadInput",
+    "LeadOutput",
+    "LeadWorkflow",
+    "ModelCall",
+    "MsgspecPayloadConverter",
+    "PermissionSpec",
+    "SubagentInput",
+    "SubagentOutput",
+    "SubagentWorkflow",
+    "TemporalBridge",
+    "TemporalUnavailableError",
+    "ToolCall",
+    "agent_spec",
+    "child_permissions",
+    "data_converter",
+    "deputy_worker",
+    "exhausted",
+    "free_port",
+    "lead_input",
+    "permission_spec",
+    "run_in_asyncio_thread",
+    "start_lead",
+    "temporal_cli_path",
+    "workflow_runner",
+]

@@ -1,0 +1,224 @@
+"""The activities: a model request and a tool call, run on whichever worker picks them up.
+
+Activities are the only place deputy's Temporal workflows do I/O. Temporal runs an
+activity at least once: a worker that dies mid-call leaves the call to be retried on
+another worker, so a tool can run twice and its effects must tolerate that (or be
+idempotent). The providers' own HTTP retries run inside one attempt; Temporal retries
+the attempt only for errors the providers treat as retryable (rate limits, timeouts,
+server and connection errors), never for authentication or bad-request errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ..chat import (
+    ContentToolResult,
+    ModelRequest,
+    Provider,
+    ToolSpec,
+    agent_name_scope,
+    resolve_provider,
+)
+from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
+from ..runtime import Permissions
+from ..tools import Tool, invoke_tool
+from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
+
+__all__ = [
+    "HEARTBEAT_SECONDS",
+    "MODEL_ACTIVITY",
+    "NON_RETRYABLE_ERRORS",
+    "TOOL_ACTIVITY",
+    "DeputyActivities",
+]
+
+MODEL_ACTIVITY = "deputy_model_request"
+TOOL_ACTIVITY = "deputy_tool_call"
+#: How often a running tool call reports that its worker is alive.
+HEARTBEAT_SECONDS = 2.0
+#: Failure types Temporal must not retry: the same request would fail the same way.
+NON_RETRYABLE_ERRORS = (
+    "AuthenticationError",
+    "BadRequestError",
+    "UnknownProviderError",
+    "UnknownToolError",
+)
+
+T = TypeVar("T")
+
+
+class DeputyActivities:
+    """The worker side: the tool registry and providers the activities resolve names in.
+
+    ``tools`` are the tools definitions may name (usually ``tools_file(working_dir)``);
+    ``working_dir`` is where relative paths and the default write root resolve.
+    ``provider_options`` are keyword arguments for every provider factory.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        working_dir: str | os.PathLike[str] = ".",
+        provider_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        registry: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"DeputyActivities tools must be Tool objects, got {t!r}")
+            if t.name in registry:
+                raise ValueError(f"DeputyActivities: tool {t.name!r} is registered twice")
+            registry[t.name] = t
+        self.tools = registry
+        self.working_dir = Path(os.path.realpath(working_dir))
+        self._provider_options = dict(provider_options or {})
+        self._providers: dict[str, Provider] = {}
+
+    def activities(self) -> list[Any]:
+        """The bound activity functions to hand to a Temporal ``Worker``.
+
+        Returns:
+            The model-request and tool-call activities, bound to this registry.
+        """
+        return [self.model_request, self.tool_call]
+
+    # -- model requests ---------------------------------------------------------------
+
+    def _provider(self, spec: str) -> Provider:
+        provider = self._providers.get(spec)
+        if provider is None:
+            try:
+                provider = resolve_provider(spec, **self._provider_options)
+            except (ValueError, LookupError) as exc:
+                raise ApplicationError(
+                    str(exc), type="UnknownProviderError", non_retryable=True
+                ) from exc
+            self._providers[spec] = provider
+        return provider
+
+    def tool_specs(self, names: Iterable[str]) -> tuple[ToolSpec, ...]:
+        """The specs of registry tools ``names``.
+
+        Args:
+            names: Tool names in this worker's registry.
+
+        Returns:
+            Their specs, in order.
+
+        Raises:
+            ApplicationError: A name is not in the registry (not retried).
+        """
+        specs = []
+        for name in names:
+            t = self.tools.get(name)
+            if t is None:
+                known = ", ".join(sorted(self.tools)) or "none"
+                raise ApplicationError(
+                    f"tool {name!r} is not in this worker's tool registry (known: {known})",
+                    type="UnknownToolError",
+                    non_retryable=True,
+                )
+            specs.append(ToolSpec(t.name, t.description, t.parameters))
+        return tuple(specs)
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def model_request(self, call: ModelCall) -> ModelReply:
+        """Send one request to the model ``call.model`` names.
+
+        Args:
+            call: The request: model spec, agent name, prompt, turns, tools, parameters.
+
+        Returns:
+            The provider's turn.
+
+        Raises:
+            ApplicationError: The provider failed; not retried for authentication and
+                bad-request errors or an unknown provider.
+        """
+        provider = self._provider(call.model)
+        specs = (*self.tool_specs(call.tools), *call.extra_tools)
+        request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
+        try:
+            with agent_name_scope(call.agent_name):
+                turn = await _heartbeating(provider.complete(request))
+        except (AuthenticationError, BadRequestError) as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        except ProviderError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__) from exc
+        return ModelReply(turn)
+
+    # -- tool calls ---------------------------------------------------------------------
+
+    def _permissions(self, spec: PermissionSpec) -> Permissions:
+        return Permissions(
+            mode=spec.mode,  # type: ignore[arg-type]
+            allow=frozenset(spec.allow),
+            deny=frozenset(spec.deny),
+            write_root=spec.write_root,  # type: ignore[arg-type]
+        ).bind(self.working_dir)
+
+    @activity.defn(name=TOOL_ACTIVITY)
+    async def tool_call(self, call: ToolCall) -> ToolReply:
+        """Check one tool call against both permission sets, then run it, heartbeating.
+
+        Args:
+            call: The call, the names the agent was offered and both permission sets.
+
+        Returns:
+            The result the model sees (an error result when the tool is unknown, the call
+            is denied, its arguments are invalid or it raised) and the denial reason.
+        """
+        t = self.tools.get(call.name) if call.name in call.offered else None
+        if t is None:
+            names = ", ".join(call.offered) or "none"
+            error = f"Unknown tool: {call.name}. Available tools: {names}"
+            return ToolReply(ContentToolResult(call.request_id, error=error))
+        denial = self._permissions(call.permissions).check_static(t, call.arguments)
+        suffix = ""
+        if denial is None and call.lead_permissions is not None:
+            denial = self._permissions(call.lead_permissions).check_static(t, call.arguments)
+            suffix = " (lead's current permissions)"
+        if denial is not None:
+            reason = f"{denial.reason}{suffix}"
+            result = ContentToolResult(call.request_id, error=f"Permission denied: {reason}")
+            return ToolReply(result, denied=reason)
+        try:
+            value = await _heartbeating(invoke_tool(t, call.arguments))
+        except ToolArgumentError as exc:
+            return ToolReply(ContentToolResult(call.request_id, error=f"Invalid arguments: {exc}"))
+        except Exception as exc:
+            error = f"Tool calling failed with error {exc}"
+            return ToolReply(ContentToolResult(call.request_id, error=error))
+        return ToolReply(ContentToolResult(call.request_id, value=_plain(value)))
+
+
+def _plain(value: Any) -> Any:
+    """The tool's value as JSON-encodable data (its ``repr`` when it is not)."""
+    try:
+        return msgspec.to_builtins(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """Await ``work``, heartbeating every :data:`HEARTBEAT_SECONDS` while it runs, so a
+    worker that dies is noticed after the heartbeat timeout, not the whole call's."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()

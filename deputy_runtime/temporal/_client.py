@@ -1,0 +1,194 @@
+"""The client side: turning definitions into workflow inputs and starting a lead run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+
+from temporalio.client import Client, WorkflowHandle
+
+from ..chat import ModelSource, parse_model_spec, resolve_model
+from ..definitions import AgentDefinition
+from ..errors import DefinitionError
+from ..runtime import Permissions, UsageLimits
+from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
+from ._workflows import LeadWorkflow
+
+__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
+
+
+def agent_spec(
+    definition: AgentDefinition, lead_model: str, aliases: Mapping[str, str] | None = None
+) -> AgentSpec:
+    """``definition`` as workflow input data, its model resolved for ``lead_model``.
+
+    Args:
+        definition: The definition to send.
+        lead_model: The lead's ``provider/model`` spec.
+        aliases: Model aliases, as ``LeadAgent(model_aliases=...)`` takes them.
+
+    Returns:
+        The definition as data.
+
+    Raises:
+        DefinitionError: It names skills or MCP servers.
+
+    Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
+    Skills and MCP servers cannot run on a worker yet, so a definition naming them is
+    refused here rather than running without them.
+    """
+    if not isinstance(definition, AgentDefinition):
+        raise TypeError(f"expected an AgentDefinition, got {type(definition).__name__}")
+    for field in ("skills", "mcp_servers"):
+        if getattr(definition, field):
+            raise DefinitionError(
+                f"definition {definition.name!r}: {field} are not supported on Temporal yet"
+            )
+    provider, _ = parse_model_spec(lead_model)
+    choice = resolve_model(
+        definition.model,
+        provider,
+        aliases=aliases,
+        plan_mode=definition.permission_mode == "plan",
+    )
+    if choice.source is ModelSource.LEAD or choice.model is None:
+        model = "inherit"
+    elif choice.source is ModelSource.LEAD_PROVIDER:
+        model = f"{provider}/{choice.model}"
+    else:
+        model = choice.model
+    prompt = definition.prompt
+    if definition.memory:
+        notes = "\n".join(f"- {m}" for m in definition.memory)
+        prompt = f"{prompt}\n\n# Memory\n\n{notes}"
+    return AgentSpec(
+        name=definition.name,
+        description=definition.description,
+        system_prompt=prompt,
+        tools=tuple(t.name for t in definition.tools),
+        model=model,
+        disallowed_tools=tuple(definition.disallowed_tools or ()),
+        initial_prompt=definition.initial_prompt,
+        max_requests=definition.max_requests,
+        permission_mode=definition.permission_mode,
+        params=dict(definition.params or {}),
+    )
+
+
+def permission_spec(permissions: Permissions) -> PermissionSpec:
+    """The plain-data part of ``permissions``.
+
+    Args:
+        permissions: The permissions to send.
+
+    Returns:
+        Mode, allow and deny lists and write root as data.
+
+    Raises:
+        ValueError: They carry a ``can_use_tool`` callback, which cannot be recorded in a
+            workflow's history.
+    """
+    if permissions.can_use_tool is not None:
+        raise ValueError(
+            "permissions: can_use_tool callbacks cannot cross the durable boundary; "
+            "use allow/deny lists or a permission mode"
+        )
+    return PermissionSpec(
+        mode=permissions.mode,
+        allow=tuple(sorted(permissions.allow)),
+        deny=tuple(sorted(permissions.deny)),
+        write_root=None if permissions.write_root is None else str(permissions.write_root),
+    )
+
+
+def lead_input(
+    task: str,
+    sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
+    *,
+    model: str,
+    tools: Iterable[str] = (),
+    system_prompt: str | None = None,
+    usage_limits: UsageLimits | None = None,
+    permissions: Permissions | None = None,
+    name: str = "lead",
+    model_aliases: Mapping[str, str] | None = None,
+) -> LeadInput:
+    """The lead workflow's input for ``task`` over ``sub_agents``.
+
+    Args:
+        task: What the lead should do.
+        sub_agents: The definitions it may delegate to (names must be unique).
+        model: The lead's ``provider/model`` spec (the workers resolve it).
+        tools: Names of the lead's own tools in the workers' registry.
+        system_prompt: The lead's base prompt (the routing section is added).
+        usage_limits: The whole run's limits, delegations included.
+        permissions: The lead's permissions, every delegation's ceiling.
+        name: The lead's agent name.
+        model_aliases: Model aliases for the definitions' ``model``.
+
+    Returns:
+        The input to pass to :func:`start_lead`.
+
+    Raises:
+        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
+            ``can_use_tool`` callback.
+        DefinitionError: Two definitions share a name, or one names skills or MCP servers.
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-blank string")
+    if usage_limits is not None and usage_limits.max_seconds is not None:
+        raise ValueError(
+            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
+            "no wall-clock limit (use start_lead's execution_timeout)"
+        )
+    if usage_limits is not None and usage_limits.on_exceed != "stop":
+        raise ValueError(
+            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
+            "stops at its limits; read LeadOutput.result.stop_reason instead"
+        )
+    values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
+    specs = [agent_spec(d, model, model_aliases) for d in values]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise DefinitionError(f"Sub-agent {spec.name!r} is given twice")
+        seen.add(spec.name)
+    return LeadInput(
+        task=task,
+        model=model,
+        sub_agents=tuple(specs),
+        tools=tuple(tools),
+        system_prompt=system_prompt,
+        limits=usage_limits if usage_limits is not None else UsageLimits(),
+        permissions=permission_spec(permissions or Permissions()),
+        name=name,
+    )
+
+
+async def start_lead(
+    client: Client,
+    request: LeadInput,
+    *,
+    workflow_id: str,
+    task_queue: str,
+    execution_timeout: timedelta | None = None,
+) -> WorkflowHandle[LeadWorkflow, LeadOutput]:
+    """Start a lead run.
+
+    Args:
+        client: A client built with :data:`data_converter`.
+        request: The run's input (:func:`lead_input`).
+        workflow_id: The lead workflow's id (its children's are ``<id>/<delegation id>``).
+        task_queue: The task queue the workers serve.
+        execution_timeout: Fail the run if it has not finished by then.
+
+    Returns:
+        The workflow's handle; ``await handle.result()`` gives its :class:`LeadOutput`.
+    """
+    return await client.start_workflow(
+        LeadWorkflow.run,
+        request,
+        id=workflow_id,
+        task_queue=task_queue,
+        execution_timeout=execution_timeout,
+    )

@@ -1,0 +1,340 @@
+"""The agent loop as workflow code: deterministic, its I/O done by activities.
+
+One :class:`AgentLoop` runs one agent's run (a lead's or a delegation's): check the
+budget and the interrupt flag, request the model (an activity), take every tool call's
+slot when the turn arrives, run the calls concurrently (tool activities, or the lead's
+delegations as child workflows), append their results, and repeat. Nothing here reads a
+clock, draws a random number or touches the network or the disk, so a replay of the
+workflow's history takes exactly the same steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypedDict
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from ..chat import (
+        AssistantTurn,
+        ContentText,
+        ContentToolRequest,
+        ContentToolResult,
+        ToolSpec,
+        Turn,
+    )
+    from ..runtime import (
+        AgentResult,
+        Event,
+        ModelRequestEvent,
+        ModelResponseEvent,
+        PermissionEvent,
+        RunStart,
+        StopEvent,
+        StopReason,
+        ToolEnd,
+        ToolStart,
+        UsageEvent,
+        UsageLimits,
+    )
+    from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
+    from ._budget import Budget
+    from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
+
+__all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
+
+#: Model requests: the provider retries inside an attempt; Temporal retries the attempt
+#: (a dead worker, a retryable provider error), never an auth or bad-request error.
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=3,
+    non_retryable_error_types=list(NON_RETRYABLE_ERRORS),
+)
+MODEL_TIMEOUT = timedelta(minutes=10)
+#: Tool calls: a tool's own error is a result for the model, not a failure, so a retry
+#: happens only when the worker running it is lost (heartbeat timeout).
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_attempts=3,
+    non_retryable_error_types=list(NON_RETRYABLE_ERRORS),
+)
+TOOL_TIMEOUT = timedelta(minutes=30)
+HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+
+#: The answer to a tool call of a reply after which the run stopped (as in-process).
+NOT_RUN = "The run stopped before this tool call ran."
+
+Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
+
+
+def new_id(prefix: str) -> str:
+    """``prefix_<32 hex>`` from the workflow's seeded random source (replays alike)."""
+    return f"{prefix}_{workflow.uuid4().hex}"
+
+
+class IdFields(TypedDict):
+    """The id fields every event and result carries."""
+
+    agent_id: str
+    agent_name: str | None
+    run_id: str
+    delegation_id: str | None
+    parent_agent_id: str | None
+    parent_run_id: str | None
+
+
+class Ids:
+    """The ids every event and the result of one run carry."""
+
+    __slots__ = (
+        "agent_id",
+        "agent_name",
+        "delegation_id",
+        "parent_agent_id",
+        "parent_run_id",
+        "run_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        agent_name: str | None,
+        run_id: str,
+        delegation_id: str | None = None,
+        parent_agent_id: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self.agent_name = agent_name
+        self.run_id = run_id
+        self.delegation_id = delegation_id
+        self.parent_agent_id = parent_agent_id
+        self.parent_run_id = parent_run_id
+
+    def fields(self) -> IdFields:
+        """The id fields of events and results, as keyword arguments."""
+        return {
+            "agent_id": self.agent_id,
+            "agent_name": self.agent_name,
+            "run_id": self.run_id,
+            "delegation_id": self.delegation_id,
+            "parent_agent_id": self.parent_agent_id,
+            "parent_run_id": self.parent_run_id,
+        }
+
+
+class AgentLoop:
+    """One agent's run inside a workflow; see the module docstring.
+
+    ``delegate`` handles ``delegate_to_agent`` calls (the lead's); ``events`` is the
+    workflow's event log, appended to in order.
+    """
+
+    def __init__(
+        self,
+        *,
+        ids: Ids,
+        model: str,
+        system_prompt: str | None,
+        tools: tuple[str, ...],
+        extra_tools: tuple[ToolSpec, ...] = (),
+        params: dict[str, object] | None = None,
+        limits: UsageLimits,
+        permissions: PermissionSpec,
+        lead_permissions: PermissionSpec | None = None,
+        events: list[Event],
+        delegate: Delegate | None = None,
+    ) -> None:
+        self.ids = ids
+        self.model = model
+        self.system_prompt = system_prompt
+        self.tools = tools
+        self.extra_tools = extra_tools
+        self.params = dict(params or {})
+        self.limits = limits
+        self.budget = Budget(limits)
+        self.permissions = permissions
+        self.lead_permissions = lead_permissions
+        self.events = events
+        self.delegate = delegate
+        self.interrupt_reason: str | None = None
+        self.offered = (*tools, *(s.name for s in extra_tools))
+
+    def interrupt(self, reason: str) -> None:
+        """Stop at the next boundary (before a request, before a tool call)."""
+        self.interrupt_reason = self.interrupt_reason or reason
+
+    async def run(self, task: str) -> AgentResult:
+        """Run the loop on ``task`` until the model answers or a limit or interrupt stops it."""
+        ids = self.ids.fields()
+        self.events.append(RunStart(**ids, task=task, limits=self.limits))
+        turns: list[Turn] = [Turn("user", (ContentText(task),))]
+        stop_reason, error = await self._steps(turns)
+        if turns[-1].role == "assistant" and turns[-1].tool_requests:
+            # The run stopped at a limit after this reply: none of its calls ran.
+            turns.append(
+                Turn(
+                    "user",
+                    tuple(ContentToolResult(c.id, error=NOT_RUN) for c in turns[-1].tool_requests),
+                )
+            )
+        usage = self.budget.snapshot()
+        self.events.append(UsageEvent(**ids, usage=usage, limits=self.limits))
+        self.events.append(StopEvent(**ids, stop_reason=stop_reason, usage=usage, error=error))
+        return AgentResult(
+            response=_last_text(turns),
+            turns=tuple(turns),
+            usage=usage,
+            stop_reason=stop_reason,
+            limits=self.limits,
+            error=error,
+            **ids,
+        )
+
+    async def _steps(self, turns: list[Turn]) -> tuple[StopReason, str | None]:
+        requests = 0
+        while True:
+            if self.interrupt_reason is not None:
+                return StopReason.INTERRUPTED, None
+            over = self.budget.exceeded(reaching=True)
+            if over is not None:
+                return over, None
+            requests += 1
+            self.budget.start_request()
+            self.events.append(
+                ModelRequestEvent(**self.ids.fields(), index=requests, model=self.model)
+            )
+            try:
+                reply = await self._request(turns)
+            except ActivityError as exc:
+                cause = exc.cause if exc.cause is not None else exc
+                return StopReason.PROVIDER_ERROR, str(cause)
+            self.budget.add_response(reply.usage)
+            turns.append(reply.turn())
+            calls = reply.tool_requests
+            self.events.append(
+                ModelResponseEvent(
+                    **self.ids.fields(),
+                    index=requests,
+                    finish_reason=reply.finish_reason,
+                    tool_calls=len(calls),
+                    input_tokens=reply.usage.input_tokens,
+                    output_tokens=reply.usage.output_tokens,
+                    duration=reply.duration,
+                )
+            )
+            if not calls:
+                return StopReason.COMPLETE, None
+            over = self.budget.exceeded(reaching=False)
+            if over is not None:
+                return over, None
+            slots = [self.budget.take_tool_call() for _ in calls]
+            results = await asyncio.gather(
+                *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
+            )
+            turns.append(Turn("user", tuple(results)))
+
+    async def _request(self, turns: list[Turn]) -> AssistantTurn:
+        call = ModelCall(
+            model=self.model,
+            agent_name=self.ids.agent_name,
+            system_prompt=self.system_prompt,
+            turns=tuple(turns),
+            tools=self.tools,
+            extra_tools=self.extra_tools,
+            params=self.params,
+        )
+        reply: ModelReply = await workflow.execute_activity(
+            MODEL_ACTIVITY,
+            call,
+            result_type=ModelReply,
+            start_to_close_timeout=MODEL_TIMEOUT,
+            retry_policy=MODEL_RETRY,
+        )
+        return reply.turn
+
+    async def _tool_call(self, call: ContentToolRequest, slot: bool) -> ContentToolResult:
+        if not slot:
+            return ContentToolResult(
+                call.id, error="Tool call limit reached; the call did not run."
+            )
+        if self.interrupt_reason is not None:
+            return ContentToolResult(
+                call.id, error="The run was interrupted; the call did not run."
+            )
+        ids = self.ids.fields()
+        self.events.append(
+            ToolStart(**ids, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments)
+        )
+        denied: str | None = None
+        if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
+            result = await self.delegate(call)
+        else:
+            reply = await self._run_tool(call)
+            result, denied = reply.result, reply.denied
+        if denied is not None:
+            self.events.append(
+                PermissionEvent(
+                    **ids,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    decision="deny",
+                    reason=denied,
+                )
+            )
+        self.events.append(
+            ToolEnd(
+                **ids,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                error=result.error,
+                result_preview=_preview(result.value) if result.error is None else None,
+            )
+        )
+        return result
+
+    async def _run_tool(self, call: ContentToolRequest) -> ToolReply:
+        request = ToolCall(
+            request_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            offered=self.tools,
+            permissions=self.permissions,
+            lead_permissions=self.lead_permissions,
+        )
+        try:
+            reply: ToolReply = await workflow.execute_activity(
+                TOOL_ACTIVITY,
+                request,
+                result_type=ToolReply,
+                start_to_close_timeout=TOOL_TIMEOUT,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                retry_policy=TOOL_RETRY,
+            )
+        except ActivityError as exc:
+            cause = exc.cause if exc.cause is not None else exc
+            error = f"Tool calling failed with error {cause}"
+            return ToolReply(ContentToolResult(call.id, error=error))
+        return reply
+
+
+def _last_text(turns: list[Turn]) -> str:
+    for turn in reversed(turns):
+        if turn.role == "assistant" and turn.text:
+            return turn.text
+    return ""
+
+
+_PREVIEW_CHARS = 200
+
+
+def _preview(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"

@@ -1,0 +1,148 @@
+"""Values that cross the durable boundary: workflow and activity inputs and outputs.
+
+Everything is a frozen msgspec Struct of plain data, so Temporal records it in the
+workflow's history as JSON (see ``_converter``). Tools and providers never travel: a
+definition names its tools and its model, and the worker resolves the names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
+from ..runtime import AgentResult, SubagentRecord, UsageLimits
+
+__all__ = [
+    "AgentSpec",
+    "LeadInput",
+    "LeadOutput",
+    "ModelCall",
+    "PermissionSpec",
+    "SubagentInput",
+    "SubagentOutput",
+    "ToolCall",
+]
+
+
+class PermissionSpec(msgspec.Struct, frozen=True, gc=False):
+    """The plain-data part of :class:`~deputy_runtime.Permissions`.
+
+    ``can_use_tool`` callbacks cannot be recorded in a history, so they are not carried;
+    ``write_root`` is a path on the worker (``None``: the worker's working directory).
+    """
+
+    mode: str = "standard"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    write_root: str | None = None
+
+
+class AgentSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A definition as data: what a workflow needs to run it.
+
+    ``tools`` are names in the worker's tool registry; ``model`` is ``"inherit"`` or a
+    ``provider/model`` spec the worker resolves.
+    """
+
+    name: str
+    description: str
+    system_prompt: str
+    tools: tuple[str, ...] = ()
+    model: str = "inherit"
+    disallowed_tools: tuple[str, ...] = ()
+    initial_prompt: str | None = None
+    max_requests: int | None = None
+    permission_mode: str | None = None
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """Everything a lead run needs, recorded as the lead workflow's input."""
+
+    task: str
+    model: str
+    sub_agents: tuple[AgentSpec, ...]
+    tools: tuple[str, ...] = ()
+    system_prompt: str | None = None
+    limits: UsageLimits = UsageLimits()
+    permissions: PermissionSpec = PermissionSpec()
+    name: str = "lead"
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One delegation's child workflow input: the definition, its reserved limits, the
+    permissions it runs under (already capped by the lead's), and its ids."""
+
+    spec: AgentSpec
+    model: str
+    message: str
+    limits: UsageLimits
+    permissions: PermissionSpec
+    lead_permissions: PermissionSpec
+    agent_id: str
+    run_id: str
+    delegation_id: str
+    parent_agent_id: str
+    parent_run_id: str
+
+
+class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A finished lead run: its result, one record per admitted delegation (admission
+    order) and each delegation's result (``None`` where it never ran)."""
+
+    result: AgentResult
+    subagents: tuple[SubagentRecord, ...] = ()
+    subagent_results: tuple[AgentResult | None, ...] = ()
+
+
+class ModelCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One model request, made by the ``deputy_model_request`` activity.
+
+    ``tools`` are registry names the worker turns into specs; ``extra_tools`` are specs
+    the workflow built itself (``delegate_to_agent``).
+    """
+
+    model: str
+    agent_name: str | None
+    system_prompt: str | None
+    turns: tuple[Turn, ...]
+    tools: tuple[str, ...] = ()
+    extra_tools: tuple[ToolSpec, ...] = ()
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ModelReply(msgspec.Struct, frozen=True, gc=False):
+    """The activity's answer: the provider's turn."""
+
+    turn: AssistantTurn
+
+
+class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One tool call, run by the ``deputy_tool_call`` activity after the permission
+    checks: ``permissions`` the agent's own, ``lead_permissions`` its lead's (both must
+    allow the call)."""
+
+    request_id: str
+    name: str
+    arguments: dict[str, Any]
+    offered: tuple[str, ...]
+    permissions: PermissionSpec
+    lead_permissions: PermissionSpec | None = None
+
+
+class ToolReply(msgspec.Struct, frozen=True, gc=False):
+    """The call's result as the model will see it (``error`` set when it failed or was
+    denied)."""
+
+    result: ContentToolResult
+    denied: str | None = None
+
+
+class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
+    """A child workflow's answer: the subagent's result and its encoded events."""
+
+    result: AgentResult
+    events: tuple[str, ...] = ()

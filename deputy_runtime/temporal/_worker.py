@@ -1,0 +1,86 @@
+"""Building a Temporal worker that runs deputy's workflows and activities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from ._activities import DeputyActivities
+from ._workflows import LeadWorkflow, SubagentWorkflow
+
+__all__ = ["DEFAULT_TASK_QUEUE", "WORKFLOWS", "deputy_worker", "workflow_runner"]
+
+#: The task queue workers serve and runs start on unless told otherwise.
+DEFAULT_TASK_QUEUE = "deputy"
+WORKFLOWS = (LeadWorkflow, SubagentWorkflow)
+
+# Modules the workflow sandbox shares with the worker instead of re-importing them for
+# every workflow run: the libraries deputy uses, and deputy's own modules except the two
+# that hold workflow code (``_workflows`` and ``_loop``) and the packages above them.
+# Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
+# fails the workflow task instead of silently breaking replay.
+_PASSTHROUGH = (
+    "msgspec",
+    "anyio",
+    "yaml",
+    "re2",
+    "httpx",
+    "sniffio",
+    "deputy_runtime._ids",
+    "deputy_runtime.chat",
+    "deputy_runtime.definitions",
+    "deputy_runtime.errors",
+    "deputy_runtime.runtime",
+    "deputy_runtime.skills",
+    "deputy_runtime.tools",
+    "deputy_runtime.temporal._activities",
+    "deputy_runtime.temporal._bridge",
+    "deputy_runtime.temporal._budget",
+    "deputy_runtime.temporal._ceiling",
+    "deputy_runtime.temporal._client",
+    "deputy_runtime.temporal._converter",
+    "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._values",
+    "deputy_runtime.temporal._worker",
+)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandboxed runner deputy's workflows need.
+
+    Returns:
+        A runner for a ``Worker`` or a ``Replayer`` of the lead and subagent workflows.
+    """
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def deputy_worker(
+    client: Client,
+    activities: DeputyActivities,
+    *,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    **options: Any,
+) -> Worker:
+    """A worker running the lead and subagent workflows and their activities.
+
+    Args:
+        client: A client built with :data:`data_converter`.
+        activities: The tool registry and providers the activities use.
+        task_queue: The task queue to serve.
+        **options: More keyword arguments for ``temporalio.worker.Worker``.
+
+    Returns:
+        The worker (``async with worker:`` runs it).
+    """
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=list(WORKFLOWS),
+        activities=activities.activities(),
+        workflow_runner=workflow_runner(),
+        **options,
+    )

@@ -1,0 +1,572 @@
+"""The workflows: a lead run, and one child workflow per delegation.
+
+A delegation is admitted, budgeted and settled in the lead's workflow code, so those
+steps are replayed from history, never executed twice: the reservation is carved from the
+lead's remaining budget when the model's call is handled (first come, first served among
+a turn's parallel calls, exactly as in-process), the permission ceiling is checked
+before the child starts, and settlement releases the reservation and adds the child's
+actual usage once the child workflow returns. The child runs the subagent's loop on any
+worker of the task queue.
+
+Control: the ``interrupt`` signal stops the run at its next boundary and is forwarded to
+every running child; the ``events`` query returns the encoded event log from an offset
+(a child's events join its lead's log when the child settles; query the child workflow,
+``<lead workflow id>/<delegation id>``, to follow it live).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import msgspec
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError, FailureError
+
+from ._loop import AgentLoop, Ids, new_id
+
+with workflow.unsafe.imports_passed_through():
+    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
+    from ..errors import PermissionCeilingError
+    from ..runtime import (
+        DELEGATE_TOOL_NAME,
+        AgentResult,
+        AgentUsage,
+        DelegationEnd,
+        DelegationStart,
+        DelegationStatus,
+        Event,
+        Permissions,
+        StopReason,
+        SubagentRecord,
+        UsageLimits,
+        decode_event,
+        delegation_status,
+        encode_event,
+    )
+    from ._budget import exhausted
+    from ._ceiling import child_permissions
+    from ._values import (
+        AgentSpec,
+        LeadInput,
+        LeadOutput,
+        PermissionSpec,
+        SubagentInput,
+        SubagentOutput,
+    )
+
+__all__ = [
+    "EVENTS_QUERY",
+    "INTERRUPT_SIGNAL",
+    "LEAD_PERMISSIONS_SIGNAL",
+    "SET_PERMISSION_MODE_UPDATE",
+    "LeadWorkflow",
+    "SubagentWorkflow",
+    "delegate_tool_spec",
+    "routing_prompt",
+]
+
+#: Signal stopping a lead (and its running children) or one child at its next boundary.
+INTERRUPT_SIGNAL = "interrupt"
+#: Update narrowing a running lead's permission mode (the lead's own calls and its
+#: children's, from their next tool call on).
+SET_PERMISSION_MODE_UPDATE = "set_permission_mode"
+#: Signal carrying the lead's current permissions to a running child.
+LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
+#: Query returning a workflow's encoded events from an offset.
+EVENTS_QUERY = "events"
+#: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
+ANSWER_MAX_BYTES = 8 * 1024
+ROUTING_START = "<!-- deputy-lead-routing:v1:start -->"
+ROUTING_END = "<!-- deputy-lead-routing:v1:end -->"
+_DELEGATE_DESCRIPTION = (
+    "Delegate a task to a specialized sub-agent. The sub-agent will complete the task and "
+    "return results. Several calls in one turn run in parallel."
+)
+
+
+def delegate_tool_spec(names: tuple[str, ...]) -> ToolSpec:
+    """The ``delegate_to_agent`` tool as the lead's model sees it (as in-process)."""
+    agent_name: dict[str, Any] = {
+        "type": "string",
+        "description": "Name of the sub-agent to delegate to",
+    }
+    if names:
+        agent_name["enum"] = list(names)
+    strings = {"type": "array", "items": {"type": "string"}}
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "agent_name": agent_name,
+            "task": {
+                "type": "string",
+                "description": "The complete task for the sub-agent",
+                "examples": ["Summarise what you find in the working directory."],
+            },
+            "constraints": {**strings, "description": "Rules the sub-agent must follow"},
+            "deliverable": {"type": "string", "description": "What to hand back"},
+            "stop_conditions": {**strings, "description": "When to stop and report"},
+        },
+        "required": ["agent_name", "task"],
+        "additionalProperties": False,
+    }
+    return ToolSpec(DELEGATE_TOOL_NAME, _DELEGATE_DESCRIPTION, parameters)
+
+
+def routing_prompt(base: str | None, sub_agents: tuple[AgentSpec, ...]) -> str:
+    """The lead's system prompt: ``base`` then the generated routing section."""
+    blocks = [
+        ROUTING_START,
+        "# Available Sub-Agents",
+        f"Use the `{DELEGATE_TOOL_NAME}` tool to hand a task to one of these sub-agents. "
+        "Each one starts fresh and sees only the task you give it.",
+    ]
+    blocks += [f"## {s.name}\n{s.description}" for s in sub_agents]
+    blocks.append(
+        "Give each sub-agent a complete, self-contained task. "
+        "Independent tasks can be delegated in the same turn; they run in parallel."
+    )
+    blocks.append(ROUTING_END)
+    section = "\n\n".join(blocks)
+    return f"{base}\n\n{section}" if base else section
+
+
+class _Brief(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    task: str
+    constraints: tuple[str, ...] = ()
+    deliverable: str | None = None
+    stop_conditions: tuple[str, ...] = ()
+
+
+class _FirstMessage(msgspec.Struct, frozen=True, gc=False):
+    format: str
+    definition_initial_prompt: str | None
+    brief: _Brief
+
+
+class _DelegateArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    agent_name: str
+    task: str
+    constraints: list[str] | None = None
+    deliverable: str | None = None
+    stop_conditions: list[str] | None = None
+
+
+class _SetupFailure(Exception):
+    """A delegation that cannot start; its message goes to the lead's model."""
+
+
+class _Delegation:
+    """Workflow-side state of one delegation until it is settled."""
+
+    def __init__(self, *, ids: Ids, tool_call_id: str, task: str, admitted_at: float) -> None:
+        self.ids = ids
+        self.tool_call_id = tool_call_id
+        self.task = task
+        self.status = DelegationStatus.QUEUED
+        self.stop_reason: StopReason | None = None
+        self.usage = AgentUsage()
+        self.limits: UsageLimits | None = None
+        self.admitted_at = admitted_at
+        self.started_at: float | None = None
+        self.completed_at: float | None = None
+        self.error: str | None = None
+        self.result: AgentResult | None = None
+
+    def record(self) -> SubagentRecord:
+        ids = self.ids
+        return SubagentRecord(
+            delegation_id=ids.delegation_id or "",
+            agent_name=ids.agent_name or "",
+            agent_id=ids.agent_id,
+            run_id=ids.run_id,
+            parent_agent_id=ids.parent_agent_id or "",
+            parent_run_id=ids.parent_run_id,
+            tool_call_id=self.tool_call_id,
+            task=self.task,
+            status=self.status,
+            stop_reason=self.stop_reason,
+            usage=self.usage,
+            limits=self.limits,
+            admitted_at=self.admitted_at,
+            started_at=self.started_at,
+            completed_at=self.completed_at,
+            error=self.error,
+            hook_error=None,
+            cleanup_error=None,
+        )
+
+    def outcome(self) -> str:
+        answer = self.result.response if self.result is not None else ""
+        raw = answer.encode()
+        truncated = len(raw) > ANSWER_MAX_BYTES
+        if truncated:
+            answer = raw[:ANSWER_MAX_BYTES].decode(errors="ignore")
+        ids = self.ids
+        outcome = {
+            "delegation_id": ids.delegation_id,
+            "agent_id": ids.agent_id,
+            "agent_name": ids.agent_name,
+            "run_id": ids.run_id,
+            "parent_agent_id": ids.parent_agent_id,
+            "parent_run_id": ids.parent_run_id,
+            "tool_call_id": self.tool_call_id,
+            "status": self.status,
+            "stop_reason": self.stop_reason,
+            "task_success": "not_assessed",
+            "answer": answer,
+            "answer_truncated": truncated,
+            "error": self.error,
+        }
+        return msgspec.json.encode(outcome).decode()
+
+
+FAILED = DelegationStatus.FAILED
+NOT_STARTED = DelegationStatus.NOT_STARTED
+
+
+def _permissions(spec: PermissionSpec) -> Permissions:
+    """The checkable form of ``spec`` (its write root is not resolved in workflow code)."""
+    return Permissions(
+        mode=spec.mode,  # type: ignore[arg-type]
+        allow=frozenset(spec.allow),
+        deny=frozenset(spec.deny),
+    )
+
+
+async def _tell(handle: workflow.ChildWorkflowHandle[Any, Any], name: str, arg: Any) -> None:
+    """Signal a running child. A child that finished before the signal reached it (its
+    completion not yet seen by the lead) needs nothing, so that failure is dropped."""
+    with contextlib.suppress(FailureError):
+        await handle.signal(name, arg)
+
+
+def _now() -> float:
+    return workflow.now().timestamp()
+
+
+def _encoded(events: list[Event], offset: int) -> list[str]:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"events query: offset must be a whole number >= 0, got {offset!r}")
+    return [encode_event(e).decode() for e in events[offset:]]
+
+
+@workflow.defn(name="DeputySubagent")
+class SubagentWorkflow:
+    """One delegation: the subagent's loop under its reserved limits."""
+
+    def __init__(self) -> None:
+        self._events: list[Event] = []
+        self._interrupt: str | None = None
+        self._loop: AgentLoop | None = None
+        self._lead_permissions: PermissionSpec | None = None
+
+    @workflow.run
+    async def run(self, request: SubagentInput) -> SubagentOutput:
+        """Run the subagent's loop on the delegation's first message.
+
+        Args:
+            request: The definition, its reserved limits, permissions and ids.
+
+        Returns:
+            The subagent's result and its encoded events.
+        """
+        spec = request.spec
+        ids = Ids(
+            agent_id=request.agent_id,
+            agent_name=spec.name,
+            run_id=request.run_id,
+            delegation_id=request.delegation_id,
+            parent_agent_id=request.parent_agent_id,
+            parent_run_id=request.parent_run_id,
+        )
+        loop = self._loop = AgentLoop(
+            ids=ids,
+            model=request.model,
+            system_prompt=spec.system_prompt,
+            tools=spec.tools,
+            params=spec.params,
+            limits=request.limits,
+            permissions=request.permissions,
+            lead_permissions=self._lead_permissions or request.lead_permissions,
+            events=self._events,
+        )
+        if self._interrupt is not None:
+            loop.interrupt(self._interrupt)
+        result = await loop.run(request.message)
+        return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+
+    @workflow.signal(name=INTERRUPT_SIGNAL)
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop at the next boundary.
+
+        Args:
+            reason: Why (kept for the first interrupt only).
+        """
+        self._interrupt = self._interrupt or reason
+        if self._loop is not None:
+            self._loop.interrupt(reason)
+
+    @workflow.signal(name=LEAD_PERMISSIONS_SIGNAL)
+    def lead_permissions(self, permissions: PermissionSpec) -> None:
+        """The lead's permissions changed: check the next tool calls against these.
+
+        Args:
+            permissions: The lead's current permissions.
+        """
+        self._lead_permissions = permissions
+        if self._loop is not None:
+            self._loop.lead_permissions = permissions
+
+    @workflow.query(name=EVENTS_QUERY)
+    def events(self, offset: int = 0) -> list[str]:
+        """The encoded events from ``offset`` on.
+
+        Args:
+            offset: How many events the caller has already seen.
+
+        Returns:
+            Each event as JSON text (``encode_event``), in order.
+        """
+        return _encoded(self._events, offset)
+
+
+@workflow.defn(name="DeputyLead")
+class LeadWorkflow:
+    """A lead run; every ``delegate_to_agent`` call becomes a :class:`SubagentWorkflow`."""
+
+    def __init__(self) -> None:
+        self._events: list[Event] = []
+        self._interrupt: str | None = None
+        self._loop: AgentLoop | None = None
+        self._request: LeadInput | None = None
+        self._permissions: PermissionSpec | None = None  # the lead's current permissions
+        self._specs: dict[str, AgentSpec] = {}
+        self._delegations: list[_Delegation] = []
+        self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+
+    @workflow.run
+    async def run(self, request: LeadInput) -> LeadOutput:
+        """Run the lead's loop; each delegation becomes a child workflow.
+
+        Args:
+            request: The task, model, definitions, limits and permissions.
+
+        Returns:
+            The lead's result, one record per admitted delegation and their results.
+        """
+        self._request = request
+        self._permissions = request.permissions
+        self._specs = {s.name: s for s in request.sub_agents}
+        names = tuple(self._specs)
+        ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
+        loop = self._loop = AgentLoop(
+            ids=ids,
+            model=request.model,
+            system_prompt=routing_prompt(request.system_prompt, request.sub_agents),
+            tools=request.tools,
+            extra_tools=(delegate_tool_spec(names),),
+            params=request.params,
+            limits=request.limits,
+            permissions=request.permissions,
+            events=self._events,
+            delegate=self._delegate,
+        )
+        if self._interrupt is not None:
+            loop.interrupt(self._interrupt)
+        result = await loop.run(request.task)
+        # Interrupt signals still forwarding to children finish before the run returns.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return LeadOutput(
+            result=result,
+            subagents=tuple(d.record() for d in self._delegations),
+            subagent_results=tuple(d.result for d in self._delegations),
+        )
+
+    @workflow.signal(name=INTERRUPT_SIGNAL)
+    async def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop the lead and every running child at their next boundary.
+
+        Args:
+            reason: Why (kept for the first interrupt only).
+        """
+        self._interrupt = self._interrupt or reason
+        if self._loop is not None:
+            self._loop.interrupt(reason)
+        for handle in tuple(self._children.values()):
+            await _tell(handle, INTERRUPT_SIGNAL, reason)
+
+    @workflow.update(name=SET_PERMISSION_MODE_UPDATE)
+    async def set_permission_mode(self, mode: str) -> str:
+        """Narrow the lead's permission mode.
+
+        Running children check their next tool calls against it, and later delegations
+        get it as their ceiling. Widening is rejected by the update's validator.
+
+        Args:
+            mode: The narrower mode.
+
+        Returns:
+            The lead's mode now.
+        """
+        current = self._current_permissions()
+        narrowed = _permissions(current).narrow(mode)
+        self._permissions = msgspec.structs.replace(current, mode=narrowed.mode)
+        if self._loop is not None:
+            self._loop.permissions = self._permissions
+        for handle in tuple(self._children.values()):
+            await _tell(handle, LEAD_PERMISSIONS_SIGNAL, self._permissions)
+        return self._permissions.mode
+
+    @set_permission_mode.validator
+    def _check_permission_mode(self, mode: str) -> None:
+        # Raises PermissionModeWideningError (or PermissionsError for an unknown mode),
+        # which rejects the update before it is written to the history.
+        _permissions(self._current_permissions()).narrow(mode)
+
+    def _current_permissions(self) -> PermissionSpec:
+        if self._permissions is not None:
+            return self._permissions
+        if self._request is not None:
+            return self._request.permissions
+        return PermissionSpec()
+
+    @workflow.query(name=EVENTS_QUERY)
+    def events(self, offset: int = 0) -> list[str]:
+        """The encoded events from ``offset`` on (a child's join when it settles).
+
+        Args:
+            offset: How many events the caller has already seen.
+
+        Returns:
+            Each event as JSON text (``encode_event``), in order.
+        """
+        return _encoded(self._events, offset)
+
+    # -- delegations ------------------------------------------------------------------
+
+    async def _delegate(self, call: ContentToolRequest) -> ContentToolResult:
+        loop, request = self._loop, self._request
+        assert loop is not None
+        assert request is not None
+        try:
+            args = msgspec.convert(call.arguments, _DelegateArgs)
+        except msgspec.ValidationError as exc:
+            return ContentToolResult(call.id, error=f"Invalid arguments: {exc}")
+        if not args.task.strip():
+            return ContentToolResult(call.id, error="delegate_to_agent: 'task' must not be blank.")
+        over = loop.budget.exceeded(reaching=True)
+        if over is not None:
+            error = f"Run limit reached for {over}: no new delegation can start."
+            return ContentToolResult(call.id, error=error)
+        key = args.agent_name.strip().lower()[:128]
+        spec = self._specs.get(key)
+        d = _Delegation(
+            ids=Ids(
+                agent_id=new_id("agent"),
+                agent_name=key,
+                run_id=new_id("run"),
+                delegation_id=new_id("delegation"),
+                parent_agent_id=loop.ids.agent_id,
+                parent_run_id=loop.ids.run_id,
+            ),
+            tool_call_id=call.id,
+            task=args.task,
+            admitted_at=_now(),
+        )
+        self._delegations.append(d)
+        delegation_id = d.ids.delegation_id or ""
+        # No interrupt check here: the loop answers a turn's calls with "interrupted" before
+        # handing them over, and nothing awaits between that check and this point.
+        d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
+        empty = exhausted(d.limits) if spec is not None else None
+        if empty is not None:
+            # Granted nothing to run on (running siblings hold the rest): settled before
+            # anything starts or is announced, holding no budget, as in-process.
+            loop.budget.release(delegation_id)
+            d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
+            return ContentToolResult(call.id, value=d.outcome())
+        fields = d.ids.fields()
+        self._events.append(
+            DelegationStart(**fields, task=args.task, limits=d.limits, tool_call_id=call.id)
+        )
+        try:
+            if spec is None:
+                available = ", ".join(self._specs) or "none"
+                raise _SetupFailure(
+                    f"Unknown agent: {args.agent_name}. Available agents: {available}"
+                )
+            child_input = self._child_input(d, spec, args, request)
+            d.status, d.started_at = DelegationStatus.RUNNING, _now()
+            handle = await workflow.start_child_workflow(
+                SubagentWorkflow.run,
+                child_input,
+                id=f"{workflow.info().workflow_id}/{delegation_id}",
+            )
+            self._children[delegation_id] = handle
+            if self._interrupt is not None:  # arrived while the child was starting
+                await _tell(handle, INTERRUPT_SIGNAL, self._interrupt)
+            if self._current_permissions() != child_input.lead_permissions:  # narrowed meanwhile
+                await _tell(handle, LEAD_PERMISSIONS_SIGNAL, self._current_permissions())
+            out: SubagentOutput = await handle
+            d.result = out.result
+            d.usage = out.result.usage
+            d.status, d.stop_reason = (
+                delegation_status(out.result.stop_reason),
+                out.result.stop_reason,
+            )
+            d.error = out.result.error
+            self._events.extend(decode_event(e) for e in out.events)
+        except _SetupFailure as exc:
+            d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
+        except ChildWorkflowError as exc:
+            cause = exc.cause if exc.cause is not None else exc
+            d.status, d.stop_reason, d.error = FAILED, StopReason.ERROR, str(cause)
+        finally:
+            self._children.pop(delegation_id, None)
+            loop.budget.release(delegation_id)
+            loop.budget.add_external(d.usage)
+            d.completed_at = _now()
+        self._events.append(
+            DelegationEnd(
+                **fields,
+                status=d.status,
+                stop_reason=d.stop_reason or StopReason.ERROR,
+                usage=d.usage,
+                error=d.error,
+                tool_call_id=call.id,
+            )
+        )
+        if d.status == FAILED:
+            error = f"Subagent '{key[:512]}' failed.\n{d.outcome()}"
+            return ContentToolResult(call.id, error=error)
+        return ContentToolResult(call.id, value=d.outcome())
+
+    def _child_input(
+        self, d: _Delegation, spec: AgentSpec, args: _DelegateArgs, request: LeadInput
+    ) -> SubagentInput:
+        try:
+            permissions = child_permissions(self._current_permissions(), spec)
+        except PermissionCeilingError as exc:
+            raise _SetupFailure(str(exc)) from exc
+        brief = _Brief(
+            task=args.task,
+            constraints=tuple(args.constraints or ()),
+            deliverable=args.deliverable,
+            stop_conditions=tuple(args.stop_conditions or ()),
+        )
+        message = _FirstMessage("deputy_delegation_v1", spec.initial_prompt, brief)
+        assert d.limits is not None
+        return SubagentInput(
+            spec=spec,
+            model=request.model if spec.model == "inherit" else spec.model,
+            message=msgspec.json.encode(message).decode(),
+            limits=d.limits,
+            permissions=permissions,
+            lead_permissions=self._current_permissions(),
+            agent_id=d.ids.agent_id,
+            run_id=d.ids.run_id,
+            delegation_id=d.ids.delegation_id or "",
+            parent_agent_id=d.ids.parent_agent_id or "",
+            parent_run_id=d.ids.parent_run_id or "",
+        )

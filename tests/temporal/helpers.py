@@ -1,0 +1,50 @@
+"""Helpers shared by the Temporal tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from deputy_runtime.temporal import (
+    LeadOutput,
+    LeadWorkflow,
+    SubagentWorkflow,
+    data_converter,
+    workflow_runner,
+)
+
+
+def run_workflow_ids(lead_id: str, out: LeadOutput) -> list[str]:
+    """The lead's workflow id and the id of every child workflow it started."""
+    return [lead_id] + [
+        f"{lead_id}/{r.delegation_id}" for r in out.subagents if r.started_at is not None
+    ]
+
+
+async def assert_replays(client: Client, workflow_ids: Iterable[str]) -> int:
+    """Replay each finished workflow's history; fail on any nondeterminism. Returns how
+    many histories were replayed."""
+    replayer = Replayer(
+        workflows=[LeadWorkflow, SubagentWorkflow],
+        data_converter=data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    count = 0
+    for wid in workflow_ids:
+        history = await client.get_workflow_handle(wid).fetch_history()
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, (wid, replayed.replay_failure)
+        count += 1
+    return count
+
+
+async def was_signalled(client: Client, workflow_id: str) -> bool:
+    """Whether the workflow's history holds a signal it received."""
+    handle = client.get_workflow_handle(workflow_id)
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            return True
+    return False

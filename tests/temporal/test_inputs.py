@@ -1,0 +1,82 @@
+"""Building workflow inputs on the client: what crosses the durable boundary, what is
+refused with a message naming it, and the JSON round trip through the data converter.
+No server needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deputy_runtime import (
+    AgentDefinition,
+    DefinitionError,
+    PermissionAllow,
+    Permissions,
+    UsageLimits,
+    tools_file,
+)
+from deputy_runtime.temporal import LeadInput, agent_spec, data_converter, lead_input
+
+
+def _definition(tmp_path: Path, **fields: object) -> AgentDefinition:
+    files = {t.name: t for t in tools_file(tmp_path)}
+    fields.setdefault("tools", (files["read_file"], files["grep_files"]))
+    return AgentDefinition("reader", "Reads.", "You read.", **fields)  # type: ignore[arg-type]
+
+
+def test_a_definition_travels_as_names_and_a_resolved_model(tmp_path: Path) -> None:
+    definition = _definition(
+        tmp_path, memory=("Be brief.",), model="gpt-x", max_requests=3, disallowed_tools=("x",)
+    )
+    spec = agent_spec(definition, "openai/gpt-4.1-mini")
+    assert spec.tools == ("read_file", "grep_files")
+    assert spec.system_prompt == "You read.\n\n# Memory\n\n- Be brief."
+    assert spec.model == "openai/gpt-x"  # a model id on the lead's provider
+    assert (spec.max_requests, spec.disallowed_tools) == (3, ("x",))
+    assert agent_spec(_definition(tmp_path), "test").model == "inherit"
+    assert agent_spec(_definition(tmp_path, model="anthropic/claude-x"), "test").model == (
+        "anthropic/claude-x"
+    )
+
+
+def test_lead_input_round_trips_through_the_data_converter(tmp_path: Path) -> None:
+    request = lead_input(
+        "Read it",
+        [_definition(tmp_path, max_requests=2)],
+        model="test",
+        usage_limits=UsageLimits(max_requests=7, max_cost_usd=0.5),
+        permissions=Permissions(mode="readonly", deny=("write_file",)),
+    )
+    [payload] = data_converter.payload_converter.to_payloads([request])
+    [back] = data_converter.payload_converter.from_payloads([payload], [LeadInput])
+    assert back == request
+    assert back.permissions.deny == ("write_file",)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"task": "  "}, "task must be a non-blank string"),
+        ({"usage_limits": UsageLimits(on_exceed="error")}, "on_exceed='error' is not supported"),
+        ({"usage_limits": UsageLimits(max_seconds=5.0)}, "max_seconds is not supported"),
+        (
+            {"permissions": Permissions(can_use_tool=lambda *a: PermissionAllow())},
+            "can_use_tool callbacks cannot cross",
+        ),
+    ],
+)
+def test_lead_input_refuses_what_cannot_cross(
+    tmp_path: Path, kwargs: dict[str, object], message: str
+) -> None:
+    arguments: dict[str, object] = {"task": "Read it", "model": "test", **kwargs}
+    task = arguments.pop("task")
+    with pytest.raises(ValueError, match=message):
+        lead_input(task, [_definition(tmp_path)], **arguments)  # type: ignore[arg-type]
+
+
+def test_definitions_with_skills_or_duplicates_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(DefinitionError, match="'reader': skills are not supported"):
+        agent_spec(_definition(tmp_path, skills=("some-skill",)), "test")
+    with pytest.raises(DefinitionError, match="'reader' is given twice"):
+        lead_input("Read it", [_definition(tmp_path), _definition(tmp_path)], model="test")
