@@ -1,6 +1,6 @@
 """The activities: a model request and a tool call, run on whichever worker picks them up.
 
-Activities are the only place deputy's Temporal workflows do I/O. Temporal runs an
+Activities are the only place deputy_runtime's Temporal workflows do I/O. Temporal runs an
 activity at least once: a worker that dies mid-call leaves the call to be retried on
 another worker, so a tool can run twice and its effects must tolerate that (or be
 idempotent). The providers' own HTTP retries run inside one attempt; Temporal retries

@@ -1,4 +1,4 @@
-"""Building a Temporal worker that runs deputy's workflows and activities."""
+"""Building a Temporal worker that runs deputy_runtime's workflows and activities."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ DEFAULT_TASK_QUEUE = "deputy"
 WORKFLOWS = (LeadWorkflow, SubagentWorkflow)
 
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
-# every workflow run: the libraries deputy uses, and deputy's own modules except the two
+# every workflow run: the libraries deputy_runtime uses, and its own modules except the two
 # that hold workflow code (``_workflows`` and ``_loop``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
@@ -49,7 +49,7 @@ _PASSTHROUGH = (
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandboxed runner deputy's workflows need.
+    """The sandboxed runner deputy_runtime's workflows need.
 
     Returns:
         A runner for a ``Worker`` or a ``Replayer`` of the lead and subagent workflows.

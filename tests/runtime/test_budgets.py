@@ -1,4 +1,4 @@
-"""Budgets across delegations (issue 5, point 5).
+"""Budgets across delegations.
 
 Child limits are carved out of the lead's remaining run budget minus live reservations
 (deputy's worked example, directly on the Meter and end to end), actual usage is added at

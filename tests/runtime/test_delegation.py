@@ -1,4 +1,4 @@
-"""LeadAgent and one delegation end to end (issue 5, points 1, 2 and 7).
+"""LeadAgent and one delegation end to end.
 
 Routing, admission records, the fresh isolated child and its first message, the compact
 outcome (8 KiB answer cut), child failure as a tool error, interrupts, and the child's
@@ -223,7 +223,7 @@ async def test_first_message_without_brief_extras(tmp_path: Path) -> None:
 
 
 async def test_unknown_agent_is_a_failed_setup_and_a_tool_error(tmp_path: Path) -> None:
-    # DESIGN 6: an unknown agent is a setup failure: recorded failed/setup_error, no
+    # An unknown agent is a setup failure: recorded failed/setup_error, no
     # provider request, and a tool error naming the agents that exist.
     lead, p = scripted_lead(
         {"lead": [delegate("ghost"), reply("sorry")]},

@@ -1,4 +1,4 @@
-"""Permission ceilings for subagents (issue 5, point 4).
+"""Permission ceilings for subagents.
 
 The ceiling is fixed when a delegation starts (mode transition table, lead deny list and
 ``can_use_tool`` inherited, ``disallowed_tools`` added), and every child tool call is also

@@ -1,4 +1,4 @@
-"""Bounded stress tests of the delegation lifecycle (issue 5, "Must show").
+"""Bounded stress tests of the delegation lifecycle.
 
 1. Over 1,000 delegations from many concurrent leads with random failures, random
    cancellations (host cancel scopes and cooperative interrupts) and random exclusive keys

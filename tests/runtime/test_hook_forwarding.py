@@ -1,4 +1,4 @@
-"""Hooks across delegation (issue 5, point 6).
+"""Hooks across delegation.
 
 The lead's PreToolUse/PostToolUse/PostToolUseFailure hooks always run for child tool calls,
 with the child's context, looked up live; ``observers`` forward other events;

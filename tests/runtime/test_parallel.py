@@ -1,4 +1,4 @@
-"""``LeadAgent.parallel_delegate``: host-driven stateless fan-out (issue 5, point 8).
+"""``LeadAgent.parallel_delegate``: host-driven stateless fan-out.
 
 Concurrency is measured with counters inside scripted responders (never by timing).
 """

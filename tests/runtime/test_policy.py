@@ -1,4 +1,4 @@
-"""DelegationPolicy resource modes, leases, owned cleanup and setup failures (issue 5, point 3).
+"""DelegationPolicy resource modes, leases, owned cleanup and setup failures.
 
 Every scenario runs real delegations on a ScriptedProvider keyed per agent name; the
 provider's request log proves that setup failures make no model request, the lease table
