@@ -278,6 +278,7 @@ EXPECTED_ALL = {
         "LeadAgent",
         "Lease",
         "LeaseBackend",
+        "LeaseLedger",
         "MODE_TRANSITIONS",
         "McpServerEvent",
         "ModelRequestEvent",

@@ -13,7 +13,8 @@ the option or file.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
@@ -34,7 +35,17 @@ from ..chat import (
 )
 from ..definitions import AgentDefinition, DefinitionProblem, agent_definitions
 from ..errors import DeputyError
-from ..runtime import DelegationPolicy, LeadAgent, Permissions, SharedResources, UsageLimits
+from ..runtime import (
+    BudgetLedger,
+    DelegationPolicy,
+    ExclusiveResource,
+    LeadAgent,
+    LeaseBackend,
+    Permissions,
+    ResourceMode,
+    SharedResources,
+    UsageLimits,
+)
 from ..skills import Skill
 from ..tools import Tool
 from .definitions import (
@@ -57,6 +68,7 @@ __all__ = [
     "Definitions",
     "Plugin",
     "Plugins",
+    "RedisSetup",
     "UsageError",
     "alias_options",
     "attach_mcp_servers",
@@ -73,7 +85,9 @@ __all__ = [
     "make_chat",
     "mcp_mode_options",
     "print_warnings",
+    "redis_setup",
     "select_model",
+    "with_lease_backend",
 ]
 
 #: Environment variable -> model used when only that provider's key is configured.
@@ -280,6 +294,7 @@ def build_lead(
     max_total_tokens: int | None = None,
     policy: DelegationPolicy | None,
     aliases: Mapping[str, str],
+    shared_budget: BudgetLedger | None = None,
 ) -> LeadAgent:
     """A lead over ``definitions`` with the read-only file tools and the given ceilings."""
     try:
@@ -294,6 +309,7 @@ def build_lead(
             working_dir=working_dir,
             delegation_policy=policy,
             model_aliases=aliases,
+            shared_budget=shared_budget,
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
@@ -434,13 +450,18 @@ def mcp_mode_options(values: Sequence[str], servers: Mapping[str, Any]) -> dict[
 
 
 def attach_mcp_servers(
-    policy: DelegationPolicy | None, servers: Mapping[str, Any], modes: Mapping[str, str]
+    policy: DelegationPolicy | None,
+    servers: Mapping[str, Any],
+    modes: Mapping[str, str],
+    *,
+    lease_backend: LeaseBackend | None = None,
 ) -> DelegationPolicy | None:
     """``policy`` with every configured server attached (``McpResource``) in its mode.
 
     A server the plugin's policy already attaches keeps the plugin's mode; naming it in
-    ``--mcp-mode`` too is refused. The lead must be opened (``async with lead:``) for
-    the servers to run.
+    ``--mcp-mode`` too is refused. Exclusive servers keep their leases in
+    ``lease_backend`` (``--redis``) when given. The lead must be opened
+    (``async with lead:``) for the servers to run.
     """
     if not servers:
         return policy
@@ -456,7 +477,7 @@ def attach_mcp_servers(
                 f"MCP server {name!r} with its own mode; drop the option"
             )
     added = tuple(
-        mcp.McpResource(mcp.McpServer(name, config), mode=modes.get(name, "shared"))
+        _mcp_resource(mcp, name, config, modes.get(name, "shared"), lease_backend)
         for name, config in servers.items()
         if name not in attached
     )
@@ -471,3 +492,111 @@ def attach_mcp_servers(
         )
     except DeputyError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def _mcp_resource(
+    mcp: Any, name: str, config: Any, mode: str, lease_backend: LeaseBackend | None
+) -> Any:
+    server = mcp.McpServer(name, config)
+    if mode == "exclusive" and lease_backend is not None:
+        return mcp.McpResource(server, mode=mode, backend=lease_backend)
+    return mcp.McpResource(server, mode=mode)
+
+
+class RedisSetup:
+    """``--redis``: the lease backend and shared budget, opened inside the event loop.
+
+    The command opens them (:meth:`opened`) around the run or the server and closes them
+    after it; the leads only use them. With ``--shared-budget`` both live on one
+    connection, so an exclusive delegation takes its lease and reservation in one round
+    trip and gives both back in one.
+    """
+
+    __slots__ = ("_opener", "budget", "leases", "url")
+
+    def __init__(self, url: str, budget_name: str | None, namespace: str, max_requests: int):
+        try:
+            from ..redis import RedisCoordinator, RedisLeases
+        except ImportError as exc:
+            raise UsageError(f"--redis: {exc}") from None
+        self.url = url
+        try:
+            if budget_name is None:
+                leases = RedisLeases(url, namespace=namespace)
+                self.leases: LeaseBackend = leases
+                self.budget: BudgetLedger | None = None
+                self._opener: Any = leases
+            else:
+                coordinator = RedisCoordinator(
+                    url,
+                    budget_name=budget_name,
+                    limits={"requests": max_requests},
+                    namespace=namespace,
+                )
+                self.leases = coordinator.leases
+                self.budget = coordinator.budget
+                self._opener = coordinator
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("namespace"):
+                option = "--redis-namespace"
+            elif text.startswith("name"):
+                option = "--shared-budget"
+            else:
+                option = "--redis"
+            raise UsageError(f"{option}: {text}") from None
+
+    @asynccontextmanager
+    async def opened(self) -> AsyncIterator[None]:
+        """Open the connection (and the budget) for the block; close it after.
+
+        Raises:
+            UsageError: Redis cannot be reached or refuses the budget (one line).
+        """
+        from ..errors import CoordinationError
+
+        async with AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self._opener)
+            except CoordinationError as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise UsageError(f"--redis: {first}") from None
+            yield
+
+
+def redis_setup(
+    url: str | None, budget_name: str | None, namespace: str | None, *, max_requests: int
+) -> RedisSetup | None:
+    """The ``--redis``/``--shared-budget``/``--redis-namespace`` options, checked.
+
+    The shared budget's limit is ``--max-requests`` requests; every process sharing the
+    budget must pass the same limit (Redis refuses a different one).
+    """
+    if url is None:
+        if budget_name is not None:
+            raise UsageError("--shared-budget needs --redis URL (where the budget is kept)")
+        if namespace is not None:
+            raise UsageError("--redis-namespace needs --redis URL")
+        return None
+    return RedisSetup(url, budget_name, namespace or "deputy", max_requests)
+
+
+def with_lease_backend(
+    policy: DelegationPolicy | None, backend: LeaseBackend
+) -> DelegationPolicy | None:
+    """``policy`` with every exclusive resource's leases kept in ``backend``."""
+    if policy is None:
+        return None
+    modes: list[ResourceMode] = []
+    for mode in policy.resource_modes:
+        if isinstance(mode, ExclusiveResource):
+            mode = ExclusiveResource(mode.key, wait=mode.wait, backend=backend)
+        modes.append(mode)
+    return DelegationPolicy(
+        resource_modes=tuple(modes),
+        human_input=policy.human_input,
+        observers=policy.observers,
+        chat=policy.chat,
+        max_seconds=policy.max_seconds,
+        max_delegations=policy.max_delegations,
+    )

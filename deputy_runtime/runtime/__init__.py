@@ -24,7 +24,7 @@ from ._events import (
 from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
-from ._ledger import BudgetLedger
+from ._ledger import BudgetLedger, LeaseLedger
 from ._parallel import ParallelResult
 from ._permissions import (
     DELEGATE_TOOL_NAME,
@@ -78,6 +78,7 @@ __all__ = [
     "LeadAgent",
     "Lease",
     "LeaseBackend",
+    "LeaseLedger",
     "McpServerEvent",
     "ModelRequestEvent",
     "ModelResponseEvent",

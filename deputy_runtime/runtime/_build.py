@@ -19,6 +19,7 @@ from ._agent import Agent
 from ._context import Governance, RunOwner
 from ._events import EventSink, WarningEvent
 from ._hooks import HookEvent
+from ._ledger import BudgetLedger
 from ._permissions import ASK_USER_TOOL_NAME, normalize_tool_name
 from ._policy import DelegationPolicy
 from ._records import Delegation, DelegationContext
@@ -37,6 +38,7 @@ class LeadHandle(RunOwner, Protocol):
     delegation_policy: DelegationPolicy
     delegation_scope: dict[str, Any] | None
     model_aliases: Mapping[str, str]
+    shared_budget: BudgetLedger | None
 
 
 class _LazyContext:

@@ -20,11 +20,13 @@ from ._context import RunContext
 from ._coordinator import DelegationCoordinator
 from ._events import EventSink
 from ._hooks import Hooks
+from ._ledger import BudgetLedger
 from ._parallel import ParallelResult, parallel_delegate
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
 from ._records import SubagentRecord
 from ._result import AgentResult
+from ._shared import check_ledger
 from ._usage import UsageLimits
 
 __all__ = ["LeadAgent"]
@@ -89,9 +91,16 @@ class LeadAgent(Agent):
         model_aliases: Maps a definition's model (a Claude Code alias such as ``sonnet``,
             or any model id) to ``provider/model`` or a model id on this lead's provider;
             see :func:`deputy_runtime.chat.resolve_model`.
+        shared_budget: A :class:`~deputy_runtime.runtime.BudgetLedger` shared with other
+            leads (for example ``deputy_runtime.redis.RedisBudget``, opened by the host
+            with ``async with``). Each delegation also reserves its share there, the
+            tighter grant wins, the reservation is renewed while it runs (a lost one
+            stops it ``lease_lost``) and its usage is settled exactly once. A ledger that
+            cannot be reached fails new delegations (a tool error for the model).
 
     Raises:
-        TypeError: ``delegation_policy`` or ``delegation_scope`` has the wrong type.
+        TypeError: ``delegation_policy``, ``delegation_scope`` or ``shared_budget`` has
+            the wrong type.
         ValueError: ``max_active_delegations`` is not a positive int or ``None``.
         DefinitionError: A sub-agent entry is not an AgentDefinition, or names repeat.
     """
@@ -105,6 +114,7 @@ class LeadAgent(Agent):
         "delegation_scope",
         "delegations",
         "model_aliases",
+        "shared_budget",
     )
 
     def __init__(
@@ -123,6 +133,7 @@ class LeadAgent(Agent):
         name: str | None = "lead",
         max_active_delegations: int | None = None,
         model_aliases: Mapping[str, str] | None = None,
+        shared_budget: BudgetLedger | None = None,
     ) -> None:
         # Alias -> "provider/model" or a model id on the lead's provider: how definitions
         # saying "sonnet" (or another vendor's id) run under this lead's provider.
@@ -143,6 +154,7 @@ class LeadAgent(Agent):
                 f"got {max_active_delegations!r}"
             )
         self.delegation_policy = delegation_policy
+        self.shared_budget = check_ledger(shared_budget)
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
         self._definitions: dict[str, AgentDefinition] = {}
         self._open: contextlib.AsyncExitStack | None = None

@@ -34,6 +34,7 @@ from ._events import EventSink
 from ._hooks import HookEvent
 from ._leases import IN_PROCESS_LEASES, Lease, LeaseBackend
 from ._records import Binding, Delegation, DelegationContext, DelegationResources, error_text
+from ._shared import combined_ledger, reserve_combined
 
 __all__ = [
     "BindRequest",
@@ -209,6 +210,11 @@ class ExclusiveResource(msgspec.Struct, frozen=True):
             ResourceBusyError: The key is busy and ``wait`` is false.
         """
         d = request.delegation
+        store = combined_ledger(d.ledger, self.backend) if not d.ledger_held else None
+        if store is not None:
+            # The lead's shared budget lives in the same store: one step takes both.
+            await reserve_combined(d, store, self.key, wait=self.wait)
+            return ()
         lease = await self.backend.acquire(self.key, d.delegation_id, wait=self.wait)
         request.keep(_LeaseBinding(self.backend, lease))
         d.lease = lease
