@@ -20,6 +20,7 @@ import msgspec
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from .._tracing import STATE, mark_error
 from ..chat import (
     ContentToolResult,
     ModelRequest,
@@ -28,7 +29,6 @@ from ..chat import (
     agent_name_scope,
     resolve_provider,
 )
-from .._tracing import STATE, mark_error
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
 from ..runtime import Permissions
 from ..tools import Tool, invoke_tool

@@ -57,6 +57,11 @@ def _definitions(workdir: Path) -> list[AgentDefinition]:
     ]
 
 
+def _attribute(span: ReadableSpan, name: str) -> object:
+    assert span.attributes is not None
+    return span.attributes[name]
+
+
 def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[str]:
     names = []
     parent = span.parent
@@ -96,7 +101,8 @@ async def test_activity_spans_join_the_callers_trace_under_their_workflow(
     by_id = {s.context.span_id: s for s in finished if s.context is not None}
     chats = [s for s in finished if s.name.startswith("chat ")]
     tools = [s for s in finished if s.name.startswith("execute_tool ")]
-    assert chats and tools
+    assert chats
+    assert tools
     for s in (*chats, *tools):
         assert s.context is not None
         assert s.context.trace_id == caller.trace_id, s.name
@@ -107,10 +113,11 @@ async def test_activity_spans_join_the_callers_trace_under_their_workflow(
         assert chain[-1] == "caller"
     # A subagent's activities sit under the start of its own child workflow.
     nested = [s for s in chats if "StartChildWorkflow:DeputySubagent" in _ancestors(s, by_id)]
-    assert {s.attributes["gen_ai.agent.name"] for s in nested} == {
+    assert {_attribute(s, "gen_ai.agent.name") for s in nested} == {
         r.agent_name for r in output.subagents
     }
     lead_chats = [s for s in chats if s not in nested]
-    assert lead_chats and all(s.attributes["gen_ai.agent.name"] == "lead" for s in lead_chats)
-    decisions = {s.attributes["deputy.permission.decision"] for s in tools}
+    assert lead_chats
+    assert all(_attribute(s, "gen_ai.agent.name") == "lead" for s in lead_chats)
+    decisions = {_attribute(s, "deputy.permission.decision") for s in tools}
     assert decisions <= {"allow", "deny"}
