@@ -111,6 +111,8 @@ async def test_activity_spans_join_the_callers_trace_under_their_workflow(
         assert chain[:2] == [f"RunActivity:{activity_type}", f"StartActivity:{activity_type}"]
         assert "StartWorkflow:DeputyLead" in chain
         assert chain[-1] == "caller"
+    [run] = [s for s in finished if s.name == "RunWorkflow:DeputyLead"]
+    assert _ancestors(run, by_id) == ["StartWorkflow:DeputyLead", "caller"]
     # A subagent's activities sit under the start of its own child workflow.
     nested = [s for s in chats if "StartChildWorkflow:DeputySubagent" in _ancestors(s, by_id)]
     assert {_attribute(s, "gen_ai.agent.name") for s in nested} == {
