@@ -18,6 +18,7 @@ from temporalio.client import Client
 
 from deputy_runtime import AgentDefinition, UsageLimits, tools_file, tracing
 from deputy_runtime.temporal import DeputyActivities, deputy_worker, lead_input, start_lead
+from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -88,12 +89,15 @@ async def test_activity_spans_join_the_callers_trace_under_their_workflow(
         usage_limits=UsageLimits(max_requests=12),
     )
     async with deputy_worker(client, activities, task_queue=task_queue):
+        workflow_id = f"lead-{uuid.uuid4().hex}"
         with tracer.start_as_current_span("caller") as caller_span:
             caller = caller_span.get_span_context()
             handle = await start_lead(
-                client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+                client, request, workflow_id=workflow_id, task_queue=task_queue
             )
         output = await handle.result()
+    # The traced histories replay without nondeterminism.
+    assert await assert_replays(client, run_workflow_ids(workflow_id, output)) > 1
     assert output.result.stop_reason == "complete"
     assert output.subagents, "the test model delegates"
 
