@@ -12,6 +12,12 @@ process and one event loop, as the best of R repetitions of N cycles:
 * Redis separate: ``acquire`` + ``reserve`` + ``release`` + ``settle`` (four scripts);
 * one trivial script (``return 1``): the floor of one round trip.
 
+Then the same through real delegations: a LeadAgent (scripted model) runs N sequential
+``delegate_to_agent`` calls on one exclusive key, with the in-process lease table and no
+shared budget, then with ``RedisLeases`` + ``RedisBudget`` of one ``RedisCoordinator``
+(the combined path) and with the two on separate connections (the separate path); the
+added cost per delegation is the difference to the in-process run of the same process.
+
 Round trips per cycle are counted by the server (``INFO commandstats``: script calls and
 loads), so they include nothing the client might batch or hide. A plain ``PING`` loop in
 the same run gives the floor of one round trip on this machine through this client.
@@ -35,7 +41,19 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from deputy_runtime.redis import RedisConnection, RedisCoordinator
+from deputy_runtime import AgentDefinition, Chat, DelegationPolicy, LeadAgent
+from deputy_runtime.chat import ModelRequest, ScriptedProvider, tool_call
+from deputy_runtime.redis import (
+    RedisBudget,
+    RedisConnection,
+    RedisCoordinator,
+    RedisLeases,
+)
+from deputy_runtime.runtime import (
+    BudgetLedger,
+    LeaseBackend,
+    UsageLimits,
+)
 
 SERIAL = itertools.count()  # holder ids are single use on a ledger
 WANT = {"requests": 1, "tool_calls": 5, "input_tokens": 1000, "output_tokens": 500}
@@ -119,6 +137,65 @@ async def run_redis(url: str, cycles: int, reps: int) -> dict[str, tuple[float, 
         }
 
 
+def delegating_lead(
+    delegations: int, backend: LeaseBackend | None, budget: BudgetLedger | None
+) -> LeadAgent:
+    """A lead whose scripted model delegates ``delegations`` times, one after another."""
+    calls = iter(range(delegations))
+
+    def lead_turn(request: ModelRequest) -> object:
+        index = next(calls, None)
+        if index is None:
+            return "done"
+        return tool_call("delegate_to_agent", {"agent_name": "worker", "task": f"t{index}"})
+
+    if backend is None:
+        policy = DelegationPolicy(resource_mode="exclusive", resource_key="repo")
+    else:
+        policy = DelegationPolicy(
+            resource_mode="exclusive", resource_key="repo", lease_backend=backend
+        )
+    provider = ScriptedProvider({"lead": lead_turn, "worker": lambda r: "ok"}, record=False)
+    return LeadAgent(
+        Chat(provider),
+        [AgentDefinition("worker", description="w", prompt="w", max_requests=1)],
+        delegation_policy=policy,
+        shared_budget=budget,
+        usage_limits=UsageLimits(max_requests=None),
+    )
+
+
+async def run_delegations(url: str, delegations: int, reps: int) -> dict[str, tuple[float, float]]:
+    """Best seconds per delegation and round trips per delegation, per configuration."""
+    name = f"bench-delegations-{time.monotonic_ns()}"
+    limits = {"requests": 10**12}
+    out: dict[str, tuple[float, float]] = {}
+    async with (
+        RedisCoordinator(url, budget_name=name, limits=limits, namespace="bench") as coord,
+        RedisLeases(url, namespace="bench") as leases,
+        RedisBudget(url, name, limits, namespace="bench") as budget,
+    ):
+        configs: dict[str, tuple[LeaseBackend | None, BudgetLedger | None]] = {
+            "in-process": (None, None),
+            "redis combined": (coord.leases, coord.budget),
+            "redis separate": (leases, budget),
+        }
+        for label, (backend, ledger) in configs.items():
+            await delegating_lead(5, backend, ledger).run("warm up")
+            best = float("inf")
+            trips = 0.0
+            for _ in range(reps):
+                lead = delegating_lead(delegations, backend, ledger)
+                before = await scripts_run(coord.connection)
+                start = time.perf_counter()
+                await lead.run("go")
+                elapsed = time.perf_counter() - start
+                trips = (await scripts_run(coord.connection) - before - 1) / delegations
+                best = min(best, elapsed / delegations)
+            out[label] = (best, trips)
+    return out
+
+
 def start_server(directory: str) -> tuple[subprocess.Popen[bytes], str]:
     binary = shutil.which("redis-server")
     if binary is None:
@@ -171,6 +248,15 @@ def main() -> None:
                     print(
                         f"redis {label:8s} ({backend:7s}): {us:8.1f} us per cycle, "
                         f"{trips:.1f} round trips, {us / local_us:8.0f}x the in-process lock"
+                    )
+                n = max(args.cycles // 10, 20)
+                delegations = anyio.run(run_delegations, url, n, args.reps, backend=backend)
+                base = delegations["in-process"][0] * 1e6
+                for label, (seconds, trips) in delegations.items():
+                    us = seconds * 1e6
+                    print(
+                        f"delegation {label:14s} ({backend:7s}): {us:8.1f} us per delegation, "
+                        f"{trips:.1f} round trips, +{us - base:7.1f} us, {us / base:5.2f}x"
                     )
         finally:
             if process is not None:

@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import a module or .py file first, as run does (its tools count as known)",
     )
+    _mcp_arguments(p, modes=False)
 
     p = sub.add_parser("list", help="list the definitions in a directory")
     p.add_argument(
@@ -119,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    _mcp_arguments(p, modes=True)
     p.add_argument(
         "--temporal",
         default=None,
@@ -127,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--task-queue", default="deputy", metavar="QUEUE", help="with --temporal")
     _otlp_argument(p)
+    _redis_arguments(p)
 
     p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
@@ -160,7 +163,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _mcp_arguments(p: argparse.ArgumentParser, *, modes: bool) -> None:
+    p.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="MCP servers from this .mcp.json file (default: .mcp.json in the current "
+        "directory, if any)",
+    )
+    if modes:
+        p.add_argument(
+            "--mcp-mode",
+            action="append",
+            default=[],
+            metavar="NAME=MODE",
+            help="how delegations get MCP server NAME: owned (one per delegation), shared "
+            "(default) or exclusive (one delegation at a time); repeatable",
+        )
+
+
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    _mcp_arguments(p, modes=True)
     p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8765, help="TCP port (default 8765)")
@@ -229,6 +252,30 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
     p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     _otlp_argument(p)
+    _redis_arguments(p)
+
+
+def _redis_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="keep exclusive leases (and --shared-budget) in Redis, e.g. "
+        "redis://127.0.0.1:6379/0 (needs the 'redis' extra)",
+    )
+    p.add_argument(
+        "--shared-budget",
+        default=None,
+        metavar="NAME",
+        help="draw every delegation also from the Redis budget NAME, shared by every "
+        "process using it; its limit is --max-requests requests",
+    )
+    p.add_argument(
+        "--redis-namespace",
+        default=None,
+        metavar="NS",
+        help="prefix of the Redis keys (default deputy)",
+    )
 
 
 def _otlp_argument(p: argparse.ArgumentParser) -> None:
@@ -282,6 +329,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command
     if command == "run" and args.temporal is not None:
+        if args.redis is not None:
+            print(
+                "deputy-runtime run: --redis and --temporal do not combine: a durable run "
+                "keeps its budget and records in Temporal; drop one",
+                file=sys.stderr,
+            )
+            return 2
         command = "run-temporal"  # a durable run: started on Temporal, followed from here
     module_name, _, function_name = _COMMANDS[command].partition(":")
     function = getattr(importlib.import_module(module_name), function_name)

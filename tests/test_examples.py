@@ -134,3 +134,23 @@ def test_readme_embedding_example_runs(tmp_path: Path, backend: str) -> None:
     assert re.search(r"^reviewer completed complete 2$", done.stdout, re.M), done.stdout
     assert "  reviewer: ToolStart" in done.stdout
     assert "I called" in done.stdout  # the lead's final answer
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mcp_delegation(backend: str) -> None:
+    done = _run(str(EXAMPLES / "mcp_delegation.py"), backend)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # Owned: each researcher started its own files server and read through it.
+    files = re.findall(r"researcher: mcp server files start \(pid (\d+)\)", out)
+    assert len(set(files)) == 2, out
+    for pid in files:
+        assert f"researcher: mcp__files__whoami -> {{'result': {pid}}}" in out
+        assert f"researcher: mcp server files stop (pid {pid})" in out
+    assert "mcp__files__read_file -> {'result': 'oat milk\\n'}" in out
+    # Shared: one notes server, stopped when the lead closed (after the answer).
+    notes = re.findall(r"mcp server notes start \(pid (\d+)\)", out)
+    assert len(notes) == 1, out
+    stopped = out.index(f"notes server stopped (closed, pid {notes[0]})")
+    assert out.index("answer:") < stopped < out.index("lead closed")
+    assert out.count("completed") == 3

@@ -22,6 +22,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence, ValuesView
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from ..definitions import (
     AGENT_DEFINITION_SCHEMA,
@@ -42,6 +43,7 @@ __all__ = [
     "EXIT_ERRORS",
     "EXIT_OK",
     "EXIT_USAGE",
+    "McpSetupError",
     "PluginError",
     "definitions_path_problem",
     "host_skill_registry",
@@ -50,6 +52,7 @@ __all__ = [
     "list_agents",
     "plugin_failure",
     "plugin_tools",
+    "read_mcp_servers",
     "schema",
     "validate",
 ]
@@ -65,6 +68,41 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 class PluginError(DeputyError, ValueError):
     """A ``--plugin`` could not be imported or its ``tools`` are malformed."""
+
+
+class McpSetupError(DeputyError, ValueError):
+    """The MCP configuration (``--mcp-config`` or ``.mcp.json``) cannot be used."""
+
+
+def read_mcp_servers(config: str | None, cwd: Path) -> dict[str, Any]:
+    """The MCP servers of ``config``, else of ``.mcp.json`` in ``cwd`` when it exists.
+
+    Args:
+        config: The ``--mcp-config`` value, or ``None``.
+        cwd: Where ``.mcp.json`` is looked for.
+
+    Returns:
+        Each server's name mapped to its configuration, in file order (empty when no
+        file is given or found).
+
+    Raises:
+        McpSetupError: The file does not exist or is invalid, or the MCP SDK (the
+            ``mcp`` extra) is not installed; the message names the file.
+    """
+    path = Path(config) if config else cwd / ".mcp.json"
+    label = f"--mcp-config {config!r}" if config else str(path)
+    if not config and not path.exists():
+        return {}
+    if not path.is_file():
+        raise McpSetupError(f"{label}: no such file; point it at a .mcp.json file")
+    try:
+        from .. import mcp  # the SDK is an extra: imported only when servers are configured
+    except ImportError as exc:
+        raise McpSetupError(f"{label}: MCP servers need the 'mcp' extra: {exc}") from exc
+    try:
+        return dict(mcp.load_mcp_config(path))
+    except DeputyError as exc:
+        raise McpSetupError(str(exc)) from exc
 
 
 def import_plugin(target: str) -> ModuleType:
@@ -285,9 +323,14 @@ def validate(args: argparse.Namespace) -> int:
     host = _host(args, "validate")
     if host is None:
         return EXIT_USAGE
+    try:
+        servers = read_mcp_servers(getattr(args, "mcp_config", None), Path.cwd())
+    except McpSetupError as exc:
+        print(f"deputy-runtime validate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     strict = bool(getattr(args, "strict", False))
     try:
-        report = validate_definitions(args.paths, *host)
+        report = validate_definitions(args.paths, *host, known_mcp_servers=tuple(servers))
     except DeputyError as exc:  # a plugin's registry entry the readers refuse
         print(f"deputy-runtime validate: {exc}", file=sys.stderr)
         return EXIT_USAGE

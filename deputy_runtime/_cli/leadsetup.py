@@ -13,10 +13,13 @@ the option or file.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
+
+import msgspec
 
 from ..chat import (
     Chat,
@@ -32,16 +35,28 @@ from ..chat import (
 )
 from ..definitions import AgentDefinition, DefinitionProblem, agent_definitions
 from ..errors import DeputyError
-from ..runtime import DelegationPolicy, LeadAgent, Permissions, UsageLimits
+from ..runtime import (
+    BudgetLedger,
+    DelegationPolicy,
+    ExclusiveResource,
+    LeadAgent,
+    LeaseBackend,
+    Permissions,
+    ResourceMode,
+    SharedResources,
+    UsageLimits,
+)
 from ..skills import Skill
 from ..tools import Tool
 from .definitions import (
+    McpSetupError,
     PluginError,
     definitions_path_problem,
     host_skill_registry,
     host_tool_registry,
     import_plugin,
     plugin_failure,
+    read_mcp_servers,
 )
 
 __all__ = [
@@ -53,8 +68,10 @@ __all__ = [
     "Definitions",
     "Plugin",
     "Plugins",
+    "RedisSetup",
     "UsageError",
     "alias_options",
+    "attach_mcp_servers",
     "build_lead",
     "check_agents",
     "check_backend",
@@ -62,11 +79,15 @@ __all__ = [
     "fanout_note",
     "lead_alias",
     "load_definitions",
+    "load_mcp_servers",
     "load_plugin",
     "load_plugins",
     "make_chat",
+    "mcp_mode_options",
     "print_warnings",
+    "redis_setup",
     "select_model",
+    "with_lease_backend",
 ]
 
 #: Environment variable -> model used when only that provider's key is configured.
@@ -273,6 +294,7 @@ def build_lead(
     max_total_tokens: int | None = None,
     policy: DelegationPolicy | None,
     aliases: Mapping[str, str],
+    shared_budget: BudgetLedger | None = None,
 ) -> LeadAgent:
     """A lead over ``definitions`` with the read-only file tools and the given ceilings."""
     try:
@@ -287,6 +309,7 @@ def build_lead(
             working_dir=working_dir,
             delegation_policy=policy,
             model_aliases=aliases,
+            shared_budget=shared_budget,
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
@@ -389,3 +412,191 @@ def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:
     for alias, model in checked.items():
         check_target(f"--plugin {target!r}: model_aliases[{alias!r}]", model)
     return checked
+
+
+#: The lifecycles ``--mcp-mode NAME=MODE`` accepts (default ``shared``).
+MCP_MODE_NAMES = ("owned", "shared", "exclusive")
+
+
+def load_mcp_servers(config: str | None, cwd: Path) -> dict[str, Any]:
+    """The MCP servers of ``--mcp-config FILE``, else of ``.mcp.json`` in ``cwd`` if any.
+
+    Returns:
+        Each server's name mapped to its configuration (empty without a file).
+    """
+    try:
+        return read_mcp_servers(config, cwd)
+    except McpSetupError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def mcp_mode_options(values: Sequence[str], servers: Mapping[str, Any]) -> dict[str, str]:
+    """``--mcp-mode NAME=MODE`` options as a map; NAME must be a configured server."""
+    modes: dict[str, str] = {}
+    for value in values:
+        name, equals, mode = (part.strip() for part in value.partition("="))
+        if not equals or not name or mode not in MCP_MODE_NAMES:
+            raise UsageError(
+                f"--mcp-mode {value!r}: expected NAME=MODE with MODE one of "
+                f"{', '.join(MCP_MODE_NAMES)}, e.g. --mcp-mode files=owned"
+            )
+        if name not in servers:
+            known = ", ".join(servers) or "none (no .mcp.json found)"
+            raise UsageError(
+                f"--mcp-mode {value!r}: no MCP server named {name!r}; configured: {known}"
+            )
+        modes[name] = mode
+    return modes
+
+
+def attach_mcp_servers(
+    policy: DelegationPolicy | None,
+    servers: Mapping[str, Any],
+    modes: Mapping[str, str],
+    *,
+    lease_backend: LeaseBackend | None = None,
+) -> DelegationPolicy | None:
+    """``policy`` with every configured server attached (``McpResource``) in its mode.
+
+    A server the plugin's policy already attaches keeps the plugin's mode; naming it in
+    ``--mcp-mode`` too is refused. Exclusive servers keep their leases in
+    ``lease_backend`` (``--redis``) when given. The lead must be opened
+    (``async with lead:``) for the servers to run.
+    """
+    if not servers:
+        return policy
+    from .. import mcp  # the SDK is an extra: imported only when servers are configured
+
+    base = policy if policy is not None else DelegationPolicy()
+    kept = tuple(m for m in base.resource_modes if not isinstance(m, SharedResources))
+    attached = {getattr(m, "mcp_server", None) for m in kept}
+    for name in modes:
+        if name in attached:
+            raise UsageError(
+                f"--mcp-mode {name}=...: the plugin's delegation_policy already attaches "
+                f"MCP server {name!r} with its own mode; drop the option"
+            )
+    added = tuple(
+        _mcp_resource(mcp, name, config, modes.get(name, "shared"), lease_backend)
+        for name, config in servers.items()
+        if name not in attached
+    )
+    try:
+        return msgspec.structs.replace(
+            base,
+            resource_mode="shared",
+            resource_key=None,
+            resources=None,
+            lease_backend=None,
+            resource_modes=(*kept, *added),
+        )
+    except DeputyError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _mcp_resource(
+    mcp: Any, name: str, config: Any, mode: str, lease_backend: LeaseBackend | None
+) -> Any:
+    server = mcp.McpServer(name, config)
+    if mode == "exclusive" and lease_backend is not None:
+        return mcp.McpResource(server, mode=mode, backend=lease_backend)
+    return mcp.McpResource(server, mode=mode)
+
+
+class RedisSetup:
+    """``--redis``: the lease backend and shared budget, opened inside the event loop.
+
+    The command opens them (:meth:`opened`) around the run or the server and closes them
+    after it; the leads only use them. With ``--shared-budget`` both live on one
+    connection, so an exclusive delegation takes its lease and reservation in one round
+    trip and gives both back in one.
+    """
+
+    __slots__ = ("_opener", "budget", "leases", "url")
+
+    def __init__(self, url: str, budget_name: str | None, namespace: str, max_requests: int):
+        try:
+            from ..redis import RedisCoordinator, RedisLeases
+        except ImportError as exc:
+            raise UsageError(f"--redis: {exc}") from None
+        self.url = url
+        try:
+            if budget_name is None:
+                leases = RedisLeases(url, namespace=namespace)
+                self.leases: LeaseBackend = leases
+                self.budget: BudgetLedger | None = None
+                self._opener: Any = leases
+            else:
+                coordinator = RedisCoordinator(
+                    url,
+                    budget_name=budget_name,
+                    limits={"requests": max_requests},
+                    namespace=namespace,
+                )
+                self.leases = coordinator.leases
+                self.budget = coordinator.budget
+                self._opener = coordinator
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("namespace"):
+                option = "--redis-namespace"
+            elif text.startswith("name"):
+                option = "--shared-budget"
+            else:
+                option = "--redis"
+            raise UsageError(f"{option}: {text}") from None
+
+    @asynccontextmanager
+    async def opened(self) -> AsyncIterator[None]:
+        """Open the connection (and the budget) for the block; close it after.
+
+        Raises:
+            UsageError: Redis cannot be reached or refuses the budget (one line).
+        """
+        from ..errors import CoordinationError
+
+        async with AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self._opener)
+            except CoordinationError as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise UsageError(f"--redis: {first}") from None
+            yield
+
+
+def redis_setup(
+    url: str | None, budget_name: str | None, namespace: str | None, *, max_requests: int
+) -> RedisSetup | None:
+    """The ``--redis``/``--shared-budget``/``--redis-namespace`` options, checked.
+
+    The shared budget's limit is ``--max-requests`` requests; every process sharing the
+    budget must pass the same limit (Redis refuses a different one).
+    """
+    if url is None:
+        if budget_name is not None:
+            raise UsageError("--shared-budget needs --redis URL (where the budget is kept)")
+        if namespace is not None:
+            raise UsageError("--redis-namespace needs --redis URL")
+        return None
+    return RedisSetup(url, budget_name, namespace or "deputy", max_requests)
+
+
+def with_lease_backend(
+    policy: DelegationPolicy | None, backend: LeaseBackend
+) -> DelegationPolicy | None:
+    """``policy`` with every exclusive resource's leases kept in ``backend``."""
+    if policy is None:
+        return None
+    modes: list[ResourceMode] = []
+    for mode in policy.resource_modes:
+        if isinstance(mode, ExclusiveResource):
+            mode = ExclusiveResource(mode.key, wait=mode.wait, backend=backend)
+        modes.append(mode)
+    return DelegationPolicy(
+        resource_modes=tuple(modes),
+        human_input=policy.human_input,
+        observers=policy.observers,
+        chat=policy.chat,
+        max_seconds=policy.max_seconds,
+        max_delegations=policy.max_delegations,
+    )

@@ -41,18 +41,24 @@ from ..runtime import AgentResult, LeadAgent
 from .leadsetup import (
     DEFAULT_MODELS,
     OFFLINE_MODEL,
+    RedisSetup,
     UsageError,
     alias_options,
+    attach_mcp_servers,
     build_lead,
     check_agents,
     check_backend,
     fanout_note,
     lead_alias,
     load_definitions,
+    load_mcp_servers,
     load_plugins,
     make_chat,
+    mcp_mode_options,
     print_warnings,
+    redis_setup,
     select_model,
+    with_lease_backend,
 )
 from .otlp import start_otlp
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
@@ -96,6 +102,17 @@ def _run(args: argparse.Namespace) -> int:
     fanout = getattr(args, "test_fanout", None)
     lead_chat = make_chat(spec, explicit=bool(args.model), fanout=fanout)
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    redis = redis_setup(
+        getattr(args, "redis", None),
+        getattr(args, "shared_budget", None),
+        getattr(args, "redis_namespace", None),
+        max_requests=args.max_requests,
+    )
+    policy = plugins.policy if redis is None else with_lease_backend(plugins.policy, redis.leases)
+    servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)
+    mcp_modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
+    leases = None if redis is None else redis.leases
+    policy = attach_mcp_servers(policy, servers, mcp_modes, lease_backend=leases)
     lead = build_lead(
         lead_chat,
         loaded.definitions,
@@ -103,8 +120,9 @@ def _run(args: argparse.Namespace) -> int:
         working_dir=cwd,
         permission_mode=args.permission_mode,
         max_requests=args.max_requests,
-        policy=plugins.policy,
+        policy=policy,
         aliases=aliases,
+        shared_budget=redis.budget if redis is not None else None,
     )
     as_json = bool(args.json)
     notes = sys.stderr if as_json else sys.stdout
@@ -124,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     otlp = getattr(args, "otlp", None)
     stop_tracing = start_otlp(otlp) if otlp is not None else None
     try:
-        outcome = anyio.run(_drive, lead, task, view, backend=backend)
+        outcome = anyio.run(_drive_with, redis, lead, task, view, backend=backend)
     finally:
         view.close()
         if stop_tracing is not None:
@@ -138,6 +156,16 @@ def _run(args: argparse.Namespace) -> int:
     elif interrupted:
         print("deputy-runtime run: interrupted", file=sys.stderr)
     return _exit_status(result, interrupted)
+
+
+async def _drive_with(
+    redis: RedisSetup | None, lead: LeadAgent, task: str, view: JsonView | LiveView | PlainView
+) -> _Ending:
+    """:func:`_drive` with the ``--redis`` connection open around it."""
+    if redis is None:
+        return await _drive(lead, task, view)
+    async with redis.opened():
+        return await _drive(lead, task, view)
 
 
 class _Ending(enum.Enum):
@@ -199,10 +227,12 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
         tg.start_soon(watch_reader, tg)
         if isinstance(view, LiveView):
             tg.start_soon(tick)
-        with run_scope:
-            # An event sink rather than run_stream: events are rendered as they are
-            # emitted, including the final ones of a cancelled run.
-            await lead.run(task, on_event=view.handle)
+        # The open lead hosts its attached MCP servers; leaving it stops them all.
+        async with lead:
+            with run_scope:
+                # An event sink rather than run_stream: events are rendered as they are
+                # emitted, including the final ones of a cancelled run.
+                await lead.run(task, on_event=view.handle)
         tg.cancel_scope.cancel()
     return _Ending.READER_GONE if reader_gone.is_set() else ending
 

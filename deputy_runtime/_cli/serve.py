@@ -20,6 +20,7 @@ import argparse
 import ipaddress
 import os
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -32,16 +33,21 @@ from ..service.config import Resolved, ServiceConfig
 from .leadsetup import (
     UsageError,
     alias_options,
+    attach_mcp_servers,
     build_lead,
     check_agents,
     check_backend,
     fanout_note,
     lead_alias,
     load_definitions,
+    load_mcp_servers,
     load_plugins,
     make_chat,
+    mcp_mode_options,
     print_warnings,
+    redis_setup,
     select_model,
+    with_lease_backend,
 )
 from .otlp import start_otlp
 
@@ -151,6 +157,8 @@ def _serve(args: argparse.Namespace) -> int:
     probe = make_chat(spec, explicit=explicit, fanout=fanout)  # refuses a bad model now
     loaded = load_definitions(args.agents, registry, plugins.skills)
     definitions: dict[str, AgentDefinition] = loaded.definitions
+    servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)
+    mcp_modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
     try:
         config = ServiceConfig(
             max_requests=args.max_requests,
@@ -167,7 +175,15 @@ def _serve(args: argparse.Namespace) -> int:
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
 
+    redis = redis_setup(
+        args.redis, args.shared_budget, args.redis_namespace, max_requests=args.max_requests
+    )
+    if redis is not None:
+        policy = with_lease_backend(policy, redis.leases)
+    shared_budget = redis.budget if redis is not None else None
+
     def make_lead(resolved: Resolved) -> LeadAgent:
+        # Attached per lead: each run hosts its own MCP sessions ("shared" is per run).
         return build_lead(
             make_chat(spec, explicit=explicit, fanout=fanout),
             {name: definitions[name] for name in resolved.agents},
@@ -176,8 +192,14 @@ def _serve(args: argparse.Namespace) -> int:
             permission_mode=resolved.permission_mode,
             max_requests=resolved.limits.max_requests or config.max_requests,
             max_total_tokens=resolved.limits.max_total_tokens,
-            policy=policy,
+            policy=attach_mcp_servers(
+                policy,
+                servers,
+                mcp_modes,
+                lease_backend=None if redis is None else redis.leases,
+            ),
             aliases=aliases,
+            shared_budget=shared_budget,
         )
 
     limits = UsageLimits(max_requests=config.max_requests, max_total_tokens=config.max_total_tokens)
@@ -197,19 +219,22 @@ def _serve(args: argparse.Namespace) -> int:
     from ..service.app import build_app
     from ..service.server import serve_forever
 
-    stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
-    try:
-        anyio.run(
-            lambda: serve_forever(
+    async def serve() -> None:
+        async with AsyncExitStack() as stack:
+            if redis is not None:
+                await stack.enter_async_context(redis.opened())
+            await serve_forever(
                 config,
                 agents=tuple(definitions),
                 make_lead=make_lead,
                 make_app=lambda manager: build_app(manager, definitions, tokens),
                 host=args.host,
                 port=args.port,
-            ),
-            backend=backend,
-        )
+            )
+
+    stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
+    try:
+        anyio.run(serve, backend=backend)
     finally:
         if stop_tracing is not None:
             stop_tracing()

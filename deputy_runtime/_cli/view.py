@@ -24,6 +24,7 @@ from ..runtime import (
     DelegationEnd,
     DelegationStart,
     Event,
+    McpServerEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     RunStart,
@@ -192,6 +193,8 @@ def _update(node: Node, event: Event, now: float) -> None:
         node.last_tool = _call_text(event)
     elif isinstance(event, ToolEnd) and event.error is not None:
         node.last_tool = f"{event.tool_name} failed"
+    elif isinstance(event, McpServerEvent):
+        node.last_tool = _mcp_text(event)
     elif isinstance(event, UsageEvent) and event.delegation_id is None:
         node.usage = event.usage
     elif isinstance(event, StopEvent):
@@ -637,6 +640,8 @@ def plain_line(event: Event, node: Node | None) -> str | None:
         return f"{who}: tool {event.tool_name} failed: {_one_line(event.error)}"
     if isinstance(event, WarningEvent):
         return f"{who}: warning: {_one_line(event.message)}"
+    if isinstance(event, McpServerEvent):
+        return f"{who}: {_mcp_text(event)}"
     if isinstance(event, DelegationEnd):
         return (
             f"{who}: delegation {event.status} ({event.stop_reason}) "
@@ -646,6 +651,16 @@ def plain_line(event: Event, node: Node | None) -> str | None:
     if isinstance(event, StopEvent) and event.delegation_id is None:
         return f"{who}: run ended ({event.stop_reason}) {_usage_text(event.usage)}"
     return None
+
+
+def _mcp_text(event: McpServerEvent) -> str:
+    """One bounded line for an MCP server's start or stop (never its stderr output)."""
+    pid = f"pid {event.pid}, " if event.pid is not None else ""
+    if event.action == "start":
+        return f"mcp server {event.server} started ({pid}{event.duration:.2f}s)"
+    how = event.kind or "stopped"
+    error = f": {_one_line(event.error, 80)}" if event.error else ""
+    return f"mcp server {event.server} stopped ({pid}{how} after {event.duration:.1f}s){error}"
 
 
 def _one_line(text: str, limit: int = 100) -> str:

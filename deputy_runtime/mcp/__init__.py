@@ -25,15 +25,18 @@ from ._events import (
 from ._mcpjson import load_mcp_config
 from ._names import expand_mcp_names, mcp_tool_names
 from ._pool import McpServerPool
+from ._resource import MCP_MODES, McpResource
 from ._server import McpServer
 from ._session import McpSession, SessionState
 
 __all__ = [
+    "MCP_MODES",
     "McpConfig",
     "McpEvent",
     "McpEventSink",
     "McpHttp",
     "McpLimits",
+    "McpResource",
     "McpServer",
     "McpServerPool",
     "McpServerStarted",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
@@ -23,6 +23,9 @@ from ._connection import RedisConnection
 from ._keepalive import LostReason, keep_alive
 from ._leases import current_traceparent
 from ._validate import check_name, check_seconds
+
+if TYPE_CHECKING:
+    from ._coordinator import RedisCoordinator
 
 __all__ = ["RedisBudget", "grant_from", "ledger_error"]
 
@@ -85,6 +88,32 @@ class RedisBudget:
         self._keep_ms = math.ceil(keep * 1000)
         base = f"{self.namespace}:budget:{self.name}"
         self._keys = [base, f"{base}:holds", f"{base}:exp", f"{base}:ended", f"{base}:endat"]
+
+    def combined_with(self, backend: object) -> RedisCoordinator | None:
+        """The combined store of this budget and a lease backend, when they can pair.
+
+        The runtime asks this of a lead's shared budget for its exclusive lease backend:
+        a :class:`~deputy_runtime.redis.RedisLeases` on this budget's connection and
+        namespace (for example both of one :class:`RedisCoordinator`) pairs, and a
+        delegation then takes its lease and reservation in one round trip and gives
+        both back in one.
+
+        Args:
+            backend: The exclusive mode's lease backend.
+
+        Returns:
+            A :class:`RedisCoordinator` over both, or ``None`` when they do not pair.
+        """
+        from ._coordinator import RedisCoordinator  # the coordinator builds on this module
+        from ._leases import RedisLeases
+
+        if (
+            isinstance(backend, RedisLeases)
+            and backend.connection is self.connection
+            and backend.namespace == self.namespace
+        ):
+            return RedisCoordinator.of(backend, self)
+        return None
 
     @property
     def keys(self) -> list[str]:

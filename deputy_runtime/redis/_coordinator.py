@@ -28,6 +28,33 @@ class RedisCoordinator:
     (one script). ``async with`` opens the shared connection and the ledger.
     """
 
+    @classmethod
+    def of(cls, leases: RedisLeases, budget: RedisBudget) -> RedisCoordinator:
+        """A coordinator over a lease backend and a budget that share one connection.
+
+        It opens and closes nothing: whoever opened ``leases`` and ``budget`` (or their
+        shared connection) closes it.
+
+        Args:
+            leases: The lease backend.
+            budget: The budget, on the same :class:`RedisConnection` and namespace.
+
+        Returns:
+            The coordinator of both.
+
+        Raises:
+            ValueError: They do not share a connection and a namespace.
+        """
+        if leases.connection is not budget.connection or leases.namespace != budget.namespace:
+            raise ValueError(
+                "RedisCoordinator.of needs leases and budget on one RedisConnection and namespace"
+            )
+        coordinator = cls.__new__(cls)
+        coordinator.connection = leases.connection
+        coordinator.leases = leases
+        coordinator.budget = budget
+        return coordinator
+
     def __init__(
         self,
         url: str,
@@ -116,7 +143,13 @@ class RedisCoordinator:
             raise ledger_error(self.budget.name, holder, status)
         return lease, grant_from([int(v) for v in result[3:]])
 
-    async def hold(self, lease: LeaseLike, on_lost: Callable[[str], None]) -> None:
+    async def hold(
+        self,
+        lease: LeaseLike,
+        on_lost: Callable[[str], None],
+        *,
+        renewed_at: float | None = None,
+    ) -> None:
         """Keep both the lease and the reservation of ``lease.holder`` until cancelled.
 
         One script renews both every ``min(lease ttl, reservation ttl) / 3``. The first
@@ -125,6 +158,9 @@ class RedisCoordinator:
         Args:
             lease: The lease from :meth:`acquire_and_reserve`.
             on_lost: Called once with the :class:`LostReason` of the first loss.
+            renewed_at: ``anyio.current_time()`` taken before the granting
+                :meth:`acquire_and_reserve` was sent: the grant counts as the first
+                renewal (none is sent at once). ``None``: renew at once.
         """
         keys = [self.leases.lease_keys(lease.key)[0], *self.budget.keys[1:3]]
         args: list[str | int] = [
@@ -146,7 +182,9 @@ class RedisCoordinator:
                 return LostReason.RESERVATION_EXPIRED
             return None
 
-        await keep_alive(renew, min(self.leases.ttl, self.budget.ttl), on_lost)
+        await keep_alive(
+            renew, min(self.leases.ttl, self.budget.ttl), on_lost, renewed_at=renewed_at
+        )
 
     async def release_and_settle(self, lease: LeaseLike, used: Mapping[str, int | float]) -> None:
         """Release the lease (compare-and-delete) and settle ``used`` in one script.

@@ -29,6 +29,8 @@ async def keep_alive(
     renew: Callable[[], Awaitable[LostReason | None]],
     ttl: float,
     on_lost: Callable[[str], None],
+    *,
+    renewed_at: float | None = None,
 ) -> None:
     """Renew every ``ttl / 3`` seconds until cancelled; on loss call ``on_lost`` once.
 
@@ -37,9 +39,17 @@ async def keep_alive(
     was *sent* at ``t``, the server keeps the lease until at least ``t + ttl``. When the
     server cannot be reached until then, ``on_lost(LostReason.UNREACHABLE)`` fires at that
     moment, not later, so the holder stops no later than another holder can be granted.
+
+    ``renewed_at`` (``anyio.current_time()`` at or before the grant was sent) makes the
+    grant count as the first renewal when it is less than ``ttl / 3`` old: the next one
+    is due ``ttl / 3`` after it, so a holder that finishes sooner costs no renewal round
+    trip. An older one (a grant that was waited for) is ignored: renewal starts at once.
     """
     interval = ttl / 3
     valid_until = anyio.current_time() + ttl
+    if renewed_at is not None and anyio.current_time() - renewed_at < interval:
+        valid_until = renewed_at + ttl
+        await anyio.sleep(max(renewed_at + interval - anyio.current_time(), 0.0))
     retry_delay = min(0.05, interval)
     while True:
         sent = anyio.current_time()

@@ -7,6 +7,7 @@ from ._events import (
     DelegationStart,
     Event,
     EventLogWriter,
+    McpServerEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     PermissionEvent,
@@ -23,7 +24,7 @@ from ._events import (
 from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
-from ._ledger import BudgetLedger
+from ._ledger import BudgetLedger, LeaseLedger
 from ._parallel import ParallelResult
 from ._permissions import (
     DELEGATE_TOOL_NAME,
@@ -77,6 +78,8 @@ __all__ = [
     "LeadAgent",
     "Lease",
     "LeaseBackend",
+    "LeaseLedger",
+    "McpServerEvent",
     "ModelRequestEvent",
     "ModelResponseEvent",
     "OwnedResources",

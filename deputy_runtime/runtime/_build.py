@@ -19,6 +19,7 @@ from ._agent import Agent
 from ._context import Governance, RunOwner
 from ._events import EventSink, WarningEvent
 from ._hooks import HookEvent
+from ._ledger import BudgetLedger
 from ._permissions import ASK_USER_TOOL_NAME, normalize_tool_name
 from ._policy import DelegationPolicy
 from ._records import Delegation, DelegationContext
@@ -37,6 +38,7 @@ class LeadHandle(RunOwner, Protocol):
     delegation_policy: DelegationPolicy
     delegation_scope: dict[str, Any] | None
     model_aliases: Mapping[str, str]
+    shared_budget: BudgetLedger | None
 
 
 class _LazyContext:
@@ -100,10 +102,14 @@ async def build_subagent(
             "owned resource factory (DelegationPolicy(resource_mode='owned', resources=...))."
         )
     if definition.mcp_tools:
-        # No MCP server is attached to a lead yet, so every MCP name is unresolvable:
-        # failing here is clearer than a subagent that silently lacks the tools it names.
-        server = _mcp_server(definition.mcp_tools[0])
-        raise DelegationBindingError(missing_mcp_server_message(server, definition.name))
+        # Every MCP name must belong to a server attached to the lead (a mode with an
+        # ``mcp_server`` name): failing here is clearer than a subagent that silently
+        # lacks the tools it names.
+        attached = {getattr(mode, "mcp_server", None) for mode in modes}
+        for name in definition.mcp_tools:
+            server = _mcp_server(name)
+            if server not in attached:
+                raise DelegationBindingError(missing_mcp_server_message(server, definition.name))
     for mode in modes:
         mode.check(definition)
     context = _LazyContext(d, lead)
@@ -111,11 +117,14 @@ async def build_subagent(
     skill_tools = tuple(t for s in skills for t in s.tools) if skills else ()
     # Modes that do not supply tools (shared, exclusive) bind before anything else, so an
     # overlapping exclusive delegation fails before a chat or subagent is built.
+    # Tools such a mode returns (an attached MCP server's) join the definition's tools.
+    attached_tools: tuple[Tool, ...] = ()
     for mode in modes:
         # Shared mode binds nothing: skipping its no-op acquire saves a request object
         # and a coroutine per delegation.
         if not mode.supplies_tools and not isinstance(mode, SharedResources):
-            await mode.acquire(BindRequest(d, definition, None, skill_tools, context))
+            request = BindRequest(d, definition, None, skill_tools, context, emit)
+            attached_tools += await mode.acquire(request)
     permissions = lead.permissions.ceiling(
         definition.permission_mode, definition.disallowed_tools or ()
     )
@@ -140,8 +149,9 @@ async def build_subagent(
     if supplied:
         for mode in modes:
             if mode.supplies_tools:
-                request = BindRequest(d, definition, child, skill_tools, context)
+                request = BindRequest(d, definition, child, skill_tools, context, emit)
                 tools += await mode.acquire(request)
+    tools += attached_tools
     tools = _without_disallowed(tools, definition.disallowed_tools)
     if stateless and (tools or skills):
         raise DelegationBindingError(

@@ -35,6 +35,7 @@ from ._records import (
     status_of,
 )
 from ._result import AgentResult, ToolRejection
+from ._shared import take_shared
 from ._states import DelegationStatus, StopReason
 from ._trace import begin_delegation, end_delegation
 from ._usage import Meter, UsageLimits, exhausted, tighter
@@ -140,6 +141,7 @@ class DelegationCoordinator:
             tool_call_id=tool_call_id,
             brief=brief,
         )
+        d.ledger = self.lead.shared_budget
         self.records.append(d)
         if track:
             self.active[d.delegation_id] = d
@@ -364,8 +366,11 @@ class DelegationCoordinator:
         """Fire SubagentStart, then run the built subagent on its brief.
 
         Returns:
-            ``False`` when the delegation was stopped before its run.
+            ``False`` when the delegation was stopped before its run (or the lead's
+            shared budget granted it nothing to run on).
         """
+        if d.ledger is not None and not await take_shared(d):
+            return False
         if not await self._start(d):
             return False
         child = d.child

@@ -25,6 +25,7 @@ __all__ = [
     "EventLogWriter",
     "EventSink",
     "GuardedSink",
+    "McpServerEvent",
     "ModelRequestEvent",
     "ModelResponseEvent",
     "PermissionEvent",
@@ -154,6 +155,28 @@ class DelegationEnd(_Base, frozen=True, gc=False, tag="delegation_end"):
     tool_call_id: str | None = None
 
 
+class McpServerEvent(_Base, frozen=True, gc=False, tag="mcp_server"):
+    """An MCP server attached to the lead started (``action="start"``) or stopped.
+
+    Carries the ids of the delegation that started or used it. ``pid`` is the stdio
+    server's process id, ``duration`` the start time or the session's lifetime in
+    seconds; a stop says how (``kind``: ``closed``, ``terminated``, ``killed`` or
+    ``failed``), with ``exit_code`` and ``error`` when known. The server's standard
+    error is never part of an event (it stays in the session's bounded ring buffer).
+    Tool calls on MCP servers are ToolStart/ToolEnd events with ``mcp__`` names.
+    """
+
+    server: str
+    action: str
+    transport: str
+    pid: int | None = None
+    duration: float = 0.0
+    tools: int | None = None
+    kind: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+
+
 #: Any event a run emits: the union of the event classes, tagged by ``type`` in JSON.
 Event: TypeAlias = (
     RunStart
@@ -168,6 +191,7 @@ Event: TypeAlias = (
     | StopEvent
     | DelegationStart
     | DelegationEnd
+    | McpServerEvent
 )
 
 EventSink: TypeAlias = Callable[[Event], None]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from types import TracebackType
 from typing import Any
 
 import msgspec
@@ -18,11 +20,13 @@ from ._context import RunContext
 from ._coordinator import DelegationCoordinator
 from ._events import EventSink
 from ._hooks import Hooks
+from ._ledger import BudgetLedger
 from ._parallel import ParallelResult, parallel_delegate
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
 from ._records import SubagentRecord
 from ._result import AgentResult
+from ._shared import check_ledger
 from ._usage import UsageLimits
 
 __all__ = ["LeadAgent"]
@@ -62,7 +66,9 @@ class LeadAgent(Agent):
     limit also gives the model the "Run limit reached" tool error). ``None`` (default):
     all of a turn's delegations at once. A delegation whose reservation grants it no
     requests, tokens or cost (running siblings hold the rest) ends ``not_started`` with
-    that limit's stop reason before anything is built for it.
+    that limit's stop reason before anything is built for it. ``async with lead:`` (or
+    :meth:`aclose`) bounds the resource modes that have a lifecycle, such as attached MCP
+    servers.
 
     The delegations themselves (records, slots, admission, budget reservation and
     settlement) belong to :attr:`delegations`, a
@@ -85,9 +91,16 @@ class LeadAgent(Agent):
         model_aliases: Maps a definition's model (a Claude Code alias such as ``sonnet``,
             or any model id) to ``provider/model`` or a model id on this lead's provider;
             see :func:`deputy_runtime.chat.resolve_model`.
+        shared_budget: A :class:`~deputy_runtime.runtime.BudgetLedger` shared with other
+            leads (for example ``deputy_runtime.redis.RedisBudget``, opened by the host
+            with ``async with``). Each delegation also reserves its share there, the
+            tighter grant wins, the reservation is renewed while it runs (a lost one
+            stops it ``lease_lost``) and its usage is settled exactly once. A ledger that
+            cannot be reached fails new delegations (a tool error for the model).
 
     Raises:
-        TypeError: ``delegation_policy`` or ``delegation_scope`` has the wrong type.
+        TypeError: ``delegation_policy``, ``delegation_scope`` or ``shared_budget`` has
+            the wrong type.
         ValueError: ``max_active_delegations`` is not a positive int or ``None``.
         DefinitionError: A sub-agent entry is not an AgentDefinition, or names repeat.
     """
@@ -95,11 +108,13 @@ class LeadAgent(Agent):
     __slots__ = (
         "_definitions",
         "_delegate_tool",
+        "_open",
         "_own_tools",
         "delegation_policy",
         "delegation_scope",
         "delegations",
         "model_aliases",
+        "shared_budget",
     )
 
     def __init__(
@@ -118,6 +133,7 @@ class LeadAgent(Agent):
         name: str | None = "lead",
         max_active_delegations: int | None = None,
         model_aliases: Mapping[str, str] | None = None,
+        shared_budget: BudgetLedger | None = None,
     ) -> None:
         # Alias -> "provider/model" or a model id on the lead's provider: how definitions
         # saying "sonnet" (or another vendor's id) run under this lead's provider.
@@ -138,8 +154,10 @@ class LeadAgent(Agent):
                 f"got {max_active_delegations!r}"
             )
         self.delegation_policy = delegation_policy
+        self.shared_budget = check_ledger(shared_budget)
         self.delegation_scope = dict(delegation_scope) if delegation_scope is not None else None
         self._definitions: dict[str, AgentDefinition] = {}
+        self._open: contextlib.AsyncExitStack | None = None
         self.delegations = DelegationCoordinator(self, max_active=max_active_delegations)
         self._own_tools = tuple(tools)
         self._delegate_tool = _delegate_tool(())
@@ -217,6 +235,54 @@ class LeadAgent(Agent):
         )
         blocks.append(ROUTING_END)
         return "\n\n".join(blocks)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> LeadAgent:
+        """Open the lead: enter every resource mode of its policy that has a lifecycle.
+
+        Modes that are async context managers (an attached MCP server) live from here
+        until :meth:`aclose`; a shared MCP server starts on first use and stops then.
+
+        Returns:
+            The lead itself.
+
+        Raises:
+            RuntimeError: The lead is already open.
+        """
+        if self._open is not None:
+            raise RuntimeError(f"LeadAgent {self.name!r} is already open")
+        stack = contextlib.AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            for mode in self.delegation_policy.resource_modes:
+                if hasattr(mode, "__aenter__") and hasattr(mode, "__aexit__"):
+                    await stack.enter_async_context(mode)  # type: ignore[arg-type]
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._open = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the lead: leave what :meth:`__aenter__` entered, last first (shielded).
+
+        Call it from the task that opened the lead (what was entered holds task groups,
+        which must be left where they were entered, so no cancel scope is put around
+        them here: each mode stops its own resources shielded, with bounded waits). A
+        lead that is not open is left as it is.
+        """
+        stack, self._open = self._open, None
+        if stack is not None:
+            await stack.aclose()
 
     @property
     def max_active_delegations(self) -> int | None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-__all__ = ["BudgetLedger"]
+from ._leases import Lease
+
+__all__ = ["BudgetLedger", "LeaseLedger"]
 
 
 @runtime_checkable
@@ -34,4 +36,30 @@ class BudgetLedger(Protocol):
 
     async def settle(self, holder: str, used: Mapping[str, int | float]) -> None:
         """Count ``used`` against the ledger and return the unused rest; exactly once."""
+        ...
+
+
+@runtime_checkable
+class LeaseLedger(Protocol):
+    """A lease backend and a budget ledger in one store, taken and given back together.
+
+    A ledger offers one through ``combined_with(backend)`` (returning ``None`` when it
+    cannot pair with that lease backend); then an exclusive delegation takes its lease
+    and its reservation in one step and gives both back in one step.
+    """
+
+    async def acquire_and_reserve(
+        self, key: str, holder: str, want: Mapping[str, int | float | None], *, wait: bool
+    ) -> tuple[Lease, Mapping[str, int | float | None]]:
+        """Take the lease on ``key`` and reserve ``want`` for ``holder`` atomically."""
+        ...
+
+    async def hold(
+        self, lease: Lease, on_lost: Callable[[str], None], *, renewed_at: float | None = None
+    ) -> None:
+        """Renew both until cancelled (first renewal due from ``renewed_at``, if given)."""
+        ...
+
+    async def release_and_settle(self, lease: Lease, used: Mapping[str, int | float]) -> None:
+        """Release the lease and settle ``used``; exactly once."""
         ...

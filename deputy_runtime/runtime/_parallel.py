@@ -176,7 +176,9 @@ async def _dispatch(
     async def respond(d: Delegation) -> None:
         try:
             if not await coordinator.respond(d, meter, on_event) and not stop:
-                stop.append(StopReason.INTERRUPTED)
+                # A shared budget that granted nothing ends the batch with that limit.
+                limit = d.stop_reason if d.stop_reason in _LIMIT_REASONS else None
+                stop.append(limit or StopReason.INTERRUPTED)
         finally:
             slots.release()
 
@@ -211,6 +213,9 @@ _SHARED_FIELDS = (
     ("max_total_tokens", StopReason.TOTAL_TOKEN_LIMIT),
     ("max_cost_usd", StopReason.COST_LIMIT),
 )
+
+
+_LIMIT_REASONS = frozenset(reason for _, reason in _SHARED_FIELDS)
 
 
 def _dispatch_blocker(coordinator: DelegationCoordinator, meter: Meter) -> StopReason | None:

@@ -20,6 +20,7 @@ from ..errors import DelegationBindingError, DeputyError
 from ..tools import Tool
 from ._agent import Agent
 from ._leases import Lease
+from ._ledger import BudgetLedger
 from ._result import AgentResult, ToolRejection
 from ._states import DelegationStatus, StopReason, delegation_status
 from ._usage import AgentUsage, Reservation, UsageLimits
@@ -222,6 +223,8 @@ class Delegation:
         "hook_errors",
         "lease",
         "lease_lost",
+        "ledger",
+        "ledger_held",
         "parent_agent_id",
         "parent_run_id",
         "reservation",
@@ -272,6 +275,9 @@ class Delegation:
         self.reservation: Reservation | None = None
         self.lease: Lease | None = None
         self.lease_lost = False
+        # The lead's shared budget (its reservation is taken once, before the run).
+        self.ledger: BudgetLedger | None = None
+        self.ledger_held = False
         self.cancel_reason: str | None = None
         # What the resource modes bound (ResourceBinding), released in reverse order.
         self.bindings: list[Binding] | None = None

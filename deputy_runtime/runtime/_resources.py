@@ -30,9 +30,11 @@ from ..definitions import AgentDefinition
 from ..errors import DelegationBindingError
 from ..tools import Tool
 from ._agent import Agent
+from ._events import EventSink
 from ._hooks import HookEvent
 from ._leases import IN_PROCESS_LEASES, Lease, LeaseBackend
 from ._records import Binding, Delegation, DelegationContext, DelegationResources, error_text
+from ._shared import combined_ledger, reserve_combined
 
 __all__ = [
     "BindRequest",
@@ -58,9 +60,11 @@ class BindRequest:
         child: The subagent, built but not yet given its tools; ``None`` for modes that
             supply no tools (they bind before the subagent is built).
         skill_tools: The tools of the definition's skills.
+        emit: The lead run's event sink (``None`` when nothing listens); events about
+            the bound resource carry ``delegation.event_ids()``.
     """
 
-    __slots__ = ("_context", "child", "definition", "delegation", "skill_tools")
+    __slots__ = ("_context", "child", "definition", "delegation", "emit", "skill_tools")
 
     def __init__(
         self,
@@ -69,8 +73,10 @@ class BindRequest:
         child: Agent | None,
         skill_tools: tuple[Tool, ...],
         context: Callable[[], DelegationContext],
+        emit: EventSink | None = None,
     ) -> None:
         self.delegation = delegation
+        self.emit = emit
         self.definition = definition
         self.child = child
         self.skill_tools = skill_tools
@@ -109,6 +115,8 @@ class ResourceMode(Protocol):
         """Bind the resource for one delegation; return the tools it supplies.
 
         Register anything to release with ``request.keep`` before anything can fail.
+        A mode that does not supply the subagent's tools (``supplies_tools`` false) may
+        still return tools: they are added to the definition's tools (MCP servers).
         """
         ...
 
@@ -202,6 +210,11 @@ class ExclusiveResource(msgspec.Struct, frozen=True):
             ResourceBusyError: The key is busy and ``wait`` is false.
         """
         d = request.delegation
+        store = combined_ledger(d.ledger, self.backend) if not d.ledger_held else None
+        if store is not None:
+            # The lead's shared budget lives in the same store: one step takes both.
+            await reserve_combined(d, store, self.key, wait=self.wait)
+            return ()
         lease = await self.backend.acquire(self.key, d.delegation_id, wait=self.wait)
         request.keep(_LeaseBinding(self.backend, lease))
         d.lease = lease

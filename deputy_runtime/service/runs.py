@@ -229,8 +229,10 @@ class RunManager:
 
     async def _drive(self, run: Run) -> None:
         try:
-            with run.scope:
-                await run.lead.run(run.task, on_event=run.on_event)
+            # The open lead hosts its attached MCP servers for this run only.
+            async with run.lead:
+                with run.scope:
+                    await run.lead.run(run.task, on_event=run.on_event)
         except Exception as exc:  # the run's own failure: reported on the run, not raised
             run.error = f"{type(exc).__name__}: {exc}"
         finally:

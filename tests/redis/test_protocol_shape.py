@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from deputy_runtime.redis import Lease, RedisBudget, RedisCoordinator, RedisLeases
+from deputy_runtime.runtime import LeaseLedger
 
 
 @runtime_checkable
@@ -62,5 +63,8 @@ def test_lease_has_the_agreed_fields() -> None:
         Lease("k", "h", 7)  # type: ignore[misc]
 
 
-def test_the_coordinator_holds_like_a_lease_backend() -> None:
-    assert shape(RedisCoordinator.hold) == shape(LeaseBackend.hold)
+def test_the_coordinator_is_the_runtimes_combined_lease_ledger() -> None:
+    for name in ("acquire_and_reserve", "hold", "release_and_settle"):
+        assert shape(getattr(RedisCoordinator, name)) == shape(getattr(LeaseLedger, name)), name
+    url = "redis://127.0.0.1:6379/0"  # never connected
+    assert isinstance(RedisCoordinator(url, budget_name="b", limits={}), LeaseLedger)

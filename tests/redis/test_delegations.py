@@ -1,0 +1,354 @@
+"""Real delegations on Redis: a LeadAgent with RedisLeases and a RedisBudget.
+
+Every test drives a real LeadAgent on the scripted provider against the real
+redis-server of the fixture; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import coredis
+import pytest
+
+from deputy_runtime import (
+    AgentDefinition,
+    Chat,
+    DelegationPolicy,
+    ExclusiveResource,
+    LeadAgent,
+    Tool,
+)
+from deputy_runtime.chat import ScriptedProvider, tool_call
+from deputy_runtime.redis import RedisBudget, RedisConnection, RedisCoordinator, RedisLeases
+from deputy_runtime.runtime import DelegationContext
+from tests.redis.redis_support import RedisServer
+from tests.runtime.helpers import definition, delegate, delegate_many, make_tool
+
+pytestmark = pytest.mark.anyio
+
+
+def lead_with(
+    script: Mapping[str | None, Any], sub_agents: list[AgentDefinition], **kwargs: Any
+) -> tuple[LeadAgent, ScriptedProvider]:
+    provider = ScriptedProvider(script)
+    return LeadAgent(Chat(provider), sub_agents, **kwargs), provider
+
+
+def outcomes(provider: ScriptedProvider) -> list[str]:
+    """Every delegate result text (value or error) the lead's model received."""
+    out: list[str] = []
+    for request in provider.requests_for("lead"):
+        for content in request.turns[-1].contents:
+            value = getattr(content, "value", None)
+            error = getattr(content, "error", None)
+            if error is not None or value is not None:
+                out.append(str(error if error is not None else value))
+    return out
+
+
+async def evalsha_calls(url: str) -> int:
+    """How many scripts the server ran so far (the round trips of the lease and ledger)."""
+    client = coredis.Redis.from_url(url, decode_responses=True)
+    async with client:
+        stats: Any = await client.info("commandstats")
+    total = 0
+    for key in ("cmdstat_evalsha", "cmdstat_eval"):
+        if key in stats:
+            total += int(stats[key]["calls"])
+    return total
+
+
+async def test_the_fencing_token_reaches_the_delegation_context(
+    redis_url: str, namespace: str
+) -> None:
+    contexts: list[DelegationContext] = []
+    provider = ScriptedProvider(
+        {"lead": [delegate("worker"), delegate("worker"), "done"], "worker": ["a", "b"]}
+    )
+
+    def chat(definition: AgentDefinition, context: DelegationContext) -> Chat:
+        contexts.append(context)
+        return Chat(provider)
+
+    async with RedisLeases(redis_url, namespace=namespace) as leases:
+        policy = DelegationPolicy(
+            resource_mode="exclusive", resource_key="repo", lease_backend=leases, chat=chat
+        )
+        lead = LeadAgent(Chat(provider), [definition("worker")], delegation_policy=policy)
+        result = await lead.run("go")
+        assert result.stop_reason == "complete"
+        tokens = [c.lease_token for c in contexts]
+        assert len(tokens) == 2
+        assert all(isinstance(t, int) for t in tokens)
+        assert tokens[0] < tokens[1]  # type: ignore[operator]
+        assert await leases.current("repo") is None  # released at settlement
+
+
+async def test_a_busy_key_fails_fast_or_waits_as_the_policy_says(
+    redis_url: str, namespace: str
+) -> None:
+    async with RedisLeases(redis_url, namespace=namespace) as leases:
+        other = await leases.acquire("repo", "other-process", wait=False)
+        lead, provider = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": ["never"]},
+            [definition("worker")],
+            delegation_policy=DelegationPolicy(
+                resource_modes=(ExclusiveResource("repo", backend=leases),)
+            ),
+        )
+        assert (await lead.run("go")).stop_reason == "complete"
+        [text] = outcomes(provider)
+        assert "busy" in text
+        assert lead.list_subagents()[0].status == "failed"
+
+        waiting, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": ["ran"]},
+            [definition("worker")],
+            delegation_policy=DelegationPolicy(
+                resource_modes=(ExclusiveResource("repo", wait=True, backend=leases),)
+            ),
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiting.run, "go")
+            # Queued behind the other process's lease: running, no result yet.
+            while not waiting.list_subagents():
+                await anyio.sleep(0.01)
+            assert waiting.list_subagents()[0].completed_at is None
+            await leases.release(other)
+        assert waiting.list_subagents()[0].status == "completed"
+
+
+async def test_a_lease_taken_over_stops_the_holder_lease_lost(
+    redis_url: str, namespace: str
+) -> None:
+    leads: list[LeadAgent] = []
+
+    async def stall() -> str:
+        # Another process takes the key over (as if this holder's lease had expired),
+        # then the tool waits until the holder has been told to stop.
+        client = coredis.Redis.from_url(redis_url, decode_responses=True)
+        async with client:
+            await client.set(f"{namespace}:lease:repo", "999999:intruder")
+        d = next(iter(leads[0].delegations.active.values()))
+        while d.cancel_reason is None:
+            await anyio.sleep(0.01)
+        return "stopped"
+
+    tool = Tool(
+        name="stall",
+        description="Waits.",
+        parameters={"type": "object", "properties": {}},
+        function=stall,
+    )
+    async with RedisLeases(redis_url, namespace=namespace, ttl=0.3) as leases:
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_call("stall"), "never"]},
+            [definition("worker", tools=(tool,))],
+            delegation_policy=DelegationPolicy(
+                resource_mode="exclusive", resource_key="repo", lease_backend=leases
+            ),
+        )
+        leads.append(lead)
+        assert (await lead.run("go")).stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert (record.status, record.stop_reason) == ("stopped", "lease_lost")
+        # Release is compare-and-delete: the intruder still holds the key.
+        current = await leases.current("repo")
+        assert current is not None
+        assert current.holder == "intruder"
+
+
+async def test_a_shared_budget_is_reserved_settled_and_tighter(
+    redis_url: str, namespace: str
+) -> None:
+    async with RedisBudget(redis_url, "b", {"requests": 3}, namespace=namespace) as budget:
+        # Two delegations at once, each allowed 2 requests by its definition; the shared
+        # budget of 3 leaves the second at most 1.
+        script: dict[str | None, Any] = {
+            "lead": [delegate_many(("worker", "one"), ("worker", "two")), "done"],
+            "worker": [tool_call("t"), "a", tool_call("t"), "b"],
+        }
+        tool = make_tool("t")
+        worker = definition("worker", max_requests=2, tools=(tool,))
+        lead, _ = lead_with(script, [worker], shared_budget=budget)
+        assert (await lead.run("go")).stop_reason == "complete"
+        records = lead.list_subagents()
+        used = sum(r.usage.requests for r in records)
+        limits = sorted(r.limits.max_requests or 0 for r in records if r.limits)
+        assert limits == [1, 2]
+        state = await budget.state()
+        assert state.used.requests == used
+        assert state.reserved.requests == 0
+        assert state.holders == 0
+        assert state.remaining.requests == 3 - used
+
+
+async def test_a_spent_shared_budget_leaves_new_delegations_not_started(
+    redis_url: str, namespace: str
+) -> None:
+    async with RedisBudget(redis_url, "b", {"requests": 1}, namespace=namespace) as budget:
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), delegate("worker"), "done"], "worker": ["a"]},
+            [definition("worker")],
+            shared_budget=budget,
+        )
+        assert (await lead.run("go")).stop_reason == "complete"
+        first, second = lead.list_subagents()
+        assert first.status == "completed"
+        assert (second.status, second.stop_reason) == ("not_started", "request_limit")
+        state = await budget.state()
+        assert (state.used.requests, state.reserved.requests, state.holders) == (1, 0, 0)
+
+
+async def test_lease_and_budget_of_one_connection_cost_two_round_trips(
+    redis_url: str, namespace: str
+) -> None:
+    async with RedisCoordinator(
+        redis_url, budget_name="b", limits={"requests": 10}, namespace=namespace
+    ) as coord:
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": ["a"]},
+            [definition("worker")],
+            delegation_policy=DelegationPolicy(
+                resource_mode="exclusive", resource_key="repo", lease_backend=coord.leases
+            ),
+            shared_budget=coord.budget,
+        )
+        # Load both scripts into the server first (a first run also sends the script).
+        lease, _ = await coord.acquire_and_reserve("warm", "warm", {"requests": 0}, wait=False)
+        await coord.release_and_settle(lease, {})
+        before = await evalsha_calls(redis_url)
+        assert (await lead.run("go")).stop_reason == "complete"
+        after = await evalsha_calls(redis_url)
+        # Taking both in one script and giving both back in one; the holder finished
+        # before its first renewal was due.
+        assert after - before == 2
+        assert lead.list_subagents()[0].status == "completed"
+        state = await coord.budget.state()
+        assert (state.used.requests, state.reserved.requests) == (1, 0)
+        assert await coord.leases.current("repo") is None
+
+
+async def test_parallel_delegate_draws_on_the_shared_budget(redis_url: str, namespace: str) -> None:
+    async with RedisBudget(redis_url, "b", {"requests": 3}, namespace=namespace) as budget:
+        lead, _ = lead_with(
+            {"worker": lambda request: "answer"},
+            [definition("worker")],
+            shared_budget=budget,
+        )
+        result = await lead.parallel_delegate([("worker", f"t{i}") for i in range(5)], max_active=1)
+        assert result.statuses.count("completed") == 3
+        assert result.run.stop_reason == "request_limit"
+        assert result.run.usage.requests == 3
+        state = await budget.state()
+        assert (state.used.requests, state.reserved.requests, state.holders) == (3, 0, 0)
+
+
+async def test_redis_down_fails_new_delegations_with_a_tool_error(
+    restartable_redis: RedisServer, namespace: str
+) -> None:
+    connection = RedisConnection(restartable_redis.url, connect_timeout=1, timeout=1, retry_for=1)
+    async with connection:
+        budget = RedisBudget(connection, "b", {"requests": 5}, namespace=namespace)
+        async with budget:
+            leases = RedisLeases(connection, namespace=namespace)
+            lead, provider = lead_with(
+                {"lead": [delegate("worker"), "done"], "worker": ["a"]},
+                [definition("worker")],
+                delegation_policy=DelegationPolicy(
+                    resource_mode="exclusive", resource_key="repo", lease_backend=leases
+                ),
+                shared_budget=budget,
+            )
+            restartable_redis.stop()
+            result = await lead.run("go")
+            assert result.stop_reason == "complete"  # the lead itself did not crash
+            [record] = lead.list_subagents()
+            assert (record.status, record.stop_reason) == ("failed", "setup_error")
+            assert record.error is not None
+            assert "Redis" in record.error
+            [text] = outcomes(provider)
+            assert "failed" in text
+
+
+async def test_a_reservation_that_expires_stops_the_delegation_lease_lost(
+    redis_url: str, namespace: str
+) -> None:
+    leads: list[LeadAgent] = []
+
+    async def stall() -> str:
+        # The reservation's expiry passes (as if its renewals had not reached Redis); the
+        # next read of the ledger returns its grant. The tool then waits for the stop.
+        d = next(iter(leads[0].delegations.active.values()))
+        client = coredis.Redis.from_url(redis_url, decode_responses=True)
+        async with client:
+            await client.zadd(f"{namespace}:budget:b:exp", {d.delegation_id: 0})
+        await budget.state()
+        while d.cancel_reason is None:
+            await anyio.sleep(0.01)
+        return "stopped"
+
+    tool = Tool(
+        name="stall",
+        description="Waits.",
+        parameters={"type": "object", "properties": {}},
+        function=stall,
+    )
+    async with RedisBudget(
+        redis_url, "b", {"requests": 10}, namespace=namespace, ttl=0.3
+    ) as budget:
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_call("stall"), "never"]},
+            [definition("worker", tools=(tool,), max_requests=4)],
+            shared_budget=budget,
+        )
+        leads.append(lead)
+        assert (await lead.run("go")).stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert (record.status, record.stop_reason) == ("stopped", "lease_lost")
+        # The grant went back once (on expiry); the settlement counted the usage only.
+        state = await budget.state()
+        assert (state.reserved.requests, state.holders) == (0, 0)
+        assert state.used.requests == record.usage.requests
+        assert state.remaining.requests == 10 - record.usage.requests
+
+
+async def test_a_settlement_while_redis_is_down_lands_when_it_is_back(
+    restartable_redis: RedisServer, namespace: str
+) -> None:
+    leads: list[LeadAgent] = []
+
+    def outage() -> str:
+        restartable_redis.stop()  # persistent: the ledger survives the restart
+        return "redis is down"
+
+    async def restart_once_settling() -> None:
+        # The delegation has settled in the lead (its settlement to Redis is retrying).
+        while not (leads and leads[0].list_subagents()):
+            await anyio.sleep(0.01)
+        while leads[0].list_subagents()[0].completed_at is None:
+            await anyio.sleep(0.01)
+        await anyio.to_thread.run_sync(restartable_redis.start)
+
+    connection = RedisConnection(restartable_redis.url, retry_for=30)
+    async with (
+        connection,
+        RedisBudget(connection, "b", {"requests": 10}, namespace=namespace) as budget,
+    ):
+        lead, _ = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_call("outage"), "ok"]},
+            [definition("worker", tools=(make_tool("outage", outage),), max_requests=4)],
+            shared_budget=budget,
+        )
+        leads.append(lead)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(restart_once_settling)
+            assert (await lead.run("go")).stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert record.status == "completed"
+        assert record.cleanup_error is None
+        state = await budget.state()
+        assert (state.used.requests, state.reserved.requests, state.holders) == (2, 0, 0)
