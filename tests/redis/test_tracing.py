@@ -16,6 +16,7 @@ from opentelemetry.trace import Span
 from deputy_runtime import DelegationPolicy, ExclusiveResource, tracing
 from deputy_runtime.chat import ModelRequest, reply
 from deputy_runtime.redis import Lease, RedisBudget, RedisCoordinator, RedisLeases
+from tests.redis.test_delegations import evalsha_calls
 from tests.runtime.helpers import definition, delegate, scripted_lead
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +164,41 @@ async def test_a_delegations_lease_names_the_delegations_span(
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent worker"]
     assert held.holder == lead.list_subagents()[0].delegation_id
     assert held.traceparent == traceparent(span)
+
+
+async def test_a_combined_lease_and_reservation_name_the_delegations_span_in_two_round_trips(
+    provider: TracerProvider, exporter: InMemorySpanExporter, redis_url: str, namespace: str
+) -> None:
+    async with RedisCoordinator(
+        redis_url, budget_name="b", limits={"requests": 10}, namespace=namespace
+    ) as coord:
+        seen: list[tuple[Lease | None, dict[str, str]]] = []
+
+        async def worker(request: ModelRequest) -> str:
+            state = await coord.budget.state()
+            seen.append((await coord.leases.current("repo"), state.traceparents))
+            return "done"
+
+        lead, _ = scripted_lead(
+            {"lead": [delegate("worker"), reply("ok")], "worker": worker},
+            [definition("worker", max_requests=1)],
+            delegation_policy=DelegationPolicy(
+                resource_mode="exclusive", resource_key="repo", lease_backend=coord.leases
+            ),
+            shared_budget=coord.budget,
+        )
+        # Load the scripts into the server first (a first run also sends the script).
+        lease, _ = await coord.acquire_and_reserve("warm", "warm", {"requests": 0}, wait=False)
+        await coord.release_and_settle(lease, {})
+        before = await evalsha_calls(redis_url)
+        await lead.run("go")
+        after = await evalsha_calls(redis_url)
+    # Taking both and giving both back, the traceparent included: two scripts, plus the
+    # worker's two reads.
+    assert after - before == 2 + 2
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent worker"]
+    held, traceparents = seen[0]
+    holder = lead.list_subagents()[0].delegation_id
+    assert held is not None
+    assert (held.holder, held.traceparent) == (holder, traceparent(span))
+    assert traceparents == {holder: traceparent(span)}
