@@ -45,6 +45,7 @@ from .leadsetup import (
     print_warnings,
     select_model,
 )
+from .otlp import start_otlp
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
 __all__ = ["run_temporal"]
@@ -58,6 +59,8 @@ def run_temporal(args: argparse.Namespace) -> int:
     """Start the run on Temporal and follow it; returns the exit status."""
     try:
         request, announcement = _request(args)
+        otlp = getattr(args, "otlp", None)
+        stop_tracing = start_otlp(otlp) if otlp is not None else None
     except UsageError as exc:
         print(f"deputy-runtime run: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -73,6 +76,9 @@ def run_temporal(args: argparse.Namespace) -> int:
         status = asyncio.run(_follow(args, request, workflow_id))
     except KeyboardInterrupt:
         status = EXIT_INTERRUPTED
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still batched
     # Temporal's native client keeps threads of its own that can abort the interpreter's
     # finalisation; leave without it, once everything printed is flushed.
     sys.stdout.flush()

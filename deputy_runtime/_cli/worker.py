@@ -27,6 +27,7 @@ from pathlib import Path
 from ..definitions import AgentDefinition
 from ..tools import Tool
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
+from .otlp import start_otlp
 
 __all__ = ["worker"]
 
@@ -39,6 +40,7 @@ def worker(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl-C or SIGTERM; returns the exit status."""
     try:
         registry, definitions = _setup(args)
+        stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
     except UsageError as exc:
         print(f"deputy-runtime worker: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -52,6 +54,9 @@ def worker(args: argparse.Namespace) -> int:
         status = asyncio.run(_serve(args, registry))
     except KeyboardInterrupt:
         status = EXIT_OK
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still batched
     # Temporal's native client keeps threads of its own that can abort the interpreter's
     # finalisation ("PyGILState_Release ... must be current"); leave without it, once
     # everything printed is flushed.

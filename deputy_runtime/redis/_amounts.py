@@ -59,6 +59,8 @@ class LedgerState(msgspec.Struct, frozen=True, kw_only=True):
     ``remaining`` goes below zero when usage exceeded a grant (token and cost limits are
     checked after each response, so a holder can overrun its grant by one response).
     ``used`` is counted for unlimited fields too; their other values are ``None``.
+    ``traceparents`` maps the holder id of each current reservation that recorded one
+    (it was made with tracing on) to the W3C ``traceparent`` of the span that made it.
     """
 
     name: str
@@ -67,6 +69,7 @@ class LedgerState(msgspec.Struct, frozen=True, kw_only=True):
     remaining: Amounts
     reserved: Amounts
     used: Amounts
+    traceparents: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def _to_micro(value: float, rounding: str) -> int:

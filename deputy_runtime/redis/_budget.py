@@ -21,6 +21,7 @@ from ._amounts import (
 )
 from ._connection import RedisConnection
 from ._keepalive import LostReason, keep_alive
+from ._leases import current_traceparent
 from ._validate import check_name, check_seconds
 
 if TYPE_CHECKING:
@@ -173,8 +174,9 @@ class RedisBudget:
             want: The amount wanted per ledger field, as for :meth:`reserve`.
 
         Returns:
-            ``holder``, the reservation TTL and ``keep_ended`` in milliseconds, then the
-            five encoded wanted amounts (-1 where no limit is asked).
+            ``holder``, the reservation TTL and ``keep_ended`` in milliseconds, the five
+            encoded wanted amounts (-1 where no limit is asked), then the current span's
+            ``traceparent`` ("" with tracing off).
 
         Raises:
             ValueError: ``holder`` is not a valid id, or ``want`` has an unknown field or
@@ -182,7 +184,7 @@ class RedisBudget:
             TypeError: ``want`` is not a mapping or holds a value of the wrong type.
         """
         check_name("holder", holder)
-        return [holder, self._ttl_ms, self._keep_ms, *encode_want(want)]
+        return [holder, self._ttl_ms, self._keep_ms, *encode_want(want), current_traceparent()]
 
     def settle_args(self, holder: str, used: Mapping[str, int | float]) -> list[str | int]:
         """The script arguments of a settlement (validated; shared with the coordinator).
@@ -282,7 +284,8 @@ class RedisBudget:
         """Remaining, reserved and used per field (expired reservations returned first).
 
         Returns:
-            A snapshot of the ledger and its number of holders.
+            A snapshot of the ledger, its number of holders and the ``traceparent`` each
+            current reservation recorded.
 
         Raises:
             BudgetLedgerError: The ledger does not exist in Redis.
@@ -291,7 +294,9 @@ class RedisBudget:
         raw = await self.connection.run(_scripts.STATE, self._keys, [self._keep_ms])
         if int(raw[0]) == 0:
             raise ledger_error(self.name, "", -1)
-        values = [int(v) for v in raw[2:]]
+        width = 4 * len(FIELDS)
+        values = [int(v) for v in raw[2 : 2 + width]]
+        traced = [str(v) for v in raw[2 + width :]]
         limit, remaining, reserved, used = (
             [values[4 * i + offset] for i in range(len(FIELDS))] for offset in range(4)
         )
@@ -303,4 +308,5 @@ class RedisBudget:
             remaining=decode(remaining, limited),
             reserved=decode(reserved, limited),
             used=decode(used, [True] * len(FIELDS)),
+            traceparents=dict(zip(traced[::2], traced[1::2], strict=True)),
         )

@@ -136,7 +136,8 @@ class RedisCoordinator:
             pttl = int(result[1]) / 1000 if int(result[1]) > 0 else delay
             await anyio.sleep(min(delay, pttl) * random.uniform(0.5, 1.0))
             delay = min(delay * 2, self.leases.max_poll_interval)
-        lease = Lease(key=key, holder=holder, token=int(result[1]))
+        trace = str(args[-1]) or None
+        lease = Lease(key=key, holder=holder, token=int(result[1]), traceparent=trace)
         status = int(result[2])
         if status < 0:
             raise ledger_error(self.budget.name, holder, status)

@@ -11,12 +11,13 @@ import anyio
 
 from ..errors import CoordinationError, ResourceBusyError
 from ..runtime import Lease
+from ..tracing import inject_traceparent
 from . import _scripts
 from ._connection import RedisConnection
 from ._keepalive import LostReason, keep_alive
 from ._validate import check_name, check_seconds
 
-__all__ = ["Lease", "LeaseLike", "RedisLeases"]
+__all__ = ["Lease", "LeaseLike", "RedisLeases", "current_traceparent"]
 
 
 class LeaseLike(Protocol):
@@ -93,6 +94,8 @@ class RedisLeases:
 
         Waiting polls with capped, jittered exponential backoff (cancellable). Acquiring
         again for a holder that already holds the key returns its lease (same token).
+        With tracing on, the current span's ``traceparent`` is stored with the lease, in
+        the same script call.
 
         Args:
             key: The exclusive resource key.
@@ -100,7 +103,8 @@ class RedisLeases:
             wait: Whether to wait while another holder holds ``key`` instead of failing.
 
         Returns:
-            The granted lease, with its fencing token.
+            The granted lease, with its fencing token and the ``traceparent`` stored with
+            it (as :meth:`current` returns it).
 
         Raises:
             ResourceBusyError: Another holder holds ``key`` and ``wait`` is false.
@@ -110,11 +114,14 @@ class RedisLeases:
         check_name("key", key)
         check_name("holder", holder)
         keys = self.lease_keys(key)
+        trace = current_traceparent()
         delay = 0.002
         while True:
-            status, value = await self.connection.run(_scripts.ACQUIRE, keys, [holder, self.ttl_ms])
+            status, value = await self.connection.run(
+                _scripts.ACQUIRE, keys, [holder, self.ttl_ms, trace]
+            )
             if status == 1:
-                return Lease(key=key, holder=holder, token=int(value))
+                return Lease(key=key, holder=holder, token=int(value), traceparent=trace or None)
             if not wait:
                 raise busy_error(key)
             # Never sleep past the current holder's expiry: it may have crashed.
@@ -169,15 +176,22 @@ class RedisLeases:
             key: The exclusive resource key.
 
         Returns:
-            The current holder's lease, or ``None`` when ``key`` is free.
+            The current holder's lease, or ``None`` when ``key`` is free; its
+            ``traceparent`` is the holder's when one was recorded.
         """
         value = await self.connection.run(
             "return redis.call('GET', KEYS[1])", self.lease_keys(key)[:1], []
         )
         if value is None:
             return None
-        token, _, holder = str(value).partition(":")
-        return Lease(key=key, holder=holder, token=int(token))
+        owner, _, trace = str(value).partition("\n")
+        token, _, holder = owner.partition(":")
+        return Lease(key=key, holder=holder, token=int(token), traceparent=trace or None)
+
+
+def current_traceparent() -> str:
+    """The W3C ``traceparent`` of the current span ("" when tracing is off or none is)."""
+    return inject_traceparent().get("traceparent", "")
 
 
 def busy_error(key: str) -> ResourceBusyError:

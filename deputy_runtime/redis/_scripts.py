@@ -9,13 +9,18 @@ Rules the scripts keep:
   the clocks of the processes that share it.
 * Every script is idempotent for its holder id, so a reply lost to a dropped connection
   can be retried without counting or granting anything twice.
+* The holder's W3C ``traceparent`` (empty: none) is stored after a newline, which no
+  holder id contains, in the same write as the lease or reservation; compare-and-delete
+  and renewal compare only the part before it.
 
 Key layout (``ns`` is the namespace, ``K`` a lease key, ``N`` a budget name)::
 
-    ns:lease:K        string "token:holder", expires after the lease TTL
+    ns:lease:K        string "token:holder" or "token:holder\ntraceparent", expires after
+                      the lease TTL
     ns:fence:K        integer, the last fencing token granted on K (never expires)
     ns:budget:N       hash: limit:F, remaining:F, reserved:F, used:F per field F
-    ns:budget:N:holds hash: holder -> "g1,g2,g3,g4,g5" (the grant; -1 = unlimited)
+    ns:budget:N:holds hash: holder -> "g1,g2,g3,g4,g5" (the grant; -1 = unlimited), then
+                      "\ntraceparent" when the holder had one
     ns:budget:N:exp   sorted set: holder -> expiry (server ms)
     ns:budget:N:ended hash: holder -> "e" (expired, grant returned) or "s" (settled)
     ns:budget:N:endat sorted set: holder -> when it ended (server ms), to trim "ended"
@@ -37,14 +42,26 @@ end
 local FIELDS = {'requests', 'tool_calls', 'input_tokens', 'output_tokens', 'cost_usd'}
 
 local function split(s)
+  s = string.match(s, '^[^\n]*')
   local out = {}
   for part in string.gmatch(s, '[^,]+') do out[#out + 1] = tonumber(part) end
   return out
 end
 
-local function acquire(lease_key, fence_key, holder, ttl)
+-- "token:holder" without the traceparent after it.
+local function owner(value)
+  return string.match(value, '^[^\n]*')
+end
+
+local function with_trace(value, trace)
+  if trace == nil or trace == '' then return value end
+  return value .. '\n' .. trace
+end
+
+local function acquire(lease_key, fence_key, holder, ttl, trace)
   local cur = redis.call('GET', lease_key)
   if cur then
+    cur = owner(cur)
     local sep = string.find(cur, ':', 1, true)
     if string.sub(cur, sep + 1) == holder then
       redis.call('PEXPIRE', lease_key, ttl)
@@ -59,12 +76,13 @@ local function acquire(lease_key, fence_key, holder, ttl)
     redis.call('SET', fence_key, t[1] .. string.format('%06d', tonumber(t[2])))
   end
   local token = redis.call('INCR', fence_key)
-  redis.call('SET', lease_key, fmt(token) .. ':' .. holder, 'PX', ttl)
+  redis.call('SET', lease_key, with_trace(fmt(token) .. ':' .. holder, trace), 'PX', ttl)
   return token, 0
 end
 
 local function release(lease_key, value)
-  if redis.call('GET', lease_key) == value then
+  local cur = redis.call('GET', lease_key)
+  if cur and owner(cur) == value then
     redis.call('DEL', lease_key)
     return 1
   end
@@ -99,7 +117,7 @@ end
 -- want: five numbers, -1 = no limit asked. Returns {status, g1..g5}; status 1 = granted,
 -- 2 = the holder already had this reservation (same grant), -1 = ledger missing,
 -- -2 = holder already ended.
-local function reserve(b, holds, exp, ended, endat, holder, ttl, keep_ms, want)
+local function reserve(b, holds, exp, ended, endat, holder, ttl, keep_ms, want, trace)
   local now = now_ms()
   reclaim(b, holds, exp, ended, endat, now, keep_ms)
   if redis.call('EXISTS', b) == 0 then return {-1} end
@@ -125,7 +143,7 @@ local function reserve(b, holds, exp, ended, endat, holder, ttl, keep_ms, want)
     out[#out + 1] = g
     parts[#parts + 1] = fmt(g)
   end
-  redis.call('HSET', holds, holder, table.concat(parts, ','))
+  redis.call('HSET', holds, holder, with_trace(table.concat(parts, ','), trace))
   redis.call('ZADD', exp, fmt(now + ttl), holder)
   return out
 end
@@ -166,11 +184,12 @@ local function nums(from, count)
 end
 """
 
-# KEYS: lease, fence. ARGV: holder, ttl_ms. Returns {1, token} or {0, pttl_ms}.
+# KEYS: lease, fence. ARGV: holder, ttl_ms, traceparent. Returns {1, token} or
+# {0, pttl_ms}.
 ACQUIRE = (
     _PRELUDE
     + r"""
-local token, pttl = acquire(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+local token, pttl = acquire(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
 if token then return {1, token} end
 return {0, pttl}
 """
@@ -179,6 +198,7 @@ return {0, pttl}
 # KEYS: lease. ARGV: "token:holder", ttl_ms. Returns 1 renewed, 0 gone, -1 taken over.
 RENEW_LEASE = r"""
 local cur = redis.call('GET', KEYS[1])
+if cur then cur = string.match(cur, '^[^\n]*') end
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
@@ -220,12 +240,13 @@ return stored
 """
 )
 
-# KEYS: budget, holds, exp, ended, endat. ARGV: holder, ttl_ms, keep_ms, want x5.
+# KEYS: budget, holds, exp, ended, endat. ARGV: holder, ttl_ms, keep_ms, want x5,
+# traceparent.
 RESERVE = (
     _PRELUDE
     + r"""
 return reserve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[2]),
-  tonumber(ARGV[3]), nums(4, 5))
+  tonumber(ARGV[3]), nums(4, 5), ARGV[9])
 """
 )
 
@@ -249,7 +270,8 @@ return 1
 )
 
 # KEYS: budget, holds, exp, ended, endat. ARGV: keep_ms. Reclaims expired reservations,
-# then returns {exists, holders, limit/remaining/reserved/used per field (-1 = unlimited)}.
+# then returns {exists, holders, limit/remaining/reserved/used per field (-1 = unlimited),
+# then holder, traceparent for each reservation that recorded one}.
 STATE = (
     _PRELUDE
     + r"""
@@ -262,12 +284,20 @@ for _, f in ipairs(FIELDS) do
     if v then out[#out + 1] = tonumber(v) else out[#out + 1] = -1 end
   end
 end
+local held = redis.call('HGETALL', KEYS[2])
+for i = 1, #held, 2 do
+  local trace = string.match(held[i + 1], '\n(.*)$')
+  if trace then
+    out[#out + 1] = held[i]
+    out[#out + 1] = trace
+  end
+end
 return out
 """
 )
 
 # KEYS: lease, fence, budget, holds, exp, ended, endat.
-# ARGV: holder, lease_ttl_ms, reserve_ttl_ms, keep_ms, want x5.
+# ARGV: holder, lease_ttl_ms, reserve_ttl_ms, keep_ms, want x5, traceparent.
 # Returns {1, token, status, g1..g5}, or {0, pttl_ms} when the lease is busy (nothing is
 # reserved then), or {1, token, status} with a negative reserve status (the lease taken in
 # this step is released again, so a refused reservation leaves no lease behind).
@@ -275,10 +305,10 @@ ACQUIRE_AND_RESERVE = (
     _PRELUDE
     + r"""
 local holder = ARGV[1]
-local token, pttl = acquire(KEYS[1], KEYS[2], holder, ARGV[2])
+local token, pttl = acquire(KEYS[1], KEYS[2], holder, ARGV[2], ARGV[10])
 if not token then return {0, pttl} end
 local r = reserve(KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], holder, tonumber(ARGV[3]),
-  tonumber(ARGV[4]), nums(5, 5))
+  tonumber(ARGV[4]), nums(5, 5), ARGV[10])
 if r[1] < 0 then
   release(KEYS[1], fmt(token) .. ':' .. holder)
   return {1, token, r[1]}
@@ -294,6 +324,7 @@ RENEW_BOTH = (
     _PRELUDE
     + r"""
 local cur = redis.call('GET', KEYS[1])
+if cur then cur = owner(cur) end
 local lease = 0
 if cur == ARGV[1] then lease = 1 elseif cur then lease = -1 end
 local reservation = redis.call('HEXISTS', KEYS[2], ARGV[3])

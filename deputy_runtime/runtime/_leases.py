@@ -34,11 +34,15 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
         holder: The unique id of the holder (the delegation id).
         token: The fencing token: strictly increasing with every grant of this key, so a
             resource can refuse writes from a holder whose lease was since granted again.
+        traceparent: The W3C ``traceparent`` of the span current where the lease was
+            taken, when the backend records it (``None``: tracing was off there, or the
+            backend keeps none), so an operator can find the run holding a stuck lease.
     """
 
     key: str
     holder: str
     token: int
+    traceparent: str | None = None
 
 
 @runtime_checkable

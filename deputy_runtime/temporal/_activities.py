@@ -20,6 +20,7 @@ import msgspec
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from .._tracing import STATE, mark_error
 from ..chat import (
     ContentToolResult,
     ModelRequest,
@@ -31,6 +32,7 @@ from ..chat import (
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
 from ..runtime import Permissions
 from ..tools import Tool, invoke_tool
+from ._trace import chat_span, record_reply, tool_span
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
@@ -149,7 +151,12 @@ class DeputyActivities:
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
         try:
             with agent_name_scope(call.agent_name):
-                turn = await _heartbeating(provider.complete(request))
+                if STATE.tracer is None:
+                    turn = await _heartbeating(provider.complete(request))
+                else:
+                    with chat_span(call.agent_name, provider) as current:
+                        turn = await _heartbeating(provider.complete(request))
+                        record_reply(current, turn)
         except (AuthenticationError, BadRequestError) as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except ProviderError as exc:
@@ -177,16 +184,27 @@ class DeputyActivities:
             The result the model sees (an error result when the tool is unknown, the call
             is denied, its arguments are invalid or it raised) and the denial reason.
         """
+        if STATE.tracer is None:
+            return await self._tool_call(call)
+        with tool_span(call.name, call.request_id) as current:
+            return await self._tool_call(call, current)
+
+    async def _tool_call(self, call: ToolCall, traced: Any = None) -> ToolReply:
+        """The tool call; ``traced``, when given, is its span (decision, failure)."""
         t = self.tools.get(call.name) if call.name in call.offered else None
         if t is None:
             names = ", ".join(call.offered) or "none"
             error = f"Unknown tool: {call.name}. Available tools: {names}"
+            if traced is not None:
+                traced.set_attribute("deputy.permission.decision", "deny")
             return ToolReply(ContentToolResult(call.request_id, error=error))
         denial = self._permissions(call.permissions).check_static(t, call.arguments)
         suffix = ""
         if denial is None and call.lead_permissions is not None:
             denial = self._permissions(call.lead_permissions).check_static(t, call.arguments)
             suffix = " (lead's current permissions)"
+        if traced is not None:
+            traced.set_attribute("deputy.permission.decision", "deny" if denial else "allow")
         if denial is not None:
             reason = f"{denial.reason}{suffix}"
             result = ContentToolResult(call.request_id, error=f"Permission denied: {reason}")
@@ -194,8 +212,12 @@ class DeputyActivities:
         try:
             value = await _heartbeating(invoke_tool(t, call.arguments))
         except ToolArgumentError as exc:
+            if traced is not None:
+                mark_error(traced, exc)
             return ToolReply(ContentToolResult(call.request_id, error=f"Invalid arguments: {exc}"))
         except Exception as exc:
+            if traced is not None:
+                mark_error(traced, exc)
             error = f"Tool calling failed with error {exc}"
             return ToolReply(ContentToolResult(call.request_id, error=error))
         return ToolReply(ContentToolResult(call.request_id, value=_plain(value)))

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from .._tracing import STATE
+
 __all__ = ["TemporalBridge", "run_in_asyncio_thread"]
 
 T = TypeVar("T")
@@ -72,11 +74,23 @@ class TemporalBridge:
         if loop is None:
             raise RuntimeError("TemporalBridge.call: the bridge is not started")
 
+        carried = _trace_context()
+
         async def job() -> T:
-            return await fn(*args)
+            if carried is None:
+                return await fn(*args)
+            from opentelemetry import context as otel_context
+
+            token = otel_context.attach(carried)
+            try:
+                return await fn(*args)
+            finally:
+                otel_context.detach(token)
 
         # A fresh context: the caller's would tell sniffio (and so anyio) that the job
-        # runs on the host's library (trio), not on the bridge's asyncio loop.
+        # runs on the host's library (trio), not on the bridge's asyncio loop. Only the
+        # caller's OpenTelemetry context is carried over, while tracing is on, so spans the
+        # job starts (a ``start_lead``) continue the caller's trace.
         future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, job(), loop)
         try:
             return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
@@ -134,3 +148,12 @@ async def run_in_asyncio_thread(fn: Callable[..., Awaitable[T]], *args: Any) -> 
     """
     async with TemporalBridge() as bridge:
         return await bridge.call(fn, *args)
+
+
+def _trace_context() -> Any:
+    """The caller's OpenTelemetry context while tracing is on, else ``None``."""
+    if STATE.tracer is None:
+        return None
+    from opentelemetry import context as otel_context
+
+    return otel_context.get_current()

@@ -11,6 +11,7 @@ from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
 from ..runtime import Permissions, UsageLimits
+from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
 
@@ -184,11 +185,27 @@ async def start_lead(
 
     Returns:
         The workflow's handle; ``await handle.result()`` gives its :class:`LeadOutput`.
+
+    With tracing configured, the span current here is the parent of the run's spans on
+    the workers: the start goes through Temporal's OpenTelemetry ``TracingInterceptor``
+    (added on a client sharing ``client``'s connection when ``client`` has none); the
+    returned handle is on ``client``.
     """
-    return await client.start_workflow(
+    traced = traced_client(client)
+    handle = await traced.start_workflow(
         LeadWorkflow.run,
         request,
         id=workflow_id,
         task_queue=task_queue,
         execution_timeout=execution_timeout,
+    )
+    if traced is client:
+        return handle
+    # Later queries, signals and updates go through the caller's own client, traced only
+    # if it is: a client polling ``events`` would otherwise start a trace per query.
+    return client.get_workflow_handle_for(
+        LeadWorkflow.run,
+        workflow_id,
+        run_id=handle.run_id,
+        first_execution_run_id=handle.first_execution_run_id,
     )

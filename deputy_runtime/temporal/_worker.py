@@ -9,6 +9,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ._activities import DeputyActivities
+from ._trace import tracing_interceptors
 from ._workflows import LeadWorkflow, SubagentWorkflow
 
 __all__ = ["DEFAULT_TASK_QUEUE", "WORKFLOWS", "deputy_worker", "workflow_runner"]
@@ -29,6 +30,8 @@ _PASSTHROUGH = (
     "re2",
     "httpx",
     "sniffio",
+    "opentelemetry",
+    "deputy_runtime._tracing",
     "deputy_runtime._ids",
     "deputy_runtime.chat",
     "deputy_runtime.definitions",
@@ -43,6 +46,7 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._client",
     "deputy_runtime.temporal._converter",
     "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._trace",
     "deputy_runtime.temporal._values",
     "deputy_runtime.temporal._worker",
 )
@@ -75,12 +79,20 @@ def deputy_worker(
 
     Returns:
         The worker (``async with worker:`` runs it).
+
+    With tracing configured (``deputy_runtime.tracing.configure``) when the worker is
+    built, it runs Temporal's OpenTelemetry ``TracingInterceptor`` (unless ``client`` or
+    ``options["interceptors"]`` already hold one), so its activities' spans continue the
+    trace of the process that started the run.
     """
+    interceptors = list(options.pop("interceptors", ()))
+    interceptors += tracing_interceptors([*client.config()["interceptors"], *interceptors])
     return Worker(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
         activities=activities.activities(),
         workflow_runner=workflow_runner(),
+        interceptors=interceptors,
         **options,
     )

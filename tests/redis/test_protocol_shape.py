@@ -51,7 +51,12 @@ def test_methods_match_the_protocol(implementation: type, protocol: type) -> Non
 
 def test_lease_has_the_agreed_fields() -> None:
     lease = Lease(key="k", holder="h", token=7)
-    assert msgspec.structs.asdict(lease) == {"key": "k", "holder": "h", "token": 7}
+    assert msgspec.structs.asdict(lease) == {
+        "key": "k",
+        "holder": "h",
+        "token": 7,
+        "traceparent": None,
+    }
     with pytest.raises(AttributeError):
         lease.token = 8  # type: ignore[misc]
     with pytest.raises(TypeError):

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from deputy_runtime import AgentDefinition, UsageLimits, tools_file
+from deputy_runtime import AgentDefinition, UsageLimits, tools_file, tracing
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
@@ -96,3 +99,43 @@ async def test_a_trio_host_runs_a_lead_on_temporal(temporal_address: str, tmp_pa
     [result] = out.subagent_results
     assert result is not None
     assert "notes.txt" in result.response
+
+
+async def test_a_bridged_start_continues_the_hosts_trace(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("TODO: trace the bridge\n")
+    files = {t.name: t for t in tools_file(tmp_path)}
+    reviewer = AgentDefinition(
+        "reviewer", "Reviews.", "You review.", tools=(files["grep_files"],), max_requests=3
+    )
+    task_queue = f"deputy-bridge-{uuid.uuid4().hex}"
+    request = lead_input("Find TODOs", [reviewer], model="test", usage_limits=UsageLimits(10))
+
+    async def run_on_temporal() -> LeadOutput:
+        from temporalio.client import Client
+
+        client = await Client.connect(temporal_address, data_converter=data_converter)
+        activities = DeputyActivities(files.values(), working_dir=tmp_path)
+        async with deputy_worker(client, activities, task_queue=task_queue):
+            handle = await start_lead(
+                client, request, workflow_id=f"bridge-{uuid.uuid4().hex}", task_queue=task_queue
+            )
+            return await handle.result()
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.configure(provider)
+    try:
+        with provider.get_tracer("host").start_as_current_span("host") as host:
+            async with TemporalBridge() as bridge:
+                out = await bridge.call(run_on_temporal)
+    finally:
+        tracing.disable()
+        provider.shutdown()
+    assert out.result.stop_reason == "complete"
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    assert len(chats) == out.result.usage.requests
+    trace_id = host.get_span_context().trace_id
+    assert all(s.context is not None and s.context.trace_id == trace_id for s in chats)
