@@ -443,7 +443,7 @@ INTERNAL = {
         "surrounding_whitespace",
         "whitespace_losses",
     ],
-    "deputy_runtime.runtime": [],
+    "deputy_runtime.runtime": ["DELEGATE_DESCRIPTION", "delegate_parameters", "routing_section"],
     "deputy_runtime.tools": [
         "TOOL_NAME_PATTERN",
         "inline_refs",

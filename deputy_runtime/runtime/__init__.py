@@ -105,3 +105,10 @@ __all__ = [
     "delegation_status",
     "encode_event",
 ]
+
+# isort: split
+# Building blocks of the durable (Temporal) lead, importable from here so that it shows its
+# model the same routing section and delegate tool as the in-process lead; not public API.
+from ._routing import DELEGATE_DESCRIPTION as DELEGATE_DESCRIPTION
+from ._routing import delegate_parameters as delegate_parameters
+from ._routing import routing_section as routing_section

@@ -26,17 +26,11 @@ from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
 from ._records import SubagentRecord
 from ._result import AgentResult
+from ._routing import DELEGATE_DESCRIPTION, delegate_parameters, routing_section
 from ._shared import check_ledger
 from ._usage import UsageLimits
 
 __all__ = ["LeadAgent"]
-
-ROUTING_START = "<!-- deputy-lead-routing:v1:start -->"
-ROUTING_END = "<!-- deputy-lead-routing:v1:end -->"
-_DELEGATE_DESCRIPTION = (
-    "Delegate a task to a specialized sub-agent. The sub-agent will complete the task and "
-    "return results. Several calls in one turn run in parallel."
-)
 
 
 class _DelegateArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -222,19 +216,7 @@ class LeadAgent(Agent):
         return f"{base}\n\n{section}" if base else section
 
     def _routing_section(self) -> str:
-        blocks = [
-            ROUTING_START,
-            "# Available Sub-Agents",
-            f"Use the `{DELEGATE_TOOL_NAME}` tool to hand a task to one of these sub-agents. "
-            "Each one starts fresh and sees only the task you give it.",
-        ]
-        blocks += [f"## {d.name}\n{d.description}" for d in self._definitions.values()]
-        blocks.append(
-            "Give each sub-agent a complete, self-contained task. "
-            "Independent tasks can be delegated in the same turn; they run in parallel."
-        )
-        blocks.append(ROUTING_END)
-        return "\n\n".join(blocks)
+        return routing_section((d.name, d.description) for d in self._definitions.values())
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -403,32 +385,10 @@ class LeadAgent(Agent):
 
 
 def _delegate_tool(names: tuple[str, ...]) -> Tool:
-    agent_name: dict[str, Any] = {
-        "type": "string",
-        "description": "Name of the sub-agent to delegate to",
-    }
-    if names:
-        agent_name["enum"] = list(names)
-    strings = {"type": "array", "items": {"type": "string"}}
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "agent_name": agent_name,
-            "task": {
-                "type": "string",
-                "description": "The complete task for the sub-agent",
-                "examples": ["Summarise what you find in the working directory."],
-            },
-            "constraints": {**strings, "description": "Rules the sub-agent must follow"},
-            "deliverable": {"type": "string", "description": "What to hand back"},
-            "stop_conditions": {**strings, "description": "When to stop and report"},
-        },
-        "required": ["agent_name", "task"],
-        "additionalProperties": False,
-    }
+    parameters = delegate_parameters(names)
     return Tool(
         name=DELEGATE_TOOL_NAME,
-        description=_DELEGATE_DESCRIPTION,
+        description=DELEGATE_DESCRIPTION,
         parameters=parameters,
         function=delegate_placeholder,
         # The enum guides the model; routing itself is by trimmed, lowercased name, so the

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
     from ..errors import PermissionCeilingError
     from ..runtime import (
+        DELEGATE_DESCRIPTION,
         DELEGATE_TOOL_NAME,
         AgentResult,
         AgentUsage,
@@ -41,8 +42,10 @@ with workflow.unsafe.imports_passed_through():
         SubagentRecord,
         UsageLimits,
         decode_event,
+        delegate_parameters,
         delegation_status,
         encode_event,
+        routing_section,
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
@@ -77,57 +80,16 @@ LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
 EVENTS_QUERY = "events"
 #: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
 ANSWER_MAX_BYTES = 8 * 1024
-ROUTING_START = "<!-- deputy-lead-routing:v1:start -->"
-ROUTING_END = "<!-- deputy-lead-routing:v1:end -->"
-_DELEGATE_DESCRIPTION = (
-    "Delegate a task to a specialized sub-agent. The sub-agent will complete the task and "
-    "return results. Several calls in one turn run in parallel."
-)
 
 
 def delegate_tool_spec(names: tuple[str, ...]) -> ToolSpec:
     """The ``delegate_to_agent`` tool as the lead's model sees it (as in-process)."""
-    agent_name: dict[str, Any] = {
-        "type": "string",
-        "description": "Name of the sub-agent to delegate to",
-    }
-    if names:
-        agent_name["enum"] = list(names)
-    strings = {"type": "array", "items": {"type": "string"}}
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "agent_name": agent_name,
-            "task": {
-                "type": "string",
-                "description": "The complete task for the sub-agent",
-                "examples": ["Summarise what you find in the working directory."],
-            },
-            "constraints": {**strings, "description": "Rules the sub-agent must follow"},
-            "deliverable": {"type": "string", "description": "What to hand back"},
-            "stop_conditions": {**strings, "description": "When to stop and report"},
-        },
-        "required": ["agent_name", "task"],
-        "additionalProperties": False,
-    }
-    return ToolSpec(DELEGATE_TOOL_NAME, _DELEGATE_DESCRIPTION, parameters)
+    return ToolSpec(DELEGATE_TOOL_NAME, DELEGATE_DESCRIPTION, delegate_parameters(names))
 
 
 def routing_prompt(base: str | None, sub_agents: tuple[AgentSpec, ...]) -> str:
     """The lead's system prompt: ``base`` then the generated routing section."""
-    blocks = [
-        ROUTING_START,
-        "# Available Sub-Agents",
-        f"Use the `{DELEGATE_TOOL_NAME}` tool to hand a task to one of these sub-agents. "
-        "Each one starts fresh and sees only the task you give it.",
-    ]
-    blocks += [f"## {s.name}\n{s.description}" for s in sub_agents]
-    blocks.append(
-        "Give each sub-agent a complete, self-contained task. "
-        "Independent tasks can be delegated in the same turn; they run in parallel."
-    )
-    blocks.append(ROUTING_END)
-    section = "\n\n".join(blocks)
+    section = routing_section((s.name, s.description) for s in sub_agents)
     return f"{base}\n\n{section}" if base else section
 
 

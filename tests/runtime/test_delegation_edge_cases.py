@@ -33,7 +33,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import OpenAIProvider, ScriptedProvider, reply, tool_call
 from deputy_runtime.runtime import DelegationEnd, ToolStart
-from deputy_runtime.runtime._lead import ROUTING_START
+from deputy_runtime.runtime._routing import ROUTING_START
 
 pytestmark = pytest.mark.anyio
 
