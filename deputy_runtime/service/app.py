@@ -96,15 +96,27 @@ class _BodyTooLarge(Exception):
     pass
 
 
+#: How much of an oversize body of unknown length is read and dropped before the 413.
+_DRAIN_BYTES = 1 << 20
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise _BodyTooLarge
     body = bytearray()
+    seen = 0
     async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _BodyTooLarge
+        seen += len(chunk)
+        if seen <= limit:
+            body += chunk
+        elif seen > limit + _DRAIN_BYTES:
+            break
+    # An oversize body of unknown length is read (and dropped) up to a bound before the
+    # 413 goes out: a client still sending when the server answers and closes would see a
+    # reset connection instead of the answer.
+    if seen > limit:
+        raise _BodyTooLarge
     return bytes(body)
 
 
