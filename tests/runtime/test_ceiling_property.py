@@ -50,7 +50,7 @@ KNOWN_WRITE = {"write_file", "edit_file", "multi_edit", "run_bash", "run_code", 
 def spec_allows(
     mode: str, perms: Permissions, tool: Tool, args: dict[str, Any], root: Path
 ) -> bool:
-    """The mode rules as DESIGN.md section 5 states them (deny wins; allow gates)."""
+    """The permission modes written out independently (deny wins; an allow list gates)."""
     name = tool.name.lower()
     if name in perms.deny:
         return False

@@ -1,6 +1,6 @@
 """Property tests for the permission rules (security-relevant, so hypothesis-checked).
 
-Each property states a rule from DESIGN section 5 as an implication that must hold for
+Each property states a permission rule as an implication that must hold for
 every combination of tool annotations, names, allow/deny lists, modes and paths.
 """
 
