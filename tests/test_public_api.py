@@ -443,7 +443,14 @@ INTERNAL = {
         "surrounding_whitespace",
         "whitespace_losses",
     ],
-    "deputy_runtime.runtime": ["DELEGATE_DESCRIPTION", "delegate_parameters", "routing_section"],
+    "deputy_runtime.runtime": [
+        "DELEGATE_DESCRIPTION",
+        "chat_reply",
+        "chat_span",
+        "delegate_parameters",
+        "routing_section",
+        "tool_span",
+    ],
     "deputy_runtime.tools": [
         "TOOL_NAME_PATTERN",
         "inline_refs",

@@ -108,7 +108,11 @@ __all__ = [
 
 # isort: split
 # Building blocks of the durable (Temporal) lead, importable from here so that it shows its
-# model the same routing section and delegate tool as the in-process lead; not public API.
+# model the same routing section and delegate tool, and records the same spans, as the
+# in-process lead; not public API.
 from ._routing import DELEGATE_DESCRIPTION as DELEGATE_DESCRIPTION
 from ._routing import delegate_parameters as delegate_parameters
 from ._routing import routing_section as routing_section
+from ._trace import chat_reply as chat_reply
+from ._trace import chat_span as chat_span
+from ._trace import tool_span as tool_span

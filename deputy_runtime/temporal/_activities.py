@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._tracing import STATE, mark_error
 from ..chat import (
+    ContentToolRequest,
     ContentToolResult,
     ModelRequest,
     Provider,
@@ -30,9 +31,8 @@ from ..chat import (
     resolve_provider,
 )
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
-from ..runtime import Permissions
+from ..runtime import Permissions, chat_reply, chat_span, tool_span
 from ..tools import Tool, invoke_tool
-from ._trace import chat_span, record_reply, tool_span
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
@@ -154,9 +154,9 @@ class DeputyActivities:
                 if STATE.tracer is None:
                     turn = await _heartbeating(provider.complete(request))
                 else:
-                    with chat_span(call.agent_name, provider) as current:
+                    with chat_span(call.agent_name, provider, request) as current:
                         turn = await _heartbeating(provider.complete(request))
-                        record_reply(current, turn)
+                        chat_reply(current, turn)
         except (AuthenticationError, BadRequestError) as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except ProviderError as exc:
@@ -186,7 +186,8 @@ class DeputyActivities:
         """
         if STATE.tracer is None:
             return await self._tool_call(call)
-        with tool_span(call.name, call.request_id) as current:
+        request = ContentToolRequest(call.request_id, call.name, call.arguments)
+        with tool_span(request, call.request_id) as current:
             return await self._tool_call(call, current)
 
     async def _tool_call(self, call: ToolCall, traced: Any = None) -> ToolReply:

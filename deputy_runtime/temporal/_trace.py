@@ -14,16 +14,14 @@ added, no span is started and no OpenTelemetry module is imported.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from temporalio.client import Client
 
-from .._tracing import STATE, AttributeValue, span
-from ..chat import AssistantTurn, Provider
+from .._tracing import STATE
 
-__all__ = ["chat_span", "record_reply", "tool_span", "traced_client", "tracing_interceptors"]
+__all__ = ["traced_client", "tracing_interceptors"]
 
 
 def _is_tracing(interceptor: object) -> bool:
@@ -65,66 +63,3 @@ def traced_client(client: Client) -> Client:
         return client
     config["interceptors"] = [*config["interceptors"], *extra]
     return Client(**config)
-
-
-@contextmanager
-def chat_span(agent_name: str | None, provider: Provider) -> Iterator[Any]:
-    """The ``chat <model>`` span of one model request made by an activity (CLIENT).
-
-    Args:
-        agent_name: The requesting agent's name.
-        provider: The provider the request goes to.
-
-    Returns:
-        A context manager yielding the span; an exception marks it ERROR.
-    """
-    attributes: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": provider.name,
-        "gen_ai.request.model": provider.model,
-    }
-    if agent_name:
-        attributes["gen_ai.agent.name"] = agent_name
-    with span(f"chat {provider.model}", attributes, client=True) as current:
-        yield current
-
-
-def record_reply(target: Any, reply: AssistantTurn) -> None:
-    """Record a reply's usage and finish reason on its ``chat`` span.
-
-    Args:
-        target: The request's span.
-        reply: The reply.
-    """
-    usage = reply.usage
-    attributes: dict[str, AttributeValue] = {
-        "gen_ai.usage.input_tokens": usage.input_tokens,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-        "gen_ai.response.finish_reasons": (reply.finish_reason or "unknown",),
-    }
-    if usage.cached_input_tokens:
-        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_input_tokens
-    if usage.cost_usd is not None:
-        attributes["deputy.usage.cost_usd"] = usage.cost_usd
-    target.set_attributes(attributes)
-
-
-@contextmanager
-def tool_span(name: str, call_id: str) -> Iterator[Any]:
-    """The ``execute_tool <name>`` span of one tool call made by an activity.
-
-    Args:
-        name: The tool's name.
-        call_id: The model's id for the call.
-
-    Returns:
-        A context manager yielding the span; an exception marks it ERROR.
-    """
-    attributes: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        "gen_ai.tool.call.id": call_id,
-        "gen_ai.tool.type": "function",
-    }
-    with span(f"execute_tool {name}", attributes) as current:
-        yield current
