@@ -29,12 +29,14 @@ from ..runtime import (
     ModelResponseEvent,
     RunStart,
     StopEvent,
+    StopReason,
     SubagentRecord,
     ToolEnd,
     ToolStart,
     UsageEvent,
     UsageLimits,
     WarningEvent,
+    delegation_status,
     encode_event,
 )
 from . import silence_stream
@@ -213,11 +215,10 @@ def _update(node: Node, event: Event, now: float) -> None:
 
 
 def _status_of(stop_reason: str) -> str:
-    if stop_reason == "complete":
-        return "completed"
-    if stop_reason in ("error", "provider_error"):
-        return "failed"
-    return "interrupted" if stop_reason == "interrupted" else "stopped"
+    """The lead row's status: a delegation's status, but ``interrupted`` said plainly."""
+    if stop_reason == StopReason.INTERRUPTED:
+        return "interrupted"
+    return str(delegation_status(stop_reason))
 
 
 def _call_text(event: ToolStart) -> str:
