@@ -444,10 +444,13 @@ INTERNAL = {
         "whitespace_losses",
     ],
     "deputy_runtime.runtime": [
+        "ALWAYS_FORWARDED",
         "DELEGATE_DESCRIPTION",
         "chat_reply",
         "chat_span",
         "delegate_parameters",
+        "hook_refusal",
+        "hook_warning",
         "routing_section",
         "tool_span",
     ],

@@ -116,3 +116,9 @@ from ._routing import routing_section as routing_section
 from ._trace import chat_reply as chat_reply
 from ._trace import chat_span as chat_span
 from ._trace import tool_span as tool_span
+
+# isort: split
+# The hook rules the durable lead's workers apply around a tool call, as the gate does.
+from ._context import hook_warning as hook_warning
+from ._gate import hook_refusal as hook_refusal
+from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED

@@ -10,7 +10,8 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import Permissions, UsageLimits
+from ..runtime import HookEvent, Permissions, UsageLimits
+from ._hooks import hook_event_names
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
@@ -113,6 +114,7 @@ def lead_input(
     permissions: Permissions | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    hook_events: Iterable[HookEvent | str] = (),
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -126,17 +128,23 @@ def lead_input(
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
+        hook_events: The lead-side hook events the workers' hooks run for, each in a
+            ``deputy_hook`` activity (SessionStart, UserPromptSubmit, Stop, SubagentStart,
+            SubagentStop, and PreToolUse / PostToolUse / PostToolUseFailure around the
+            lead's ``delegate_to_agent`` calls). Hooks around tool calls run in the tool
+            activity whatever this says; a run without these events pays no activity.
 
     Returns:
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
-            ``can_use_tool`` callback.
+        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
+            ``can_use_tool`` callback or a ``hook_events`` entry that is not a hook event.
         DefinitionError: Two definitions share a name, or one names skills or MCP servers.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
+    events = hook_event_names(hook_events)
     if usage_limits is not None and usage_limits.max_seconds is not None:
         raise ValueError(
             "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
@@ -163,6 +171,7 @@ def lead_input(
         limits=usage_limits if usage_limits is not None else UsageLimits(),
         permissions=permission_spec(permissions or Permissions()),
         name=name,
+        hook_events=events,
     )
 
 

@@ -19,6 +19,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
+from ._hookflow import LeadHooks, after_tool_reply, delegate_with_hooks
+
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
         AssistantTurn,
@@ -151,6 +153,7 @@ class AgentLoop:
         lead_permissions: PermissionSpec | None = None,
         events: list[Event],
         delegate: Delegate | None = None,
+        lead_hooks: LeadHooks | None = None,
     ) -> None:
         self.ids = ids
         self.model = model
@@ -166,6 +169,9 @@ class AgentLoop:
         self.delegate = delegate
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
+        self.lead_hooks = lead_hooks
+        self.stop_reason: StopReason | None = None  # set by a hook's stop decision
+        self.hook_errors: list[str] = []
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -174,9 +180,15 @@ class AgentLoop:
     async def run(self, task: str) -> AgentResult:
         """Run the loop on ``task`` until the model answers or a limit or interrupt stops it."""
         ids = self.ids.fields()
+        hooks = self.lead_hooks
+        if hooks is not None:
+            await hooks.before_run(self)
         self.events.append(RunStart(**ids, task=task, limits=self.limits))
         turns: list[Turn] = [Turn("user", (ContentText(task),))]
-        stop_reason, error = await self._steps(turns)
+        if hooks is not None and await hooks.prompt(self, task):
+            turns, stop_reason, error = [], StopReason.HOOK_REQUESTED_STOP, None
+        else:
+            stop_reason, error = await self._steps(turns)
         if turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
@@ -188,15 +200,20 @@ class AgentLoop:
         usage = self.budget.snapshot()
         self.events.append(UsageEvent(**ids, usage=usage, limits=self.limits))
         self.events.append(StopEvent(**ids, stop_reason=stop_reason, usage=usage, error=error))
-        return AgentResult(
+        result = AgentResult(
             response=_last_text(turns),
             turns=tuple(turns),
             usage=usage,
             stop_reason=stop_reason,
             limits=self.limits,
             error=error,
+            # A subagent's tool hooks are its lead's: their errors go to its record.
+            hook_errors=() if self.ids.delegation_id else tuple(self.hook_errors),
             **ids,
         )
+        if hooks is not None:
+            await hooks.after_run(self, stop_reason)
+        return result
 
     async def _steps(self, turns: list[Turn]) -> tuple[StopReason, str | None]:
         requests = 0
@@ -240,6 +257,8 @@ class AgentLoop:
                 *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
             )
             turns.append(Turn("user", tuple(results)))
+            if self.stop_reason is not None:
+                return self.stop_reason, None
 
     async def _request(self, turns: list[Turn]) -> AssistantTurn:
         call = ModelCall(
@@ -275,10 +294,11 @@ class AgentLoop:
         )
         denied: str | None = None
         if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
-            result = await self.delegate(call)
+            result = await delegate_with_hooks(self, call, self.delegate)
         else:
             reply = await self._run_tool(call)
             result, denied = reply.result, reply.denied
+            after_tool_reply(self, call, reply)
         if denied is not None:
             self.events.append(
                 PermissionEvent(
@@ -308,6 +328,7 @@ class AgentLoop:
             offered=self.tools,
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
+            **self.ids.fields(),
         )
         try:
             reply: ToolReply = await workflow.execute_activity(

@@ -70,6 +70,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec = PermissionSpec()
     name: str = "lead"
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Lead-side hook events the workers' hooks run for (``deputy_hook`` activities).
+    hook_events: tuple[str, ...] = ()
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -131,6 +133,13 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     offered: tuple[str, ...]
     permissions: PermissionSpec
     lead_permissions: PermissionSpec | None = None
+    # The calling agent's ids, for the hooks' input (a subagent's carry its delegation's).
+    agent_id: str | None = None
+    agent_name: str | None = None
+    run_id: str | None = None
+    delegation_id: str | None = None
+    parent_agent_id: str | None = None
+    parent_run_id: str | None = None
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):
@@ -139,6 +148,12 @@ class ToolReply(msgspec.Struct, frozen=True, gc=False):
 
     result: ContentToolResult
     denied: str | None = None
+    #: A hook asked to stop the run (its reason); the loop stops at its next boundary.
+    stop: str | None = None
+    #: ``"EVENT: message"`` lines of hooks that raised around the call.
+    hook_errors: tuple[str, ...] = ()
+    #: A PermissionRequest hook allowed a call the rules denied.
+    allowed_by_hook: bool = False
 
 
 class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
@@ -146,3 +161,5 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
 
     result: AgentResult
     events: tuple[str, ...] = ()
+    #: Errors of the lead's hooks around this subagent's calls (its record's hook_error).
+    hook_errors: tuple[str, ...] = ()

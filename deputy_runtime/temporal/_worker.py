@@ -46,6 +46,7 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._client",
     "deputy_runtime.temporal._converter",
     "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._hooks",
     "deputy_runtime.temporal._trace",
     "deputy_runtime.temporal._values",
     "deputy_runtime.temporal._worker",

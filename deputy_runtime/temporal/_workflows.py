@@ -23,6 +23,7 @@ import msgspec
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
+from ._hookflow import LeadHooks
 from ._loop import AgentLoop, Ids, new_id
 
 with workflow.unsafe.imports_passed_through():
@@ -37,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         DelegationStart,
         DelegationStatus,
         Event,
+        HookEvent,
         Permissions,
         StopReason,
         SubagentRecord,
@@ -134,6 +136,7 @@ class _Delegation:
         self.completed_at: float | None = None
         self.error: str | None = None
         self.result: AgentResult | None = None
+        self.hook_errors: list[str] = []
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -154,9 +157,21 @@ class _Delegation:
             started_at=self.started_at,
             completed_at=self.completed_at,
             error=self.error,
-            hook_error=None,
+            hook_error="\n".join(self.hook_errors) or None,
             cleanup_error=None,
         )
+
+    def hook_fields(self) -> dict[str, Any]:
+        """The delegation's fields of a SubagentStart or SubagentStop hook input."""
+        ids = self.ids
+        return {
+            "tool_call_id": self.tool_call_id,
+            "task": self.task,
+            "delegation_id": ids.delegation_id,
+            "child_agent_id": ids.agent_id,
+            "child_agent_name": ids.agent_name,
+            "child_run_id": ids.run_id,
+        }
 
     def outcome(self) -> str:
         answer = self.result.response if self.result is not None else ""
@@ -256,7 +271,8 @@ class SubagentWorkflow:
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
         result = await loop.run(request.message)
-        return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+        events = tuple(encode_event(e).decode() for e in self._events)
+        return SubagentOutput(result, events, tuple(loop.hook_errors))
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     def interrupt(self, reason: str = "interrupted") -> None:
@@ -333,6 +349,7 @@ class LeadWorkflow:
             permissions=request.permissions,
             events=self._events,
             delegate=self._delegate,
+            lead_hooks=LeadHooks(request.hook_events) if request.hook_events else None,
         )
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
@@ -460,6 +477,10 @@ class LeadWorkflow:
                 )
             child_input = self._child_input(d, spec, args, request)
             d.status, d.started_at = DelegationStatus.RUNNING, _now()
+            if loop.lead_hooks is not None:
+                d.hook_errors += await loop.lead_hooks.subagent(
+                    loop, HookEvent.SubagentStart, d.hook_fields(), status="running"
+                )
             handle = await workflow.start_child_workflow(
                 SubagentWorkflow.run,
                 child_input,
@@ -478,6 +499,7 @@ class LeadWorkflow:
                 out.result.stop_reason,
             )
             d.error = out.result.error
+            d.hook_errors += out.hook_errors
             self._events.extend(decode_event(e) for e in out.events)
         except _SetupFailure as exc:
             d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
@@ -489,6 +511,16 @@ class LeadWorkflow:
             loop.budget.release(delegation_id)
             loop.budget.add_external(d.usage)
             d.completed_at = _now()
+        if loop.lead_hooks is not None and d.started_at is not None:
+            d.hook_errors += await loop.lead_hooks.subagent(
+                loop,
+                HookEvent.SubagentStop,
+                d.hook_fields(),
+                status=d.status,
+                reason=d.stop_reason,
+                result=d.result.response if d.result else None,
+                error=d.error,
+            )
         self._events.append(
             DelegationEnd(
                 **fields,
