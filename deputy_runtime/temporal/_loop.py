@@ -189,7 +189,7 @@ class AgentLoop:
             turns, stop_reason, error = [], StopReason.HOOK_REQUESTED_STOP, None
         else:
             stop_reason, error = await self._steps(turns)
-        if turns[-1].role == "assistant" and turns[-1].tool_requests:
+        if turns and turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
                 Turn(
