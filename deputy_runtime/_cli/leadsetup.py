@@ -368,7 +368,7 @@ class Plugins:
     resolves names.
     """
 
-    __slots__ = ("aliases", "policy", "skills", "tools")
+    __slots__ = ("aliases", "modules", "policy", "skills", "tools")
 
     def __init__(
         self,
@@ -376,11 +376,13 @@ class Plugins:
         aliases: dict[str, str],
         tools: dict[str, Tool],
         skills: dict[str, Skill | str],
+        modules: tuple[ModuleType, ...] = (),
     ) -> None:
         self.policy = policy
         self.aliases = aliases
         self.tools = tools
         self.skills = skills
+        self.modules = modules  # the plugins, in order (a worker reads their hooks)
 
 
 def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
@@ -398,7 +400,7 @@ def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
         skills = host_skill_registry(modules)
     except PluginError as exc:
         raise UsageError(str(exc)) from exc
-    return Plugins(policy, aliases, tools, skills)
+    return Plugins(policy, aliases, tools, skills, tuple(modules))
 
 
 def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:

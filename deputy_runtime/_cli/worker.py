@@ -3,7 +3,8 @@
 The worker serves the lead and subagent workflows and the model-request and tool-call
 activities on one task queue. Its tool registry is ``run``'s: the file tools confined to
 the current directory, then each ``--plugin`` module's ``tools``; providers are the
-registered ones (a plugin may ``register_provider``). The definitions under ``--agents``
+registered ones (a plugin may ``register_provider``); its hooks are the plugins' ``hooks``
+(every worker of a task queue must have the same). The definitions under ``--agents``
 are read and checked at start, as ``run`` reads them: each tool they name must be in the
 registry, so a worker that could not serve them refuses to start. (The definitions a run
 uses travel in the run's input; every worker of a task queue must be able to resolve
@@ -25,7 +26,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from ..definitions import AgentDefinition
+from ..runtime import Hooks
 from ..tools import Tool
+from .hookplugins import plugin_hooks
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 from .otlp import start_otlp
 
@@ -39,7 +42,7 @@ SHUTDOWN_GRACE = timedelta(seconds=10)
 def worker(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl-C or SIGTERM; returns the exit status."""
     try:
-        registry, definitions = _setup(args)
+        registry, definitions, hooks, hook_count = _setup(args)
         stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
     except UsageError as exc:
         print(f"deputy-runtime worker: {exc}", file=sys.stderr)
@@ -47,11 +50,11 @@ def worker(args: argparse.Namespace) -> int:
     names = ", ".join(definitions) or "none"
     print(
         f"deputy-runtime worker: task queue {args.task_queue!r} at {args.temporal} "
-        f"(namespace {args.namespace!r}); definitions: {names}",
+        f"(namespace {args.namespace!r}); definitions: {names}; hooks: {hook_count}",
         flush=True,
     )
     try:
-        status = asyncio.run(_serve(args, registry))
+        status = asyncio.run(_serve(args, registry, hooks))
     except KeyboardInterrupt:
         status = EXIT_OK
     finally:
@@ -65,7 +68,9 @@ def worker(args: argparse.Namespace) -> int:
     os._exit(status)
 
 
-def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDefinition]]:
+def _setup(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Tool], dict[str, AgentDefinition], Hooks, int]:
     try:
         import deputy_runtime.temporal  # noqa: F401
     except ImportError as exc:
@@ -76,10 +81,11 @@ def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDe
     plugins = load_plugins(args.plugin or (), Path.cwd())
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
-    return plugins.tools, loaded.definitions
+    hooks, hook_count = plugin_hooks(plugins.modules)
+    return plugins.tools, loaded.definitions, hooks, hook_count
 
 
-async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:
+async def _serve(args: argparse.Namespace, registry: dict[str, Tool], hooks: Hooks) -> int:
     from temporalio.client import Client
 
     from ..temporal import DeputyActivities, data_converter, deputy_worker
@@ -94,7 +100,7 @@ async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    activities = DeputyActivities(registry.values(), working_dir=Path.cwd())
+    activities = DeputyActivities(registry.values(), working_dir=Path.cwd(), hooks=hooks)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
