@@ -19,9 +19,11 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from ._activities import DeputyActivities
 from ._budget import Budget, exhausted
+from ._checkpoint import LeadCheckpoint
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
+from ._follow import follow_run
 from ._values import (
     AgentSpec,
     LeadInput,
@@ -52,6 +54,7 @@ __all__ = [
     "Budget",
     "DeputyActivities",
     "DevServer",
+    "LeadCheckpoint",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
@@ -69,6 +72,7 @@ __all__ = [
     "data_converter",
     "deputy_worker",
     "exhausted",
+    "follow_run",
     "free_port",
     "lead_input",
     "permission_spec",

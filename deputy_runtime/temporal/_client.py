@@ -113,6 +113,7 @@ def lead_input(
     permissions: Permissions | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    continue_as_new_after: int = 10_000,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -126,13 +127,15 @@ def lead_input(
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
+        continue_as_new_after: History events after which the lead continues as new at
+            its next turn boundary (Temporal's own suggestion also triggers it).
 
     Returns:
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
-            ``can_use_tool`` callback.
+        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
+            ``can_use_tool`` callback or a ``continue_as_new_after`` below 1.
         DefinitionError: Two definitions share a name, or one names skills or MCP servers.
     """
     if not isinstance(task, str) or not task.strip():
@@ -146,6 +149,15 @@ def lead_input(
         raise ValueError(
             "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
             "stops at its limits; read LeadOutput.result.stop_reason instead"
+        )
+    if (
+        isinstance(continue_as_new_after, bool)
+        or not isinstance(continue_as_new_after, int)
+        or continue_as_new_after < 1
+    ):
+        raise ValueError(
+            "continue_as_new_after must be a whole number of history events >= 1, "
+            f"got {continue_as_new_after!r}"
         )
     values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
     specs = [agent_spec(d, model, model_aliases) for d in values]
@@ -163,6 +175,7 @@ def lead_input(
         limits=usage_limits if usage_limits is not None else UsageLimits(),
         permissions=permission_spec(permissions or Permissions()),
         name=name,
+        continue_as_new_after=continue_as_new_after,
     )
 
 

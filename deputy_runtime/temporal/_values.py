@@ -70,6 +70,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec = PermissionSpec()
     name: str = "lead"
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: History events after which the lead continues as new at its next turn boundary.
+    continue_as_new_after: int = 10_000
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -23,10 +23,12 @@ import msgspec
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
+from ._cancel import cancelling
+from ._checkpoint import LeadCheckpoint, continue_due, lead_checkpoint, resume
 from ._loop import AgentLoop, Ids, new_id
 
 with workflow.unsafe.imports_passed_through():
-    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
+    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec, Turn
     from ..errors import PermissionCeilingError
     from ..runtime import (
         DELEGATE_DESCRIPTION,
@@ -207,10 +209,15 @@ def _now() -> float:
     return workflow.now().timestamp()
 
 
-def _encoded(events: list[Event], offset: int) -> list[str]:
+def _encoded(events: list[Event], offset: int, base: int = 0) -> list[str]:
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValueError(f"events query: offset must be a whole number >= 0, got {offset!r}")
-    return [encode_event(e).decode() for e in events[offset:]]
+    if offset < base:
+        raise ValueError(
+            f"events query: offset {offset} is before {base}, the first event this run of "
+            "the chain keeps (older ones were dropped when the run continued as new)"
+        )
+    return [encode_event(e).decode() for e in events[offset - base :]]
 
 
 @workflow.defn(name="DeputySubagent")
@@ -255,7 +262,15 @@ class SubagentWorkflow:
         )
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
-        result = await loop.run(request.message)
+        try:
+            result = await loop.run(request.message)
+        except BaseException as exc:
+            if cancelling(exc):
+                # The hook point for cleanup on cancellation (owned resources): the
+                # cancellation was delivered once, so activities awaited here still run;
+                # the workflow ends CANCELED when the exception goes on.
+                pass
+            raise
         return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
@@ -306,13 +321,15 @@ class LeadWorkflow:
         self._specs: dict[str, AgentSpec] = {}
         self._delegations: list[_Delegation] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+        self._carried: LeadCheckpoint | None = None  # from the previous run of the chain
 
     @workflow.run
-    async def run(self, request: LeadInput) -> LeadOutput:
+    async def run(self, request: LeadInput, checkpoint: LeadCheckpoint | None = None) -> LeadOutput:
         """Run the lead's loop; each delegation becomes a child workflow.
 
         Args:
             request: The task, model, definitions, limits and permissions.
+            checkpoint: The loop's state when this run continues an earlier one as new.
 
         Returns:
             The lead's result, one record per admitted delegation and their results.
@@ -321,7 +338,12 @@ class LeadWorkflow:
         self._permissions = request.permissions
         self._specs = {s.name: s for s in request.sub_agents}
         names = tuple(self._specs)
-        ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
+        if checkpoint is None:
+            ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
+        else:
+            ids = Ids(
+                agent_id=checkpoint.agent_id, agent_name=request.name, run_id=checkpoint.run_id
+            )
         loop = self._loop = AgentLoop(
             ids=ids,
             model=request.model,
@@ -333,17 +355,53 @@ class LeadWorkflow:
             permissions=request.permissions,
             events=self._events,
             delegate=self._delegate,
+            boundary=self._boundary,
         )
+        turns, self._carried = None, checkpoint
+        if checkpoint is not None:
+            turns = resume(checkpoint, loop, self._events)
+            self._permissions = checkpoint.permissions
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
-        result = await loop.run(request.task)
+        try:
+            result = await loop.run(request.task, turns, checkpoint.requests if checkpoint else 0)
+        except BaseException as exc:
+            if cancelling(exc):  # every child's cancellation settles before the run ends
+                await workflow.wait_condition(lambda: not self._children)
+            raise
         # Interrupt signals still forwarding to children finish before the run returns.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return LeadOutput(
-            result=result,
-            subagents=tuple(d.record() for d in self._delegations),
-            subagent_results=tuple(d.result for d in self._delegations),
+        records, results = self._settled()
+        return LeadOutput(result=result, subagents=records, subagent_results=results)
+
+    def _settled(self) -> tuple[tuple[SubagentRecord, ...], tuple[AgentResult | None, ...]]:
+        """Every delegation's record and result, the earlier runs' of the chain first."""
+        carried = self._carried
+        return (
+            (carried.subagents if carried else ()) + tuple(d.record() for d in self._delegations),
+            (carried.subagent_results if carried else ())
+            + tuple(d.result for d in self._delegations),
         )
+
+    async def _boundary(self, turns: list[Turn], requests: int) -> None:
+        loop, request, carried = self._loop, self._request, self._carried
+        assert loop is not None
+        assert request is not None
+        if not continue_due(request.continue_as_new_after, loop):
+            return
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        records, results = self._settled()
+        checkpoint = lead_checkpoint(
+            loop,
+            turns,
+            requests,
+            subagents=records,
+            subagent_results=results,
+            events=self._events,
+            events_base=carried.events_base if carried else 0,
+            runs=carried.runs + 1 if carried else 2,
+        )
+        workflow.continue_as_new(args=[request, checkpoint])
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     async def interrupt(self, reason: str = "interrupted") -> None:
@@ -403,7 +461,7 @@ class LeadWorkflow:
         Returns:
             Each event as JSON text (``encode_event``), in order.
         """
-        return _encoded(self._events, offset)
+        return _encoded(self._events, offset, self._carried.events_base if self._carried else 0)
 
     # -- delegations ------------------------------------------------------------------
 
@@ -482,6 +540,8 @@ class LeadWorkflow:
         except _SetupFailure as exc:
             d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
         except ChildWorkflowError as exc:
+            if cancelling(exc):
+                raise
             cause = exc.cause if exc.cause is not None else exc
             d.status, d.stop_reason, d.error = FAILED, StopReason.ERROR, str(cause)
         finally:
