@@ -19,13 +19,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from ._activities import DeputyActivities
 from ._budget import Budget, exhausted
-from ._checkpoint import LeadCheckpoint
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
 from ._values import (
     AgentSpec,
+    LeadCheckpoint,
     LeadInput,
     LeadOutput,
     ModelCall,

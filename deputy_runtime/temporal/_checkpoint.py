@@ -21,41 +21,17 @@ below ``events_base`` fails naming both.
 
 from __future__ import annotations
 
-import msgspec
 from temporalio import workflow
 
 from ..chat import Turn
 from ..runtime import AgentResult, Event, SubagentRecord, decode_event, encode_event
 from ._loop import AgentLoop
-from ._values import PermissionSpec
+from ._values import LeadCheckpoint
 
 __all__ = ["EVENTS_CARRIED_BYTES", "LeadCheckpoint", "continue_due", "lead_checkpoint", "resume"]
 
 #: Encoded bytes of the event log's tail a continue-as-new carries into the next run.
 EVENTS_CARRIED_BYTES = 256 * 1024
-
-
-class LeadCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """A lead's loop state at a turn boundary, the second input of the next run.
-
-    ``used`` and ``cost_reported`` are the budget's counters (no reservation is held at a
-    boundary); ``events`` is the encoded tail of the log, ``events_base`` the number of
-    events of the chain before it.
-    """
-
-    agent_id: str
-    run_id: str
-    turns: tuple[Turn, ...]
-    requests: int
-    used: dict[str, float]
-    cost_reported: bool
-    permissions: PermissionSpec
-    interrupt: str | None = None
-    subagents: tuple[SubagentRecord, ...] = ()
-    subagent_results: tuple[AgentResult | None, ...] = ()
-    events: tuple[str, ...] = ()
-    events_base: int = 0
-    runs: int = 1
 
 
 def continue_due(threshold: int, loop: AgentLoop) -> bool:

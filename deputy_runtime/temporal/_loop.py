@@ -18,6 +18,7 @@ from typing import TypedDict
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
@@ -67,6 +68,9 @@ TOOL_RETRY = RetryPolicy(
 )
 TOOL_TIMEOUT = timedelta(minutes=30)
 HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+#: A cancelled run waits for its activities to stop (they learn it at their next
+#: heartbeat), so nothing of the run is still running once it has ended.
+CANCELLATION = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
 
 #: The answer to a tool call of a reply after which the run stopped (as in-process).
 NOT_RUN = "The run stopped before this tool call ran."
@@ -273,6 +277,7 @@ class AgentLoop:
             result_type=ModelReply,
             start_to_close_timeout=MODEL_TIMEOUT,
             retry_policy=MODEL_RETRY,
+            cancellation_type=CANCELLATION,
         )
         return reply.turn
 
@@ -333,6 +338,7 @@ class AgentLoop:
                 start_to_close_timeout=TOOL_TIMEOUT,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=TOOL_RETRY,
+                cancellation_type=CANCELLATION,
             )
         except ActivityError as exc:
             if cancelling(exc):

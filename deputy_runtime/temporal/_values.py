@@ -16,6 +16,7 @@ from ..runtime import AgentResult, SubagentRecord, UsageLimits
 
 __all__ = [
     "AgentSpec",
+    "LeadCheckpoint",
     "LeadInput",
     "LeadOutput",
     "ModelCall",
@@ -72,6 +73,9 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     params: dict[str, Any] = msgspec.field(default_factory=dict)
     #: History events after which the lead continues as new at its next turn boundary.
     continue_as_new_after: int = 10_000
+    #: The loop's state when this run continues an earlier run of the chain as new (set
+    #: by the lead itself; ``None`` when starting a run).
+    checkpoint: LeadCheckpoint | None = None
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -148,3 +152,27 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
 
     result: AgentResult
     events: tuple[str, ...] = ()
+
+
+class LeadCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A lead's loop state at a turn boundary, carried into the next run of a
+    continue-as-new chain as ``LeadInput.checkpoint``.
+
+    ``used`` and ``cost_reported`` are the budget's counters (no reservation is held at a
+    boundary); ``events`` is the encoded tail of the log, ``events_base`` the number of
+    events of the chain before it.
+    """
+
+    agent_id: str
+    run_id: str
+    turns: tuple[Turn, ...]
+    requests: int
+    used: dict[str, float]
+    cost_reported: bool
+    permissions: PermissionSpec
+    interrupt: str | None = None
+    subagents: tuple[SubagentRecord, ...] = ()
+    subagent_results: tuple[AgentResult | None, ...] = ()
+    events: tuple[str, ...] = ()
+    events_base: int = 0
+    runs: int = 1

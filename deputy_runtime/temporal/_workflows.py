@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._cancel import cancelling
-from ._checkpoint import LeadCheckpoint, continue_due, lead_checkpoint, resume
+from ._checkpoint import continue_due, lead_checkpoint, resume
 from ._loop import AgentLoop, Ids, new_id
 
 with workflow.unsafe.imports_passed_through():
@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from ._ceiling import child_permissions
     from ._values import (
         AgentSpec,
+        LeadCheckpoint,
         LeadInput,
         LeadOutput,
         PermissionSpec,
@@ -324,12 +325,11 @@ class LeadWorkflow:
         self._carried: LeadCheckpoint | None = None  # from the previous run of the chain
 
     @workflow.run
-    async def run(self, request: LeadInput, checkpoint: LeadCheckpoint | None = None) -> LeadOutput:
+    async def run(self, request: LeadInput) -> LeadOutput:
         """Run the lead's loop; each delegation becomes a child workflow.
 
         Args:
             request: The task, model, definitions, limits and permissions.
-            checkpoint: The loop's state when this run continues an earlier one as new.
 
         Returns:
             The lead's result, one record per admitted delegation and their results.
@@ -338,6 +338,7 @@ class LeadWorkflow:
         self._permissions = request.permissions
         self._specs = {s.name: s for s in request.sub_agents}
         names = tuple(self._specs)
+        checkpoint = request.checkpoint
         if checkpoint is None:
             ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
         else:
@@ -401,7 +402,7 @@ class LeadWorkflow:
             events_base=carried.events_base if carried else 0,
             runs=carried.runs + 1 if carried else 2,
         )
-        workflow.continue_as_new(args=[request, checkpoint])
+        workflow.continue_as_new(msgspec.structs.replace(request, checkpoint=checkpoint))
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     async def interrupt(self, reason: str = "interrupted") -> None:

@@ -24,20 +24,25 @@ def run_workflow_ids(lead_id: str, out: LeadOutput) -> list[str]:
     ]
 
 
-async def assert_replays(client: Client, workflow_ids: Iterable[str]) -> int:
-    """Replay each finished workflow's history; fail on any nondeterminism. Returns how
-    many histories were replayed."""
+async def assert_replays(
+    client: Client, workflow_ids: Iterable[str], *, run_ids: Iterable[str | None] = (None,)
+) -> int:
+    """Replay each finished workflow's history (each of ``run_ids`` of it: ``None`` is
+    the latest run); fail on any nondeterminism. Returns how many histories were
+    replayed."""
     replayer = Replayer(
         workflows=[LeadWorkflow, SubagentWorkflow],
         data_converter=data_converter,
         workflow_runner=workflow_runner(),
     )
     count = 0
+    runs = tuple(run_ids)
     for wid in workflow_ids:
-        history = await client.get_workflow_handle(wid).fetch_history()
-        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert replayed.replay_failure is None, (wid, replayed.replay_failure)
-        count += 1
+        for run_id in runs:
+            history = await client.get_workflow_handle(wid, run_id=run_id).fetch_history()
+            replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert replayed.replay_failure is None, (wid, run_id, replayed.replay_failure)
+            count += 1
     return count
 
 
