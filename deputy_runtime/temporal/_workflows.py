@@ -267,12 +267,17 @@ class SubagentWorkflow:
             result = await loop.run(request.message)
         except BaseException as exc:
             if cancelling(exc):
-                # The hook point for cleanup on cancellation (owned resources): the
-                # cancellation was delivered once, so activities awaited here still run;
-                # the workflow ends CANCELED when the exception goes on.
-                pass
+                await self.on_cancelled()
             raise
         return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+
+    async def on_cancelled(self) -> None:
+        """Clean up after this delegation was cancelled (the hook point for cleanup
+        activities, e.g. of owned resources); does nothing yet.
+
+        Temporal delivers a workflow's cancellation once, so activities awaited here
+        still run; the workflow ends ``CANCELED`` when this returns.
+        """
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     def interrupt(self, reason: str = "interrupted") -> None:

@@ -7,13 +7,16 @@ import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import anyio
 import pytest
+from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from deputy_runtime import AgentDefinition, UsageLimits, decode_event, encode_event, tool
 from deputy_runtime.runtime import (
@@ -27,6 +30,10 @@ from deputy_runtime.runtime import (
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
+    LeadWorkflow,
+    SubagentInput,
+    SubagentOutput,
+    SubagentWorkflow,
     deputy_worker,
     follow_run,
     lead_input,
@@ -165,6 +172,72 @@ async def test_cancel_reaches_every_running_child(
             followed.append(event)
     assert sum(isinstance(e, DelegationStart) for e in followed) == 3
     assert await assert_replays(client, [handle.id, *child_ids]) == 4
+
+
+#: Delegation ids whose cancelled child ran the cleanup activity below.
+CLEANED: list[str] = []
+
+
+@activity.defn(name="test_cleanup")
+async def record_cleanup(delegation_id: str) -> None:
+    """Stands for an owned resource's cleanup: records that it ran."""
+    CLEANED.append(delegation_id)
+
+
+@workflow.defn(name="DeputySubagent")
+class CleaningSubagent(SubagentWorkflow):
+    """The subagent workflow with a cleanup activity on its cancellation hook."""
+
+    @workflow.run
+    async def run(self, request: SubagentInput) -> SubagentOutput:
+        self.delegation_id = request.delegation_id
+        return await super().run(request)
+
+    async def on_cancelled(self) -> None:
+        await workflow.execute_activity(
+            record_cleanup, self.delegation_id, start_to_close_timeout=timedelta(seconds=60)
+        )
+
+
+async def test_a_cancelled_child_can_still_run_activities_on_its_hook(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    gate = Gate(expected=2)
+    CLEANED.clear()
+    activities = DeputyActivities([gate.tool], working_dir=workdir)
+    # Unsandboxed: the subclass lives in this test module (the sandbox re-imports the
+    # modules of the workflows it runs, and this one imports pytest).
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[LeadWorkflow, CleaningSubagent],
+        activities=[*activities.activities(), record_cleanup],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+    async with worker:
+        request = lead_input(
+            "Do the work",
+            gate.definitions("one", "two"),
+            model="test",
+            usage_limits=UsageLimits(20),
+        )
+        handle = await start_lead(
+            client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+        with anyio.fail_after(WAIT_SECONDS):
+            await gate.all_started.wait()
+        await handle.cancel()
+        with anyio.fail_after(WAIT_SECONDS), pytest.raises(WorkflowFailureError):
+            await handle.result()
+        events = [decode_event(t) for t in await handle.query("events", 0)]
+    delegations = sorted(e.delegation_id or "" for e in events if isinstance(e, DelegationStart))
+    assert len(delegations) == 2
+    # Each cancelled child ran its cleanup activity before it ended CANCELED.
+    assert sorted(CLEANED) == delegations
+    for delegation in delegations:
+        child = client.get_workflow_handle(f"{handle.id}/{delegation}")
+        assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+    gate.release.set()
 
 
 async def _chain_run_ids(client: Client, workflow_id: str, first_run_id: str) -> list[str]:
