@@ -25,9 +25,9 @@ from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
 from ._values import (
     AgentSpec,
-    LeadCheckpoint,
     LeadInput,
     LeadOutput,
+    LoopCheckpoint,
     ModelCall,
     PermissionSpec,
     SubagentInput,
@@ -54,10 +54,10 @@ __all__ = [
     "Budget",
     "DeputyActivities",
     "DevServer",
-    "LeadCheckpoint",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
+    "LoopCheckpoint",
     "ModelCall",
     "MsgspecPayloadConverter",
     "PermissionSpec",

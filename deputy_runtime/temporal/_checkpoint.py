@@ -1,47 +1,55 @@
-"""Continue-as-new for the lead: the loop's state carried from one run of the chain to
-the next.
+"""Continue-as-new: an agent loop's state carried from one run of a chain to the next.
 
-A lead's history grows with every model request (each carries the whole conversation),
-so at a turn boundary (every tool call and delegation of the turn settled, before the
-next request; never with a child running) the lead continues as new when Temporal
-suggests it or when its history passes ``LeadInput.continue_as_new_after`` events. The
-next run of the chain gets the same ``LeadInput`` and a :class:`LeadCheckpoint`: the
-conversation, the request count, the budget counters, the current permissions, a
-pending interrupt, the settled delegations' records and results, and the tail of the
-event log.
+A workflow's history grows with every model request (each carries the whole
+conversation), so at a turn boundary (every tool call and delegation of the turn
+settled, before the next request; never with a child running) the lead, and each
+delegation's child workflow, continues as new when Temporal suggests it or when its
+history has reached ``continue_as_new_after`` events (the lead's input sets it; its
+children get the same). The next run gets the same input carrying a
+``LoopCheckpoint``: the conversation, the request count, the budget counters, the
+permissions (a child's lead permissions as last signalled too), the settled
+delegations' records and results, and the event log.
 
-The event log is the one thing not carried whole: a run's input must stay under
-Temporal's 2 MB payload limit, and the conversation and the delegations' results already
-take their share. The checkpoint keeps the newest events that fit in
-:data:`EVENTS_CARRIED_BYTES` (encoded) and the number of events before them,
-``events_base``; offsets of the ``events`` query count from the start of the chain, so a
-follower polling every fraction of a second never notices, and a query for an offset
-below ``events_base`` fails naming both.
+A run's input must stay under Temporal's 2 MB payload limit. A child carries its whole
+log: its output carries it anyway, and its lead copies it in full. A lead carries the
+newest events that fit in :data:`EVENTS_CARRIED_BYTES` (encoded) and ``events_base``,
+the number of events before them; offsets of the ``events`` query count from the start
+of the chain, so a follower polling every fraction of a second never notices, and a query
+for an offset below ``events_base`` fails naming both. What cannot be trimmed is the
+conversation and the delegations' results: a run whose conversation alone passes the
+limit fails to continue as new.
 """
 
 from __future__ import annotations
 
+import msgspec
 from temporalio import workflow
 
 from ..chat import Turn
 from ..runtime import AgentResult, Event, SubagentRecord, decode_event, encode_event
 from ._loop import AgentLoop
-from ._values import LeadCheckpoint
+from ._values import LeadInput, LoopCheckpoint, SubagentInput
 
-__all__ = ["EVENTS_CARRIED_BYTES", "LeadCheckpoint", "continue_due", "lead_checkpoint", "resume"]
+__all__ = [
+    "EVENTS_CARRIED_BYTES",
+    "checkpoint_of",
+    "continue_as_new_if_due",
+    "continue_due",
+    "resume",
+]
 
-#: Encoded bytes of the event log's tail a continue-as-new carries into the next run.
+#: Encoded bytes of a lead's event log a continue-as-new carries into the next run.
 EVENTS_CARRIED_BYTES = 256 * 1024
 
 
 def continue_due(threshold: int, loop: AgentLoop) -> bool:
-    """Whether the lead should continue as new at this boundary.
+    """Whether the workflow should continue as new at this boundary.
 
     Not when an interrupt is pending: the run stops at its next step anyway.
 
     Args:
-        threshold: ``LeadInput.continue_as_new_after`` (history events).
-        loop: The lead's loop.
+        threshold: ``continue_as_new_after`` of the run's input (history events).
+        loop: The run's loop.
 
     Returns:
         ``True`` when Temporal suggests it or the history has reached ``threshold``.
@@ -52,39 +60,42 @@ def continue_due(threshold: int, loop: AgentLoop) -> bool:
     return info.is_continue_as_new_suggested() or info.get_current_history_length() >= threshold
 
 
-def lead_checkpoint(
+def checkpoint_of(
     loop: AgentLoop,
     turns: list[Turn],
     requests: int,
     *,
-    subagents: tuple[SubagentRecord, ...],
-    subagent_results: tuple[AgentResult | None, ...],
     events: list[Event],
-    events_base: int,
-    runs: int,
-) -> LeadCheckpoint:
+    previous: LoopCheckpoint | None,
+    subagents: tuple[SubagentRecord, ...] = (),
+    subagent_results: tuple[AgentResult | None, ...] = (),
+    keep_bytes: int | None = None,
+) -> LoopCheckpoint:
     """The checkpoint of ``loop`` at a turn boundary.
 
     Args:
-        loop: The lead's loop (ids, budget, permissions, interrupt).
+        loop: The run's loop (ids, budget, permissions, interrupt).
         turns: The conversation so far.
         requests: The requests the loop has sent.
-        subagents: Every settled delegation's record, in admission order.
-        subagent_results: Their results, in the same order.
         events: The event log this run holds.
-        events_base: How many events of the chain come before ``events``.
-        runs: How many runs the chain has had, this one included.
+        previous: The checkpoint this run started from, if any.
+        subagents: Every settled delegation's record, in admission order (a lead's).
+        subagent_results: Their results, in the same order.
+        keep_bytes: Carry only the newest events fitting in this many encoded bytes
+            (``None``: the whole log).
 
     Returns:
-        The checkpoint to pass to ``workflow.continue_as_new``.
+        The checkpoint to carry into the next run.
     """
     encoded = [encode_event(e).decode() for e in events]
-    keep, size = len(encoded), 0
-    while keep > 0 and size + len(encoded[keep - 1]) <= EVENTS_CARRIED_BYTES:
-        keep -= 1
-        size += len(encoded[keep])
+    keep = 0
+    if keep_bytes is not None:
+        keep, size = len(encoded), 0
+        while keep > 0 and size + len(encoded[keep - 1]) <= keep_bytes:
+            keep -= 1
+            size += len(encoded[keep])
     budget = loop.budget
-    return LeadCheckpoint(
+    return LoopCheckpoint(
         agent_id=loop.ids.agent_id,
         run_id=loop.ids.run_id,
         turns=tuple(turns),
@@ -92,22 +103,23 @@ def lead_checkpoint(
         used=dict(budget.used),
         cost_reported=budget.cost_reported,
         permissions=loop.permissions,
+        lead_permissions=loop.lead_permissions,
         interrupt=loop.interrupt_reason,
         subagents=subagents,
         subagent_results=subagent_results,
         events=tuple(encoded[keep:]),
-        events_base=events_base + keep,
-        runs=runs,
+        events_base=(previous.events_base if previous else 0) + keep,
+        runs=(previous.runs if previous else 1) + 1,
     )
 
 
-def resume(checkpoint: LeadCheckpoint, loop: AgentLoop, events: list[Event]) -> list[Turn]:
+def resume(checkpoint: LoopCheckpoint, loop: AgentLoop, events: list[Event]) -> list[Turn]:
     """Put a checkpoint's state back into a new run's loop and event log.
 
     Args:
         checkpoint: The previous run's checkpoint.
         loop: The new run's loop, built with the checkpoint's ids.
-        events: The new run's (empty) event log; the carried tail is appended.
+        events: The new run's (empty) event log; the carried events are appended.
 
     Returns:
         The conversation to resume the loop with.
@@ -115,7 +127,54 @@ def resume(checkpoint: LeadCheckpoint, loop: AgentLoop, events: list[Event]) -> 
     loop.budget.used.update(checkpoint.used)
     loop.budget.cost_reported = checkpoint.cost_reported
     loop.permissions = checkpoint.permissions
+    if checkpoint.lead_permissions is not None:
+        loop.lead_permissions = checkpoint.lead_permissions
     if checkpoint.interrupt is not None:
         loop.interrupt(checkpoint.interrupt)
     events.extend(decode_event(e) for e in checkpoint.events)
     return list(checkpoint.turns)
+
+
+async def continue_as_new_if_due(
+    request: LeadInput | SubagentInput,
+    loop: AgentLoop,
+    turns: list[Turn],
+    requests: int,
+    *,
+    events: list[Event],
+    previous: LoopCheckpoint | None,
+    subagents: tuple[SubagentRecord, ...] = (),
+    subagent_results: tuple[AgentResult | None, ...] = (),
+    keep_bytes: int | None = None,
+) -> None:
+    """At a turn boundary: continue as new with the loop's checkpoint when it is due.
+
+    Signal and update handlers still running finish first, so nothing they do is lost;
+    then ``workflow.continue_as_new`` ends this run (it raises) with ``request``
+    carrying the checkpoint. Arguments as for :func:`checkpoint_of`.
+
+    Args:
+        request: The run's input (its ``continue_as_new_after`` is the threshold).
+        loop: The run's loop.
+        turns: The conversation so far.
+        requests: The requests the loop has sent.
+        events: The event log this run holds.
+        previous: The checkpoint this run started from, if any.
+        subagents: A lead's settled delegations' records.
+        subagent_results: Their results.
+        keep_bytes: See :func:`checkpoint_of`.
+    """
+    if not continue_due(request.continue_as_new_after, loop):
+        return
+    await workflow.wait_condition(workflow.all_handlers_finished)
+    checkpoint = checkpoint_of(
+        loop,
+        turns,
+        requests,
+        events=events,
+        previous=previous,
+        subagents=subagents,
+        subagent_results=subagent_results,
+        keep_bytes=keep_bytes,
+    )
+    workflow.continue_as_new(msgspec.structs.replace(request, checkpoint=checkpoint))

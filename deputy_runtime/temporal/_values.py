@@ -16,9 +16,9 @@ from ..runtime import AgentResult, SubagentRecord, UsageLimits
 
 __all__ = [
     "AgentSpec",
-    "LeadCheckpoint",
     "LeadInput",
     "LeadOutput",
+    "LoopCheckpoint",
     "ModelCall",
     "PermissionSpec",
     "SubagentInput",
@@ -75,7 +75,7 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     continue_as_new_after: int = 10_000
     #: The loop's state when this run continues an earlier run of the chain as new (set
     #: by the lead itself; ``None`` when starting a run).
-    checkpoint: LeadCheckpoint | None = None
+    checkpoint: LoopCheckpoint | None = None
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -93,6 +93,10 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     delegation_id: str
     parent_agent_id: str
     parent_run_id: str
+    #: History events after which the child continues as new at its next turn boundary.
+    continue_as_new_after: int = 10_000
+    #: The loop's state when this run continues an earlier run of the chain as new.
+    checkpoint: LoopCheckpoint | None = None
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -154,13 +158,15 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
     events: tuple[str, ...] = ()
 
 
-class LeadCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """A lead's loop state at a turn boundary, carried into the next run of a
-    continue-as-new chain as ``LeadInput.checkpoint``.
+class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """An agent loop's state at a turn boundary, carried into the next run of a
+    continue-as-new chain as ``LeadInput.checkpoint`` or ``SubagentInput.checkpoint``.
 
     ``used`` and ``cost_reported`` are the budget's counters (no reservation is held at a
-    boundary); ``events`` is the encoded tail of the log, ``events_base`` the number of
-    events of the chain before it.
+    boundary); ``events`` is the encoded log, or for a lead its newest part, and
+    ``events_base`` the number of events of the chain before it; ``subagents`` and
+    ``subagent_results`` are a lead's settled delegations; ``runs`` counts the chain's
+    runs so far.
     """
 
     agent_id: str
@@ -170,6 +176,7 @@ class LeadCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     used: dict[str, float]
     cost_reported: bool
     permissions: PermissionSpec
+    lead_permissions: PermissionSpec | None = None
     interrupt: str | None = None
     subagents: tuple[SubagentRecord, ...] = ()
     subagent_results: tuple[AgentResult | None, ...] = ()

@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._cancel import cancelling
-from ._checkpoint import continue_due, lead_checkpoint, resume
+from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
 from ._loop import AgentLoop, Ids, new_id
 
 with workflow.unsafe.imports_passed_through():
@@ -53,9 +53,9 @@ with workflow.unsafe.imports_passed_through():
     from ._ceiling import child_permissions
     from ._values import (
         AgentSpec,
-        LeadCheckpoint,
         LeadInput,
         LeadOutput,
+        LoopCheckpoint,
         PermissionSpec,
         SubagentInput,
         SubagentOutput,
@@ -230,6 +230,7 @@ class SubagentWorkflow:
         self._interrupt: str | None = None
         self._loop: AgentLoop | None = None
         self._lead_permissions: PermissionSpec | None = None
+        self._request: SubagentInput | None = None
 
     @workflow.run
     async def run(self, request: SubagentInput) -> SubagentOutput:
@@ -258,18 +259,37 @@ class SubagentWorkflow:
             params=spec.params,
             limits=request.limits,
             permissions=request.permissions,
-            lead_permissions=self._lead_permissions or request.lead_permissions,
+            lead_permissions=request.lead_permissions,
             events=self._events,
+            boundary=self._boundary,
         )
+        self._request, checkpoint = request, request.checkpoint
+        turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
+        if self._lead_permissions is not None:  # signalled before the loop was built
+            loop.lead_permissions = self._lead_permissions
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
         try:
-            result = await loop.run(request.message)
+            result = await loop.run(
+                request.message, turns, checkpoint.requests if checkpoint else 0
+            )
         except BaseException as exc:
             if cancelling(exc):
                 await self.on_cancelled()
             raise
         return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+
+    async def _boundary(self, turns: list[Turn], requests: int) -> None:
+        assert self._loop is not None
+        assert self._request is not None
+        await continue_as_new_if_due(
+            self._request,
+            self._loop,
+            turns,
+            requests,
+            events=self._events,
+            previous=self._request.checkpoint,
+        )
 
     async def on_cancelled(self) -> None:
         """Clean up after this delegation was cancelled (the hook point for cleanup
@@ -327,7 +347,7 @@ class LeadWorkflow:
         self._specs: dict[str, AgentSpec] = {}
         self._delegations: list[_Delegation] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
-        self._carried: LeadCheckpoint | None = None  # from the previous run of the chain
+        self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
 
     @workflow.run
     async def run(self, request: LeadInput) -> LeadOutput:
@@ -390,24 +410,20 @@ class LeadWorkflow:
         )
 
     async def _boundary(self, turns: list[Turn], requests: int) -> None:
-        loop, request, carried = self._loop, self._request, self._carried
-        assert loop is not None
-        assert request is not None
-        if not continue_due(request.continue_as_new_after, loop):
-            return
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        assert self._loop is not None
+        assert self._request is not None
         records, results = self._settled()
-        checkpoint = lead_checkpoint(
-            loop,
+        await continue_as_new_if_due(
+            self._request,
+            self._loop,
             turns,
             requests,
+            events=self._events,
+            previous=self._carried,
             subagents=records,
             subagent_results=results,
-            events=self._events,
-            events_base=carried.events_base if carried else 0,
-            runs=carried.runs + 1 if carried else 2,
+            keep_bytes=EVENTS_CARRIED_BYTES,
         )
-        workflow.continue_as_new(msgspec.structs.replace(request, checkpoint=checkpoint))
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     async def interrupt(self, reason: str = "interrupted") -> None:
@@ -597,4 +613,5 @@ class LeadWorkflow:
             delegation_id=d.ids.delegation_id or "",
             parent_agent_id=d.ids.parent_agent_id or "",
             parent_run_id=d.ids.parent_run_id or "",
+            continue_as_new_after=request.continue_as_new_after,
         )

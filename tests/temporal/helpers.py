@@ -53,3 +53,19 @@ async def was_signalled(client: Client, workflow_id: str) -> bool:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             return True
     return False
+
+
+async def chain_run_ids(client: Client, workflow_id: str) -> list[str]:
+    """Every run of a workflow's continue-as-new chain, first to last, read from the
+    histories (each run's last event names the next run)."""
+    described = await client.get_workflow_handle(workflow_id).describe()
+    run_ids = [described.raw_description.workflow_execution_info.first_run_id]
+    assert run_ids[0], f"{workflow_id}: the server did not name the chain's first run"
+    while True:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_ids[-1]).fetch_history()
+        last = history.events[-1]
+        if last.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            return run_ids
+        run_ids.append(
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+        )

@@ -13,7 +13,6 @@ from pathlib import Path
 import anyio
 import pytest
 from temporalio import activity, workflow
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
@@ -39,12 +38,14 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, run_workflow_ids
+from tests.temporal.helpers import assert_replays, chain_run_ids, run_workflow_ids
 from tests.temporal.test_fanout import TASK, _comparable, _comparable_result, _definitions
 
 pytestmark = pytest.mark.anyio
 
 WAIT_SECONDS = 120.0  # generous: the machine is shared; every wait is on a condition
+#: A continue-as-new threshold every workflow of the fan-out passes at its first boundary.
+SMALL = 10
 
 
 class Gate:
@@ -240,26 +241,13 @@ async def test_a_cancelled_child_can_still_run_activities_on_its_hook(
     gate.release.set()
 
 
-async def _chain_run_ids(client: Client, workflow_id: str, first_run_id: str) -> list[str]:
-    """Every run of a continue-as-new chain, first to last, from the histories."""
-    run_ids = [first_run_id]
-    while True:
-        history = await client.get_workflow_handle(workflow_id, run_id=run_ids[-1]).fetch_history()
-        last = history.events[-1]
-        if last.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            return run_ids
-        run_ids.append(
-            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-        )
-
-
 async def test_continue_as_new_gives_the_unchained_output(
     client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
 ) -> None:
     definitions = _definitions(workdir)
     limits = UsageLimits(max_requests=20)
     outputs: list[LeadOutput] = []
-    for threshold in (10_000, 20):
+    for threshold in (10_000, SMALL):
         request = lead_input(
             TASK, definitions, model="test", usage_limits=limits, continue_as_new_after=threshold
         )
@@ -268,8 +256,8 @@ async def test_continue_as_new_gives_the_unchained_output(
         )
         followed = [e async for e in follow_run(client, handle.id, poll_interval=0.05)]
         outputs.append(await handle.result())
-        run_ids = await _chain_run_ids(client, handle.id, handle.first_execution_run_id or "")
-        assert (len(run_ids) > 1) == (threshold == 20), run_ids
+        run_ids = await chain_run_ids(client, handle.id)
+        assert (len(run_ids) > 1) == (threshold == SMALL), run_ids
         # The events query and the follower span the chain: one RunStart for the lead.
         log = await client.get_workflow_handle(handle.id).query("events", 0)
         assert Counter(encode_event(e).decode() for e in followed) == Counter(log)
@@ -277,8 +265,13 @@ async def test_continue_as_new_gives_the_unchained_output(
         assert len(lead_starts) == 1
         # Every run of the chain replays, and so does every child.
         assert await assert_replays(client, [handle.id], run_ids=run_ids) == len(run_ids)
-        children = run_workflow_ids(handle.id, outputs[-1])[1:]
-        assert await assert_replays(client, children) == 3
+        # Each child continues as new past the same threshold; every run replays.
+        child_runs = 0
+        for child in run_workflow_ids(handle.id, outputs[-1])[1:]:
+            runs = await chain_run_ids(client, child)
+            assert (len(runs) > 1) == (threshold == SMALL), (child, runs)
+            child_runs += await assert_replays(client, [child], run_ids=runs)
+        assert child_runs >= 3 * (2 if threshold == SMALL else 1)
     unchained, chained = outputs
     assert list(map(_comparable, chained.subagents)) == list(map(_comparable, unchained.subagents))
     assert list(map(_comparable_result, chained.subagent_results)) == list(
