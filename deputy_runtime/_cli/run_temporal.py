@@ -188,6 +188,7 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
     from ..temporal import INTERRUPT_SIGNAL, LeadOutput, LeadWorkflow, follow_run
 
     handle = client.get_workflow_handle_for(LeadWorkflow.run, workflow_id)
+    prog = "deputy-runtime attach" if getattr(args, "workflow_id", None) else "deputy-runtime run"
     state = RunState()
     view: JsonView | LiveView | PlainView
     if args.json:
@@ -223,7 +224,7 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
     except asyncio.CancelledError:
         view.close()
         print(
-            f"deputy-runtime run: stopped following; workflow {workflow_id} goes on on the "
+            f"{prog}: stopped following; workflow {workflow_id} goes on on the "
             f"server (follow it again: deputy-runtime attach --temporal {args.temporal} "
             f"{workflow_id})",
             file=sys.stderr,
@@ -232,15 +233,15 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
     except WorkflowFailureError as exc:
         view.close()
         if isinstance(exc.cause, CancelledError):
-            print(f"deputy-runtime run: workflow {workflow_id} was cancelled", file=sys.stderr)
+            print(f"{prog}: workflow {workflow_id} was cancelled", file=sys.stderr)
             return EXIT_INTERRUPTED
         cause = exc.cause
         detail = f"{exc}: {cause}" if cause is not None else str(exc)
-        print(f"deputy-runtime run: the run failed: {detail}", file=sys.stderr)
+        print(f"{prog}: the run failed: {detail}", file=sys.stderr)
         return EXIT_FAILED
     except Exception as exc:
         view.close()
-        print(f"deputy-runtime run: following {workflow_id} failed: {exc}", file=sys.stderr)
+        print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -251,7 +252,7 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
     if not args.json:
         _print_summary(out.subagents, out.result, interrupted)
     elif interrupted:
-        print("deputy-runtime run: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
     return _exit_status(out.result, interrupted)
 
 

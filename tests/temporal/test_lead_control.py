@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -40,6 +41,7 @@ from deputy_runtime.temporal import (
 )
 from tests.temporal.helpers import assert_replays, chain_run_ids, run_workflow_ids
 from tests.temporal.test_fanout import TASK, _comparable, _comparable_result, _definitions
+from tests.temporal.test_run_cli import REPO_ROOT, _env
 
 pytestmark = pytest.mark.anyio
 
@@ -287,3 +289,71 @@ def test_lead_input_refuses_a_bad_continue_as_new_threshold() -> None:
     for bad in (0, -5, True, 2.5):
         with pytest.raises(ValueError, match="continue_as_new_after"):
             lead_input("Do it", [], model="test", continue_as_new_after=bad)  # type: ignore[arg-type]
+
+
+async def test_a_child_cancelled_alone_settles_and_the_lead_goes_on(
+    client: Client, task_queue: str, gate: Gate
+) -> None:
+    gate.expected = 2
+    request = lead_input(
+        "Do the work", gate.definitions("one", "two"), model="test", usage_limits=UsageLimits(20)
+    )
+    handle = await start_lead(
+        client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+    )
+    with anyio.fail_after(WAIT_SECONDS):
+        await gate.all_started.wait()
+    events = [decode_event(t) for t in await handle.query("events", 0)]
+    first, second = (e for e in events if isinstance(e, DelegationStart))
+    await client.get_workflow_handle(f"{handle.id}/{first.delegation_id}").cancel()
+    with anyio.fail_after(WAIT_SECONDS):
+        while gate.left < 1:  # the cancelled child's held call stopped
+            await anyio.sleep(0.05)  # poll interval of the counter check
+    gate.release.set()
+    with anyio.fail_after(WAIT_SECONDS):
+        out = await handle.result()
+    records = {r.delegation_id: r for r in out.subagents}
+    cancelled, finished = records[first.delegation_id], records[second.delegation_id]
+    assert (cancelled.status, cancelled.stop_reason) == ("failed", "error")
+    assert cancelled.error is not None
+    assert "cancel" in cancelled.error.lower()
+    assert (finished.status, finished.stop_reason) == ("completed", "complete")
+    assert out.result.stop_reason == "complete"
+    assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 3
+
+
+async def test_attach_reports_a_run_cancelled_while_it_follows(
+    client: Client, task_queue: str, temporal_address: str, gate: Gate, tmp_path: Path
+) -> None:
+    gate.expected = 2
+    request = lead_input(
+        "Do the work", gate.definitions("one", "two"), model="test", usage_limits=UsageLimits(20)
+    )
+    handle = await start_lead(
+        client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+    )
+    out, err = tmp_path / "attach.jsonl", tmp_path / "attach.stderr"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "deputy_runtime", "attach", "--json",
+            "--temporal", temporal_address, handle.id,
+            cwd=REPO_ROOT, env=_env(), stdout=stdout, stderr=stderr,
+        )  # fmt: skip
+    try:
+        with anyio.fail_after(WAIT_SECONDS):
+            while True:  # attach draws both held calls while they are held
+                lines = out.read_text().splitlines()
+                held = [e for e in map(decode_event, lines) if isinstance(e, ToolStart)]
+                if len({e.delegation_id for e in held if e.delegation_id}) == 2:
+                    break
+                assert process.returncode is None, err.read_text()
+                await anyio.sleep(0.1)  # poll interval of the output check
+        await handle.cancel()
+        with anyio.fail_after(WAIT_SECONDS):
+            status = await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert status == 130, err.read_text()
+    assert f"workflow {handle.id} was cancelled" in err.read_text()
