@@ -113,6 +113,7 @@ def lead_input(
     permissions: Permissions | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    max_active_delegations: int | None = None,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -126,17 +127,28 @@ def lead_input(
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
+        max_active_delegations: How many of the run's delegations run at once, as for
+            ``LeadAgent`` (the others wait ``queued``, holding no budget); ``None``: all.
 
     Returns:
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
-            ``can_use_tool`` callback.
+        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
+            ``can_use_tool`` callback, or ``max_active_delegations`` not a positive int
+            or ``None``.
         DefinitionError: Two definitions share a name, or one names skills or MCP servers.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
+    if max_active_delegations is not None and (
+        isinstance(max_active_delegations, bool)
+        or not isinstance(max_active_delegations, int)
+        or max_active_delegations < 1
+    ):
+        raise ValueError(
+            f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
+        )
     if usage_limits is not None and usage_limits.max_seconds is not None:
         raise ValueError(
             "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
@@ -163,6 +175,7 @@ def lead_input(
         limits=usage_limits if usage_limits is not None else UsageLimits(),
         permissions=permission_spec(permissions or Permissions()),
         name=name,
+        max_active_delegations=max_active_delegations,
     )
 
 

@@ -70,6 +70,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec = PermissionSpec()
     name: str = "lead"
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: How many of the run's delegations run at once (``None``: all); see ``_slots``.
+    max_active_delegations: int | None = None
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
