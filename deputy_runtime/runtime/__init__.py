@@ -129,3 +129,4 @@ from ._records import Brief as Brief
 from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
 from ._usage import Meter as Meter
+from ._usage import Reservation as Reservation

@@ -15,7 +15,7 @@ from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
 
-__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
+__all__ = ["agent_spec", "check_durable_limits", "lead_input", "permission_spec", "start_lead"]
 
 
 def agent_spec(
@@ -102,6 +102,27 @@ def permission_spec(permissions: Permissions) -> PermissionSpec:
     )
 
 
+def check_durable_limits(usage_limits: UsageLimits | None) -> None:
+    """Refuse limits a durable run cannot keep.
+
+    Args:
+        usage_limits: The run's limits, if any.
+
+    Raises:
+        ValueError: ``max_seconds`` or ``on_exceed="error"`` is set.
+    """
+    if usage_limits is not None and usage_limits.max_seconds is not None:
+        raise ValueError(
+            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
+            "no wall-clock limit (use start_lead's execution_timeout)"
+        )
+    if usage_limits is not None and usage_limits.on_exceed != "stop":
+        raise ValueError(
+            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
+            "stops at its limits; read LeadOutput.result.stop_reason instead"
+        )
+
+
 def lead_input(
     task: str,
     sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
@@ -149,16 +170,7 @@ def lead_input(
         raise ValueError(
             f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
-    if usage_limits is not None and usage_limits.max_seconds is not None:
-        raise ValueError(
-            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
-            "no wall-clock limit (use start_lead's execution_timeout)"
-        )
-    if usage_limits is not None and usage_limits.on_exceed != "stop":
-        raise ValueError(
-            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
-            "stops at its limits; read LeadOutput.result.stop_reason instead"
-        )
+    check_durable_limits(usage_limits)
     values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
     specs = [agent_spec(d, model, model_aliases) for d in values]
     seen: set[str] = set()

@@ -11,6 +11,7 @@ from temporalio.worker import Replayer
 from deputy_runtime.temporal import (
     LeadOutput,
     LeadWorkflow,
+    ParallelDelegateWorkflow,
     SubagentWorkflow,
     data_converter,
     workflow_runner,
@@ -28,7 +29,7 @@ async def assert_replays(client: Client, workflow_ids: Iterable[str]) -> int:
     """Replay each finished workflow's history; fail on any nondeterminism. Returns how
     many histories were replayed."""
     replayer = Replayer(
-        workflows=[LeadWorkflow, SubagentWorkflow],
+        workflows=[LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow],
         data_converter=data_converter,
         workflow_runner=workflow_runner(),
     )
