@@ -49,3 +49,26 @@ async def was_signalled(client: Client, workflow_id: str) -> bool:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             return True
     return False
+
+
+async def most_children_open(client: Client, workflow_id: str) -> int:
+    """The most child workflows open at once, from a parent's history: a child counts
+    from the command starting it (initiated) until its completion or failure is
+    recorded."""
+    opened = {EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED}
+    closed = {
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED,
+    }
+    open_now = most = 0
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.event_type in opened:
+            open_now += 1
+            most = max(most, open_now)
+        elif event.event_type in closed:
+            open_now -= 1
+    return most

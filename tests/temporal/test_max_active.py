@@ -8,7 +8,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from deputy_runtime import (
@@ -22,7 +21,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import ContentToolResult, Turn
 from deputy_runtime.temporal import DeputyActivities, LeadOutput, lead_input, start_lead
-from tests.temporal.helpers import assert_replays, run_workflow_ids
+from tests.temporal.helpers import assert_replays, most_children_open, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -103,29 +102,6 @@ def _tool_errors(turn: Turn) -> list[str | None]:
     return [c.error for c in turn.contents if isinstance(c, ContentToolResult)]
 
 
-async def _most_children_open(client: Client, workflow_id: str) -> int:
-    """The most child workflows open at once, from the lead's history: a child counts
-    from the command starting it (initiated) until its completion or failure is
-    recorded."""
-    opened = {EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED}
-    closed = {
-        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
-        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
-        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
-        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
-        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
-        EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED,
-    }
-    open_now = most = 0
-    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
-        if event.event_type in opened:
-            open_now += 1
-            most = max(most, open_now)
-        elif event.event_type in closed:
-            open_now -= 1
-    return most
-
-
 @pytest.mark.parametrize("cap", [1, 2])
 async def test_capped_fan_out_matches_the_in_process_lead(
     client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities, cap: int
@@ -150,7 +126,7 @@ async def test_capped_fan_out_matches_the_in_process_lead(
     assert starts == sorted(starts)  # type: ignore[type-var]
     # All three were admitted in one turn; never more than ``cap`` children were open, and
     # the cap was used (both slots of a cap of 2 were taken together).
-    assert await _most_children_open(client, workflow_id) == cap
+    assert await most_children_open(client, workflow_id) == cap
     assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 4
 
 

@@ -4,12 +4,13 @@ batch on the offline ``test`` model, by replay, and from a trio host."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from deputy_runtime import (
@@ -26,14 +27,17 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import ModelRequest, TestProvider, register_provider
 from deputy_runtime.errors import BadRequestError
+from deputy_runtime.runtime import DelegationEnd, DelegationStart, decode_event
 from deputy_runtime.temporal import (
+    EVENTS_QUERY,
+    INTERRUPT_SIGNAL,
     DeputyActivities,
     TemporalBridge,
     data_converter,
     deputy_worker,
     parallel_delegate,
 )
-from tests.temporal.helpers import assert_replays
+from tests.temporal.helpers import assert_replays, most_children_open, was_signalled
 
 pytestmark = pytest.mark.anyio
 
@@ -50,6 +54,33 @@ class _Refusing(TestProvider):
 
 
 register_provider("refusing", lambda model, **_: _Refusing(model=model), replace=True)
+
+
+class _Gate:
+    """Holds every request of the ``gated`` provider until the test opens it."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.opened = asyncio.Event()
+
+
+GATE = [_Gate()]
+
+
+class _Gated(TestProvider):
+    """The ``test`` model, answering only once the test opens the current gate (the
+    worker runs in the test's process and loop)."""
+
+    __test__ = False
+
+    async def complete(self, request: ModelRequest) -> Any:
+        gate = GATE[0]
+        gate.started.set()
+        await gate.opened.wait()
+        return await super().complete(request)
+
+
+register_provider("gated", lambda model, **_: _Gated(model=model), replace=True)
 
 
 def _definitions(**models: str) -> list[AgentDefinition]:
@@ -142,6 +173,8 @@ async def test_a_batch_matches_the_in_process_fan_out(
     for delegation_id in ran:
         child = client.get_workflow_handle(f"{workflow_id}/{delegation_id}")
         assert (await child.describe()).status is not None
+    # Never more responders open at once than max_active, and the slots were used.
+    assert await most_children_open(client, workflow_id) == max_active
     ids = [workflow_id, *(f"{workflow_id}/{i}" for i in ran)]
     assert await assert_replays(client, ids) == 1 + len(ran)
 
@@ -166,6 +199,53 @@ async def test_a_failing_responder_keeps_its_siblings(
         result = got.results[i]
         assert result is not None
         assert result.response == (expected.results[i] or result).response
+    assert await assert_replays(client, [workflow_id]) == 1
+
+
+async def test_an_interrupted_batch_starts_no_further_responder(
+    client: Client, task_queue: str, running_worker: DeputyActivities
+) -> None:
+    gate = GATE[0] = _Gate()
+    definitions = [AgentDefinition("slow", "Slow.", "You are slow.", model="gated/x")]
+    workflow_id = f"batch-{uuid.uuid4().hex}"
+    batch = asyncio.create_task(
+        parallel_delegate(
+            client,
+            [("slow", "one"), ("slow", "two"), ("slow", "three")],
+            definitions,
+            model="test",
+            task_queue=task_queue,
+            workflow_id=workflow_id,
+            max_active=1,
+        )
+    )
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        await asyncio.wait_for(gate.started.wait(), 120)
+        # The first responder is waiting for its reply: the batch's log shows it started.
+        [start] = [decode_event(e) for e in await handle.query(EVENTS_QUERY, 0)]
+        assert isinstance(start, DelegationStart)
+        await handle.signal(INTERRUPT_SIGNAL, "enough")
+        # The batch forwards the interrupt to its running responder.
+        child = f"{workflow_id}/{start.delegation_id}"
+        deadline = asyncio.get_running_loop().time() + 120
+        while not await was_signalled(client, child):
+            assert asyncio.get_running_loop().time() < deadline, "the child was not signalled"
+            await asyncio.sleep(0.2)
+    finally:
+        gate.opened.set()
+    got = await asyncio.wait_for(batch, 120)
+    # The running responder got its answer (it had no boundary left); the others never
+    # started, and the batch says it was interrupted.
+    assert got.statuses == ("completed", "not_started", "not_started")
+    assert got.run.stop_reason == "interrupted"
+    assert got.run.usage.requests == 1
+    assert start.delegation_id == got.delegation_ids[0]
+    events = [decode_event(e) for e in await handle.query(EVENTS_QUERY, 1)]
+    assert isinstance(events[-1], DelegationEnd)
+    assert events[-1].status == "completed"
+    with pytest.raises(WorkflowQueryFailedError, match="offset must be a whole number"):
+        await handle.query(EVENTS_QUERY, -1)
     assert await assert_replays(client, [workflow_id]) == 1
 
 
