@@ -6,6 +6,8 @@ Frozen msgspec Structs of plain data, recorded in the batch workflow's history a
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
@@ -36,7 +38,7 @@ class ParallelInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     model: str
     limits: UsageLimits
     permissions: PermissionSpec
-    max_active: int
+    max_active: Annotated[int, msgspec.Meta(ge=1)]
     name: str = "lead"
 
 

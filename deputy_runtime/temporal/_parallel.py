@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from ._batch import ParallelInput, ParallelOutput, ResponderTask
     from ._ceiling import child_permissions
     from ._slots import Slots
-    from ._values import AgentSpec, SubagentInput, SubagentOutput
+    from ._values import AgentSpec, PermissionSpec, SubagentInput, SubagentOutput
 
 __all__ = ["ParallelDelegateWorkflow"]
 
@@ -191,18 +191,20 @@ class ParallelDelegateWorkflow:
         assert d.reservation is not None
         fields = d.ids.fields()
         delegation_id = d.ids.delegation_id or ""
-        started = False
         failed = False
         self._events.append(
             DelegationStart(**fields, task=d.task.task, limits=d.reservation.limits)
         )
+        d.status, d.started_at = DelegationStatus.RUNNING, _now()
+        # Interrupted between its reservation and its start: it settles without running
+        # and ends the batch ``interrupted``, as in-process.
+        skipped = self._interrupt is not None
         try:
-            d.status, d.started_at = DelegationStatus.RUNNING, _now()
-            if self._interrupt is None:  # else stopped before its run, as in-process
-                started = True
+            if not skipped:
+                permissions = child_permissions(request.permissions, spec)
                 handle = await workflow.start_child_workflow(
                     SubagentWorkflow.run,
-                    self._child_input(d, spec, request),
+                    self._child_input(d, spec, request, permissions),
                     id=f"{workflow.info().workflow_id}/{delegation_id}",
                 )
                 self._children[delegation_id] = handle
@@ -211,8 +213,8 @@ class ParallelDelegateWorkflow:
                 out: SubagentOutput = await handle
                 d.result = out.result
                 self._events.extend(decode_event(e) for e in out.events)
-        except PermissionCeilingError as exc:
-            failed, started = True, True
+        except PermissionCeilingError as exc:  # the client checks this before starting
+            failed = True
             d.stop_reason, d.error = StopReason.SETUP_ERROR, str(exc)
         except ChildWorkflowError as exc:
             failed = True
@@ -231,7 +233,7 @@ class ParallelDelegateWorkflow:
                 error=d.error,
             )
         )
-        if not started and not stop:
+        if skipped and not stop:
             stop.append(StopReason.INTERRUPTED)
 
     @staticmethod
@@ -253,14 +255,16 @@ class ParallelDelegateWorkflow:
         meter.add_external(d.usage)
 
     @staticmethod
-    def _child_input(d: _Responder, spec: AgentSpec, request: ParallelInput) -> SubagentInput:
+    def _child_input(
+        d: _Responder, spec: AgentSpec, request: ParallelInput, permissions: PermissionSpec
+    ) -> SubagentInput:
         assert d.reservation is not None
         return SubagentInput(
             spec=spec,
             model=request.model if spec.model == "inherit" else spec.model,
             message=d.task.message,
             limits=d.reservation.limits,
-            permissions=child_permissions(request.permissions, spec),
+            permissions=permissions,
             lead_permissions=request.permissions,
             agent_id=d.ids.agent_id,
             run_id=d.ids.run_id,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import msgspec
 import pytest
 from temporalio.client import Client
 
@@ -20,7 +21,14 @@ from deputy_runtime import (
     tools_file,
 )
 from deputy_runtime.chat import ContentToolResult, Turn
-from deputy_runtime.temporal import DeputyActivities, LeadOutput, lead_input, start_lead
+from deputy_runtime.temporal import (
+    DeputyActivities,
+    LeadInput,
+    LeadOutput,
+    data_converter,
+    lead_input,
+    start_lead,
+)
 from tests.temporal.helpers import assert_replays, most_children_open, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +171,11 @@ def test_lead_input_refuses_a_bad_cap(workdir: Path, cap: object) -> None:
         lead_input(TASK, _definitions(workdir), model="test", max_active_delegations=cap)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_active_delegations must be a positive int"):
         LeadAgent(chat("test"), _definitions(workdir), max_active_delegations=cap)  # type: ignore[arg-type]
+
+
+def test_a_bad_cap_is_refused_at_the_durable_boundary() -> None:
+    # A LeadInput built by hand still cannot reach a workflow with a cap no slot can meet.
+    request = LeadInput(task=TASK, model="test", sub_agents=(), max_active_delegations=0)
+    [payload] = data_converter.payload_converter.to_payloads([request])
+    with pytest.raises(msgspec.ValidationError, match=r"max_active_delegations"):
+        data_converter.payload_converter.from_payloads([payload], [LeadInput])
