@@ -445,8 +445,9 @@ class LeadWorkflow:
         blocker = await take_slot(self._slots, loop.budget, lambda: self._interrupt is not None)
         if blocker is not None:  # told not to start while queued, as in-process
             d.status, d.completed_at = NOT_STARTED, _now()
-            d.stop_reason = StopReason.NOT_STARTED if blocker == "interrupted" else blocker
-            if blocker == "interrupted":
+            interrupted = blocker == StopReason.INTERRUPTED
+            d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
+            if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
             error = f"Run limit reached for {blocker}: no new delegation can start."
             return ContentToolResult(call.id, error=error)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
+from deputy_runtime.chat import ModelRequest, TestProvider, register_provider
 from deputy_runtime.temporal import (
     LeadOutput,
     LeadWorkflow,
@@ -72,3 +75,35 @@ async def most_children_open(client: Client, workflow_id: str) -> int:
         elif event.event_type in closed:
             open_now -= 1
     return most
+
+
+class Gate:
+    """Holds every request of the ``gated`` model until the test opens it."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.opened = asyncio.Event()
+
+
+class GatedProvider(TestProvider):
+    """The ``test`` model, answering only once its gate opens (a worker running in the
+    test's process and loop makes the requests)."""
+
+    __test__ = False
+    __slots__ = ("gate",)
+
+    def __init__(self, gate: Gate, model: str) -> None:
+        super().__init__(model=model, name="gated")
+        self.gate = gate
+
+    async def complete(self, request: ModelRequest) -> Any:
+        self.gate.started.set()
+        await self.gate.opened.wait()
+        return await super().complete(request)
+
+
+def gated_model() -> Gate:
+    """Register the ``gated`` provider (``gated/<model>``) on a new gate and return it."""
+    gate = Gate()
+    register_provider("gated", lambda model, **_: GatedProvider(gate, model), replace=True)
+    return gate

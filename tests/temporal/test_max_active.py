@@ -4,6 +4,7 @@ cap, against the histories (never more children open than the cap) and by replay
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
@@ -21,7 +22,10 @@ from deputy_runtime import (
     tools_file,
 )
 from deputy_runtime.chat import ContentToolResult, Turn
+from deputy_runtime.runtime import DelegationStart, decode_event
 from deputy_runtime.temporal import (
+    EVENTS_QUERY,
+    INTERRUPT_SIGNAL,
     DeputyActivities,
     LeadInput,
     LeadOutput,
@@ -29,7 +33,13 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, most_children_open, run_workflow_ids
+from tests.temporal.helpers import (
+    assert_replays,
+    gated_model,
+    most_children_open,
+    run_workflow_ids,
+    was_signalled,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -163,6 +173,70 @@ async def test_a_queued_delegation_stops_at_the_limit_its_elders_reached(
     assert errors[2] is not None
     assert errors[2].startswith("Run limit reached for request_limit")
     assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 3
+
+
+async def test_queued_delegations_of_an_interrupted_lead_never_start(
+    client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
+) -> None:
+    # One slot; the first delegation's first request waits at the gate while the lead is
+    # interrupted. The running one stops at its next boundary; the two queued behind it
+    # leave the queue not_started (their outcome, not an error, goes to the model).
+    files = {t.name: t for t in tools_file(workdir)}
+    definitions = [
+        AgentDefinition(n, f"{n}.", f"You are {n}.", tools=(files["list_files"],), model="gated/x")
+        for n in ("first", "second", "third")
+    ]
+    limits = UsageLimits(max_requests=20)
+
+    gate = gated_model()
+    lead = LeadAgent(
+        chat("test"),
+        definitions,
+        usage_limits=limits,
+        working_dir=workdir,
+        max_active_delegations=1,
+    )
+    in_process = asyncio.create_task(lead.run(TASK))
+    await asyncio.wait_for(gate.started.wait(), 120)
+    lead.interrupt("enough")
+    gate.opened.set()
+    expected = await asyncio.wait_for(in_process, 120)
+
+    gate = gated_model()
+    workflow_id = f"lead-cap-{uuid.uuid4().hex}"
+    request = lead_input(
+        TASK, definitions, model="test", usage_limits=limits, max_active_delegations=1
+    )
+    handle = await start_lead(client, request, workflow_id=workflow_id, task_queue=task_queue)
+    try:
+        await asyncio.wait_for(gate.started.wait(), 120)
+        await handle.signal(INTERRUPT_SIGNAL, "enough")
+        # The gate holds the first child's request, so the lead has announced it.
+        events = [decode_event(e) for e in await handle.query(EVENTS_QUERY, 0)]
+        [start] = [e for e in events if isinstance(e, DelegationStart)]
+        child = f"{workflow_id}/{start.delegation_id}"
+        deadline = asyncio.get_running_loop().time() + 120
+        while not await was_signalled(client, child):  # forwarded before the reply lands
+            assert asyncio.get_running_loop().time() < deadline, "the child was not signalled"
+            await asyncio.sleep(0.2)
+    finally:
+        gate.opened.set()
+    out = await handle.result()
+
+    records = lead.list_subagents()
+    assert [(r.status, r.stop_reason) for r in out.subagents] == [
+        (r.status, r.stop_reason) for r in records
+    ]
+    assert [(r.status, r.stop_reason) for r in out.subagents] == [
+        ("stopped", "interrupted"),
+        ("not_started", "not_started"),
+        ("not_started", "not_started"),
+    ]
+    assert sorted(map(_comparable, out.subagents)) == sorted(map(_comparable, records))
+    assert out.result.stop_reason == expected.stop_reason == "interrupted"
+    assert out.result.usage == expected.usage
+    assert _tool_errors(out.result.turns[2]) == _tool_errors(expected.turns[2])
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
 
 
 @pytest.mark.parametrize("cap", [0, -1, True, 1.5, "2"])

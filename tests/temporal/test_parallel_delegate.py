@@ -37,7 +37,12 @@ from deputy_runtime.temporal import (
     deputy_worker,
     parallel_delegate,
 )
-from tests.temporal.helpers import assert_replays, most_children_open, was_signalled
+from tests.temporal.helpers import (
+    assert_replays,
+    gated_model,
+    most_children_open,
+    was_signalled,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -54,33 +59,6 @@ class _Refusing(TestProvider):
 
 
 register_provider("refusing", lambda model, **_: _Refusing(model=model), replace=True)
-
-
-class _Gate:
-    """Holds every request of the ``gated`` provider until the test opens it."""
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.opened = asyncio.Event()
-
-
-GATE = [_Gate()]
-
-
-class _Gated(TestProvider):
-    """The ``test`` model, answering only once the test opens the current gate (the
-    worker runs in the test's process and loop)."""
-
-    __test__ = False
-
-    async def complete(self, request: ModelRequest) -> Any:
-        gate = GATE[0]
-        gate.started.set()
-        await gate.opened.wait()
-        return await super().complete(request)
-
-
-register_provider("gated", lambda model, **_: _Gated(model=model), replace=True)
 
 
 def _definitions(**models: str) -> list[AgentDefinition]:
@@ -205,7 +183,7 @@ async def test_a_failing_responder_keeps_its_siblings(
 async def test_an_interrupted_batch_starts_no_further_responder(
     client: Client, task_queue: str, running_worker: DeputyActivities
 ) -> None:
-    gate = GATE[0] = _Gate()
+    gate = gated_model()
     definitions = [AgentDefinition("slow", "Slow.", "You are slow.", model="gated/x")]
     workflow_id = f"batch-{uuid.uuid4().hex}"
     batch = asyncio.create_task(
