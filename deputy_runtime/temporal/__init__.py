@@ -18,11 +18,14 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from ._activities import DeputyActivities
+from ._batch import ParallelInput, ParallelOutput
 from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
+from ._parallel import ParallelDelegateWorkflow
+from ._parallel_client import parallel_delegate, parallel_result
 from ._values import (
     AgentSpec,
     LeadInput,
@@ -60,6 +63,9 @@ __all__ = [
     "LoopCheckpoint",
     "ModelCall",
     "MsgspecPayloadConverter",
+    "ParallelDelegateWorkflow",
+    "ParallelInput",
+    "ParallelOutput",
     "PermissionSpec",
     "SubagentInput",
     "SubagentOutput",
@@ -75,6 +81,8 @@ __all__ = [
     "follow_run",
     "free_port",
     "lead_input",
+    "parallel_delegate",
+    "parallel_result",
     "permission_spec",
     "run_in_asyncio_thread",
     "start_lead",

@@ -7,7 +7,7 @@ definition names its tools and its model, and the worker resolves the names.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -71,8 +71,10 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec = PermissionSpec()
     name: str = "lead"
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: How many of the run's delegations run at once (``None``: all); see ``_slots``.
+    max_active_delegations: Annotated[int, msgspec.Meta(ge=1)] | None = None
     #: History events after which the lead continues as new at its next turn boundary.
-    continue_as_new_after: int = 10_000
+    continue_as_new_after: Annotated[int, msgspec.Meta(ge=1)] = 10_000
     #: The loop's state when this run continues an earlier run of the chain as new (set
     #: by the lead itself; ``None`` when starting a run).
     checkpoint: LoopCheckpoint | None = None
@@ -94,7 +96,7 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     parent_agent_id: str
     parent_run_id: str
     #: History events after which the child continues as new at its next turn boundary.
-    continue_as_new_after: int = 10_000
+    continue_as_new_after: Annotated[int, msgspec.Meta(ge=1)] = 10_000
     #: The loop's state when this run continues an earlier run of the chain as new.
     checkpoint: LoopCheckpoint | None = None
 
