@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio.client import Client, WorkflowQueryFailedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from ..runtime import DelegationEnd, DelegationStart, Event, decode_event
 from ._workflows import EVENTS_QUERY
@@ -31,6 +31,17 @@ __all__ = ["DEFAULT_POLL_SECONDS", "follow_run"]
 
 #: Seconds between two polls of the run's event logs.
 DEFAULT_POLL_SECONDS = 0.25
+#: Seconds the lead's query may keep failing with a server-side error that can pass (no
+#: worker polling for a moment, a busy server) before the follower gives up.
+QUERY_PATIENCE_SECONDS = 60.0
+
+
+def _transient(exc: Exception) -> bool:
+    """An RPC error that can pass; not a query the workflow refused (a bad offset) nor a
+    workflow the server does not know."""
+    if not isinstance(exc, RPCError):
+        return False
+    return exc.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT)
 
 
 async def follow_run(
@@ -61,6 +72,10 @@ async def follow_run(
         temporalio.client.WorkflowFailureError: The run failed, was cancelled (cause
             ``temporalio.exceptions.CancelledError``), terminated or timed out; raised
             after every event that could still be read was yielded.
+        temporalio.client.WorkflowQueryFailedError: The lead refused the query (an
+            offset before the events its current run keeps).
+        temporalio.service.RPCError: The server does not know ``workflow_id``, or the
+            lead's query kept failing for :data:`QUERY_PATIENCE_SECONDS`.
     """
     if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)):
         raise ValueError(f"poll_interval must be a number of seconds, got {poll_interval!r}")
@@ -72,15 +87,21 @@ async def follow_run(
     result: asyncio.Task[Any] = asyncio.ensure_future(lead.result())
     live: dict[str, int] = {}  # running delegation id -> its events yielded so far
     copied: dict[str, int] = {}  # delegation id -> its events seen in the lead's log
+    loop = asyncio.get_running_loop()
+    patience = loop.time() + QUERY_PATIENCE_SECONDS
     try:
         while True:
             closed = result.done()
             try:
                 texts: list[str] = await lead.query(EVENTS_QUERY, offset)
-            except (WorkflowQueryFailedError, RPCError):
-                if not closed or result.exception() is None:
+            except (WorkflowQueryFailedError, RPCError) as exc:
+                if closed and result.exception() is not None:
+                    break  # the run's own failure says more than a query of its remains
+                if closed or not _transient(exc) or loop.time() > patience:
                     raise
-                break  # the run's own failure says more than a query of its remains
+                await asyncio.wait({result}, timeout=poll_interval)
+                continue  # read again at the next poll
+            patience = loop.time() + QUERY_PATIENCE_SECONDS
             for text in texts:
                 offset += 1
                 event = decode_event(text)

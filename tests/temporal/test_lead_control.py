@@ -16,6 +16,7 @@ import pytest
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from deputy_runtime import AgentDefinition, UsageLimits, decode_event, encode_event, tool
@@ -357,3 +358,13 @@ async def test_attach_reports_a_run_cancelled_while_it_follows(
             await process.wait()
     assert status == 130, err.read_text()
     assert f"workflow {handle.id} was cancelled" in err.read_text()
+
+
+async def test_follow_run_refuses_bad_arguments_and_unknown_runs(client: Client) -> None:
+    with pytest.raises(ValueError, match="poll_interval"):
+        await anext(follow_run(client, "any", poll_interval=0))
+    with pytest.raises(ValueError, match="offset"):
+        await anext(follow_run(client, "any", offset=-1))
+    with anyio.fail_after(WAIT_SECONDS), pytest.raises(RPCError) as error:
+        await anext(follow_run(client, f"no-such-run-{uuid.uuid4().hex}"))
+    assert error.value.status == RPCStatusCode.NOT_FOUND
