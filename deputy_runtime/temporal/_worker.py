@@ -21,7 +21,8 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
-# that hold workflow code (``_workflows``, ``_loop``, ``_parallel``) and the packages above them.
+# that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
+# ``_checkpoint``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
 _PASSTHROUGH = (
