@@ -22,6 +22,9 @@ from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
+from ._resource_records import OwnedResourceRecord
+from ._resource_values import ExclusiveResourceSpec, OwnedResourceSpec
+from ._resource_worker import OwnedResourceFactory, current_delegation
 from ._values import (
     AgentSpec,
     LeadInput,
@@ -52,11 +55,15 @@ __all__ = [
     "Budget",
     "DeputyActivities",
     "DevServer",
+    "ExclusiveResourceSpec",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
     "ModelCall",
     "MsgspecPayloadConverter",
+    "OwnedResourceFactory",
+    "OwnedResourceRecord",
+    "OwnedResourceSpec",
     "PermissionSpec",
     "SubagentInput",
     "SubagentOutput",
@@ -66,6 +73,7 @@ __all__ = [
     "ToolCall",
     "agent_spec",
     "child_permissions",
+    "current_delegation",
     "data_converter",
     "deputy_worker",
     "exhausted",

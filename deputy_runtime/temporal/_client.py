@@ -10,7 +10,8 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import Permissions, UsageLimits
+from ..runtime import DelegationPolicy, Permissions, UsageLimits
+from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
@@ -113,6 +114,8 @@ def lead_input(
     permissions: Permissions | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    delegation_policy: DelegationPolicy | None = None,
+    resources: Iterable[ResourceSpec] = (),
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -126,6 +129,12 @@ def lead_input(
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
+        delegation_policy: Its resource modes bind every delegation: shared needs
+            nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
+            owned factories and in-process lease backends are refused (they live on the
+            workers).
+        resources: Resource specs (:class:`OwnedResourceSpec`,
+            :class:`ExclusiveResourceSpec`), after the policy's.
 
     Returns:
         The input to pass to :func:`start_lead`.
@@ -133,7 +142,10 @@ def lead_input(
     Raises:
         ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
             ``can_use_tool`` callback.
-        DefinitionError: Two definitions share a name, or one names skills or MCP servers.
+        DefinitionError: Two definitions share a name, or one names skills or MCP
+            servers, or lists tools while an owned resource supplies its tools.
+        DelegationBindingError: A resource mode or policy setting cannot cross the
+            durable boundary.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
@@ -154,6 +166,8 @@ def lead_input(
         if spec.name in seen:
             raise DefinitionError(f"Sub-agent {spec.name!r} is given twice")
         seen.add(spec.name)
+    bound = resource_specs(delegation_policy, resources)
+    check_owned(bound, specs)
     return LeadInput(
         task=task,
         model=model,
@@ -163,6 +177,7 @@ def lead_input(
         limits=usage_limits if usage_limits is not None else UsageLimits(),
         permissions=permission_spec(permissions or Permissions()),
         name=name,
+        resources=bound,
     )
 
 

@@ -71,6 +71,7 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 NOT_RUN = "The run stopped before this tool call ran."
 
 Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
+ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -134,7 +135,8 @@ class AgentLoop:
     """One agent's run inside a workflow; see the module docstring.
 
     ``delegate`` handles ``delegate_to_agent`` calls (the lead's); ``events`` is the
-    workflow's event log, appended to in order.
+    workflow's event log, appended to in order; ``tool_runner``, when given, runs the
+    tool activities instead of the default dispatch (a delegation's bound resources).
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class AgentLoop:
         lead_permissions: PermissionSpec | None = None,
         events: list[Event],
         delegate: Delegate | None = None,
+        tool_runner: ToolRunner | None = None,
     ) -> None:
         self.ids = ids
         self.model = model
@@ -164,6 +167,7 @@ class AgentLoop:
         self.lead_permissions = lead_permissions
         self.events = events
         self.delegate = delegate
+        self.tool_runner = tool_runner
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
 
@@ -309,6 +313,8 @@ class AgentLoop:
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
         )
+        if self.tool_runner is not None:  # routed to the delegation's resources
+            return await self.tool_runner(request)
         try:
             reply: ToolReply = await workflow.execute_activity(
                 TOOL_ACTIVITY,

@@ -13,6 +13,7 @@ import msgspec
 
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._resource_values import ResourceSpec, ToolRoute
 
 __all__ = [
     "AgentSpec",
@@ -70,6 +71,7 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec = PermissionSpec()
     name: str = "lead"
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -87,6 +89,7 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     delegation_id: str
     parent_agent_id: str
     parent_run_id: str
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -131,6 +134,7 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     offered: tuple[str, ...]
     permissions: PermissionSpec
     lead_permissions: PermissionSpec | None = None
+    route: ToolRoute | None = None
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):
@@ -146,3 +150,4 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
 
     result: AgentResult
     events: tuple[str, ...] = ()
+    cleanup_error: str | None = None

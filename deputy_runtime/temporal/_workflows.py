@@ -24,6 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._loop import AgentLoop, Ids, new_id
+from ._resource_flow import ResourceScope
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._resource_values import applies_to
     from ._values import (
         AgentSpec,
         LeadInput,
@@ -134,6 +136,7 @@ class _Delegation:
         self.completed_at: float | None = None
         self.error: str | None = None
         self.result: AgentResult | None = None
+        self.cleanup_error: str | None = None
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -155,7 +158,7 @@ class _Delegation:
             completed_at=self.completed_at,
             error=self.error,
             hook_error=None,
-            cleanup_error=None,
+            cleanup_error=self.cleanup_error,
         )
 
     def outcome(self) -> str:
@@ -242,21 +245,29 @@ class SubagentWorkflow:
             parent_agent_id=request.parent_agent_id,
             parent_run_id=request.parent_run_id,
         )
-        loop = self._loop = AgentLoop(
-            ids=ids,
-            model=request.model,
-            system_prompt=spec.system_prompt,
-            tools=spec.tools,
-            params=spec.params,
-            limits=request.limits,
-            permissions=request.permissions,
-            lead_permissions=self._lead_permissions or request.lead_permissions,
-            events=self._events,
-        )
-        if self._interrupt is not None:
-            loop.interrupt(self._interrupt)
-        result = await loop.run(request.message)
-        return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+        scope = ResourceScope(request)
+
+        async def run_loop() -> AgentResult:
+            loop = self._loop = AgentLoop(
+                ids=ids,
+                model=request.model,
+                system_prompt=spec.system_prompt,
+                tools=spec.tools,
+                extra_tools=scope.tool_specs,
+                params=spec.params,
+                limits=request.limits,
+                permissions=request.permissions,
+                lead_permissions=self._lead_permissions or request.lead_permissions,
+                events=self._events,
+                tool_runner=scope.run_tool if request.resources else None,
+            )
+            if self._interrupt is not None:
+                loop.interrupt(self._interrupt)
+            return await loop.run(request.message)
+
+        result, cleanup_error = await scope.run(run_loop, self.interrupt)
+        events = tuple(encode_event(e).decode() for e in self._events)
+        return SubagentOutput(result, events, cleanup_error)
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     def interrupt(self, reason: str = "interrupted") -> None:
@@ -478,6 +489,7 @@ class LeadWorkflow:
                 out.result.stop_reason,
             )
             d.error = out.result.error
+            d.cleanup_error = out.cleanup_error
             self._events.extend(decode_event(e) for e in out.events)
         except _SetupFailure as exc:
             d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
@@ -531,4 +543,5 @@ class LeadWorkflow:
             delegation_id=d.ids.delegation_id or "",
             parent_agent_id=d.ids.parent_agent_id or "",
             parent_run_id=d.ids.parent_run_id or "",
+            resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
         )
