@@ -260,6 +260,7 @@ class AgentLoop:
             call,
             result_type=ModelReply,
             start_to_close_timeout=MODEL_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a lost worker's request moves on soon
             retry_policy=MODEL_RETRY,
         )
         return reply.turn

@@ -45,3 +45,10 @@ class LeaseGrant(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     holder: str
     token: int
     busy: str | None = None
+
+
+# Resolve the annotations (and cache the decoders' type info on the classes) here, at
+# import, with this module's real globals: the first decode may otherwise happen inside
+# the workflow sandbox, whose view of the modules cannot always resolve them.
+for _cls in (LeaseGrant, OwnedPlacement, OwnedResourceRecord):
+    msgspec.json.Decoder(_cls)
