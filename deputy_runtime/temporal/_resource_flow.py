@@ -24,6 +24,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 
+from ._loop import HEARTBEAT_TIMEOUT, TOOL_RETRY, TOOL_TIMEOUT
+
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolResult, ToolSpec
     from ..runtime import AgentResult, AgentUsage, DelegationContext, StopReason
@@ -53,8 +55,6 @@ LEASE_HEARTBEAT_TIMEOUT = timedelta(seconds=4)
 RESOURCE_TIMEOUT = timedelta(minutes=5)
 #: A waiting acquire or a hold lasts as long as the delegation.
 LEASE_TIMEOUT = timedelta(days=7)
-TOOL_TIMEOUT = timedelta(minutes=30)
-HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 #: How many times one tool call follows its owned resource to a fresh worker.
 MAX_RELOCATIONS = 3
 RESOURCE_RETRY = RetryPolicy(
@@ -197,6 +197,8 @@ class ResourceScope:
                 LEASE_HOLD_ACTIVITY,
                 grant,
                 result_type=str,
+                # The release waits until the hold has stopped renewing.
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 start_to_close_timeout=LEASE_TIMEOUT,
                 heartbeat_timeout=LEASE_HEARTBEAT_TIMEOUT,
                 retry_policy=RESOURCE_RETRY,
@@ -302,7 +304,7 @@ class ResourceScope:
                         result_type=ToolReply,
                         start_to_close_timeout=TOOL_TIMEOUT,
                         heartbeat_timeout=HEARTBEAT_TIMEOUT,
-                        retry_policy=RESOURCE_RETRY,
+                        retry_policy=TOOL_RETRY,
                     )
                     return reply
                 reply = await workflow.execute_activity(
