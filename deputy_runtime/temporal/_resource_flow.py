@@ -109,6 +109,7 @@ class ResourceScope:
         self.placements: dict[str, OwnedPlacement] = {}
         self.grants: list[LeaseGrant] = []
         self.lost: str | None = None
+        self.stopped_waiting = False  # interrupted while waiting for a key
         self.errors: list[str] = []
         self._generation = 0
         self._holders: list[asyncio.Task[None]] = []
@@ -120,7 +121,10 @@ class ResourceScope:
         return tuple(t for p in self.placements.values() for t in p.tools)
 
     async def run(
-        self, loop: Callable[[], Awaitable[AgentResult]], on_lost: LostCallback
+        self,
+        loop: Callable[[], Awaitable[AgentResult]],
+        on_lost: LostCallback,
+        interrupted: Callable[[], bool],
     ) -> tuple[AgentResult, str | None]:
         """Bind, run ``loop``, release (whatever happened).
 
@@ -128,6 +132,8 @@ class ResourceScope:
             loop: Builds and runs the subagent's loop (after binding, so it can offer
                 :attr:`tool_specs`).
             on_lost: Called when a lease is lost (it interrupts the loop).
+            interrupted: Whether the delegation was interrupted (it stops a wait for a
+                busy key).
 
         Returns:
             The loop's result (stop reason ``lease_lost`` when a lease was lost and the
@@ -135,9 +141,11 @@ class ResourceScope:
             and the cleanup errors, if any.
         """
         try:
-            failure = await self._open(on_lost)
+            failure = await self._open(on_lost, interrupted)
             if failure is not None:
                 result = self._setup_failed(failure)
+            elif self.stopped_waiting:
+                result = self._setup_failed(None)
             else:
                 result = await loop()
                 if self.lost is not None and result.stop_reason == StopReason.INTERRUPTED:
@@ -148,13 +156,15 @@ class ResourceScope:
             await self._close()
         return result, "; ".join(self.errors) or None
 
-    def _setup_failed(self, error: str) -> AgentResult:
+    def _setup_failed(self, error: str | None) -> AgentResult:
+        """The result of a delegation that never ran: ``error`` at setup, or interrupted
+        (``None``) while waiting for a key."""
         r = self.request
         return AgentResult(
             response="",
             turns=(),
             usage=AgentUsage(),
-            stop_reason=StopReason.SETUP_ERROR,
+            stop_reason=StopReason.SETUP_ERROR if error else StopReason.INTERRUPTED,
             agent_id=r.agent_id,
             run_id=r.run_id,
             agent_name=r.spec.name,
@@ -165,17 +175,27 @@ class ResourceScope:
             error=error,
         )
 
-    async def _open(self, on_lost: LostCallback) -> str | None:
+    async def _open(self, on_lost: LostCallback, interrupted: Callable[[], bool]) -> str | None:
         for spec in self.exclusive:
+            acquiring = workflow.start_activity(
+                LEASE_ACQUIRE_ACTIVITY,
+                args=[spec.key, self.request.delegation_id, spec.wait],
+                result_type=LeaseGrant,
+                start_to_close_timeout=LEASE_TIMEOUT,
+                heartbeat_timeout=RESOURCE_HEARTBEAT_TIMEOUT,
+                retry_policy=RESOURCE_RETRY,
+            )
+            await workflow.wait_condition(lambda a=acquiring: a.done() or interrupted())  # type: ignore[misc]
+            if not acquiring.done():
+                # Interrupted while waiting for the key: stop waiting. A grant that
+                # raced the cancellation is never held, so it expires after its TTL.
+                acquiring.cancel()
+                with contextlib.suppress(ActivityError, asyncio.CancelledError):
+                    await acquiring
+                self.stopped_waiting = True
+                return None
             try:
-                grant: LeaseGrant = await workflow.execute_activity(
-                    LEASE_ACQUIRE_ACTIVITY,
-                    args=[spec.key, self.request.delegation_id, spec.wait],
-                    result_type=LeaseGrant,
-                    start_to_close_timeout=LEASE_TIMEOUT,
-                    heartbeat_timeout=RESOURCE_HEARTBEAT_TIMEOUT,
-                    retry_policy=RESOURCE_RETRY,
-                )
+                grant: LeaseGrant = acquiring.result()
             except ActivityError as exc:
                 return f"exclusive resource {spec.key!r}: {_reason(exc)}"
             if grant.busy is not None:

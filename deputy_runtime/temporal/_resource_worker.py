@@ -121,9 +121,11 @@ class _Live:
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a host callable (sync or async); an async one heartbeats while it runs, so
+    the workflow tells a slow factory from a lost worker."""
     done = fn(*args)
     if inspect.isawaitable(done):
-        done = await done
+        done = await _heartbeating(done)
     return done
 
 

@@ -265,7 +265,8 @@ class SubagentWorkflow:
                 loop.interrupt(self._interrupt)
             return await loop.run(request.message)
 
-        result, cleanup_error = await scope.run(run_loop, self.interrupt)
+        interrupted = lambda: self._interrupt is not None  # noqa: E731
+        result, cleanup_error = await scope.run(run_loop, self.interrupt, interrupted)
         events = tuple(encode_event(e).decode() for e in self._events)
         return SubagentOutput(result, events, cleanup_error)
 

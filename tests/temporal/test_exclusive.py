@@ -15,6 +15,7 @@ import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 pytest.importorskip("coredis", reason="the redis extra is not installed")
 
@@ -224,4 +225,65 @@ async def test_a_lost_lease_stops_the_delegation_lease_lost(
     assert record.error is not None
     assert "lease_expired" in record.error
     assert record.usage.requests == 1  # it stopped before its next model request
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
+
+
+async def _activity_scheduled(client: Client, workflow_id: str, activity_type: str) -> bool:
+    """Whether the workflow exists and its history has scheduled ``activity_type``."""
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                attrs = event.activity_task_scheduled_event_attributes
+                if attrs.activity_type.name == activity_type:
+                    return True
+    except RPCError:  # the child workflow has not started yet
+        return False
+    return False
+
+
+async def test_an_interrupt_stops_a_delegation_waiting_for_a_busy_key(
+    client: Client, temporal_address: str, task_queue: str, redis_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "work.log"
+    guarded = _guarded(log)
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    request = lead_input(
+        "Work on the repo",
+        _definitions(guarded)[:1],
+        model="test",
+        usage_limits=UsageLimits(max_requests=10),
+        resources=(ExclusiveResourceSpec(key=KEY, wait=True),),
+    )
+    workflow_id = f"waiting-{uuid.uuid4().hex}"
+    async with RedisLeases(redis_url, namespace=namespace) as holder:
+        taken = await holder.acquire(KEY, "someone-else", wait=False)
+        async with _workers(
+            client, temporal_address, task_queue, redis_url, namespace, guarded, tmp_path
+        ):
+            handle = await start_lead(
+                client, request, workflow_id=workflow_id, task_queue=task_queue
+            )
+            with anyio.fail_after(120):
+                child = ""
+                while not child:
+                    out_events = await handle.query("events", 0)
+                    starts = [e for e in out_events if '"delegation_start"' in e]
+                    if starts:
+                        child = f"{workflow_id}/{json.loads(starts[0])['delegation_id']}"
+                    await anyio.sleep(0.05)  # poll interval of the events check
+                while not await _activity_scheduled(client, child, "deputy_lease_acquire"):
+                    await anyio.sleep(0.05)  # poll interval of the history check
+                await client.get_workflow_handle(child).signal("interrupt", "enough")
+                out = await handle.result()
+        # The key was never taken from its holder.
+        current = await holder.current(KEY)
+        assert current is not None
+        assert current.token == taken.token
+        await holder.release(taken)
+    (record,) = out.subagents
+    assert (record.status, record.stop_reason) == ("stopped", "interrupted")
+    assert record.usage.requests == 0
+    assert not log.exists()
+    assert out.result.stop_reason == "complete"
     assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
