@@ -4,6 +4,9 @@ worker in this process (the crash test, ``test_crash.py``, kills real worker pro
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -35,6 +38,8 @@ from deputy_runtime.temporal import (
 from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 NAMES = ("alpha", "beta")
 
@@ -237,3 +242,29 @@ def test_specs_check_their_fields() -> None:
         OwnedResourceFactory(create=lambda r: None, reclaim=None)  # type: ignore[arg-type,return-value]
     with pytest.raises(TypeError, match=r"owned_resources\['w'\]"):
         DeputyActivities(owned_resources={"w": lambda r: None})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(
+    ("plugin", "needle"),
+    [
+        ("owned_resources = ['workspace']\n", "owned_resources must be a dict"),
+        ("owned_resources = {'workspace': print}\n", "owned_resources['workspace']"),
+    ],
+)
+def test_worker_cli_refuses_a_plugin_with_bad_owned_resources(
+    temporal_address: str, tmp_path: Path, plugin: str, needle: str
+) -> None:
+    (tmp_path / "plugin.py").write_text(plugin)
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "a.yaml").write_text(
+        "version: 1\nname: a\ndescription: A.\nprompt: You work.\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "deputy_runtime", "worker", "--temporal", temporal_address,
+         "--agents", "agents", "--plugin", str(tmp_path / "plugin.py"),
+         "--task-queue", f"bad-{uuid.uuid4().hex}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert needle in done.stderr
