@@ -26,6 +26,9 @@ from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
 from ._parallel import ParallelDelegateWorkflow
 from ._parallel_client import parallel_delegate, parallel_result
+from ._resource_records import OwnedResourceRecord
+from ._resource_values import ExclusiveResourceSpec, OwnedResourceSpec
+from ._resource_worker import OwnedResourceFactory, current_delegation
 from ._values import (
     AgentSpec,
     LeadInput,
@@ -57,12 +60,16 @@ __all__ = [
     "Budget",
     "DeputyActivities",
     "DevServer",
+    "ExclusiveResourceSpec",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
     "LoopCheckpoint",
     "ModelCall",
     "MsgspecPayloadConverter",
+    "OwnedResourceFactory",
+    "OwnedResourceRecord",
+    "OwnedResourceSpec",
     "ParallelDelegateWorkflow",
     "ParallelInput",
     "ParallelOutput",
@@ -75,6 +82,7 @@ __all__ = [
     "ToolCall",
     "agent_spec",
     "child_permissions",
+    "current_delegation",
     "data_converter",
     "deputy_worker",
     "exhausted",

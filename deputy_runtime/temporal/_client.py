@@ -10,7 +10,8 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import Permissions, UsageLimits
+from ..runtime import DelegationPolicy, Permissions, UsageLimits
+from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
@@ -136,6 +137,8 @@ def lead_input(
     model_aliases: Mapping[str, str] | None = None,
     max_active_delegations: int | None = None,
     continue_as_new_after: int = 10_000,
+    delegation_policy: DelegationPolicy | None = None,
+    resources: Iterable[ResourceSpec] = (),
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -153,6 +156,12 @@ def lead_input(
             ``LeadAgent`` (the others wait ``queued``, holding no budget); ``None``: all.
         continue_as_new_after: History events after which the lead continues as new at
             its next turn boundary (Temporal's own suggestion also triggers it).
+        delegation_policy: Its resource modes bind every delegation: shared needs
+            nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
+            owned factories and in-process lease backends are refused (they live on the
+            workers).
+        resources: Resource specs (:class:`OwnedResourceSpec`,
+            :class:`ExclusiveResourceSpec`), after the policy's.
 
     Returns:
         The input to pass to :func:`start_lead`.
@@ -161,7 +170,10 @@ def lead_input(
         ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
             ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
             or ``None``, or a ``continue_as_new_after`` below 1.
-        DefinitionError: Two definitions share a name, or one names skills or MCP servers.
+        DefinitionError: Two definitions share a name, or one names skills or MCP
+            servers, or lists tools while an owned resource supplies its tools.
+        DelegationBindingError: A resource mode or policy setting cannot cross the
+            durable boundary.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
@@ -190,6 +202,8 @@ def lead_input(
         if spec.name in seen:
             raise DefinitionError(f"Sub-agent {spec.name!r} is given twice")
         seen.add(spec.name)
+    bound = resource_specs(delegation_policy, resources)
+    check_owned(bound, specs)
     return LeadInput(
         task=task,
         model=model,
@@ -201,6 +215,7 @@ def lead_input(
         name=name,
         max_active_delegations=max_active_delegations,
         continue_as_new_after=continue_as_new_after,
+        resources=bound,
     )
 
 

@@ -79,6 +79,7 @@ Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
 #: Called at each turn boundary (every call of the turn settled, before the next
 #: request) with the conversation and the requests sent so far; may continue as new.
 Boundary = Callable[[list[Turn], int], Awaitable[None]]
+ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -142,7 +143,8 @@ class AgentLoop:
     """One agent's run inside a workflow; see the module docstring.
 
     ``delegate`` handles ``delegate_to_agent`` calls (the lead's); ``events`` is the
-    workflow's event log, appended to in order.
+    workflow's event log, appended to in order; ``tool_runner``, when given, runs the
+    tool activities instead of the default dispatch (a delegation's bound resources).
     """
 
     def __init__(
@@ -160,6 +162,7 @@ class AgentLoop:
         events: list[Event],
         delegate: Delegate | None = None,
         boundary: Boundary | None = None,
+        tool_runner: ToolRunner | None = None,
     ) -> None:
         self.ids = ids
         self.model = model
@@ -173,6 +176,7 @@ class AgentLoop:
         self.lead_permissions = lead_permissions
         self.events = events
         self.delegate = delegate
+        self.tool_runner = tool_runner
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
         self.boundary = boundary
@@ -276,6 +280,7 @@ class AgentLoop:
             call,
             result_type=ModelReply,
             start_to_close_timeout=MODEL_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a lost worker's request moves on soon
             retry_policy=MODEL_RETRY,
             cancellation_type=CANCELLATION,
         )
@@ -330,6 +335,8 @@ class AgentLoop:
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
         )
+        if self.tool_runner is not None:  # routed to the delegation's resources
+            return await self.tool_runner(request)
         try:
             reply: ToolReply = await workflow.execute_activity(
                 TOOL_ACTIVITY,

@@ -13,6 +13,7 @@ import msgspec
 
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._resource_values import ResourceSpec, ToolRoute
 
 __all__ = [
     "AgentSpec",
@@ -78,6 +79,7 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: The loop's state when this run continues an earlier run of the chain as new (set
     #: by the lead itself; ``None`` when starting a run).
     checkpoint: LoopCheckpoint | None = None
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -99,6 +101,7 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     continue_as_new_after: Annotated[int, msgspec.Meta(ge=1)] = 10_000
     #: The loop's state when this run continues an earlier run of the chain as new.
     checkpoint: LoopCheckpoint | None = None
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -143,6 +146,7 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     offered: tuple[str, ...]
     permissions: PermissionSpec
     lead_permissions: PermissionSpec | None = None
+    route: ToolRoute | None = None
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):
@@ -158,6 +162,7 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
 
     result: AgentResult
     events: tuple[str, ...] = ()
+    cleanup_error: str | None = None
 
 
 class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -26,6 +26,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
 from ._loop import AgentLoop, Ids, new_id
+from ._resource_flow import ResourceScope
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec, Turn
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._resource_values import applies_to
     from ._slots import Slots, take_slot
     from ._values import (
         AgentSpec,
@@ -138,6 +140,7 @@ class _Delegation:
         self.completed_at: float | None = None
         self.error: str | None = None
         self.result: AgentResult | None = None
+        self.cleanup_error: str | None = None
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -159,7 +162,7 @@ class _Delegation:
             completed_at=self.completed_at,
             error=self.error,
             hook_error=None,
-            cleanup_error=None,
+            cleanup_error=self.cleanup_error,
         )
 
     def outcome(self) -> str:
@@ -252,33 +255,42 @@ class SubagentWorkflow:
             parent_agent_id=request.parent_agent_id,
             parent_run_id=request.parent_run_id,
         )
-        loop = self._loop = AgentLoop(
-            ids=ids,
-            model=request.model,
-            system_prompt=spec.system_prompt,
-            tools=spec.tools,
-            params=spec.params,
-            limits=request.limits,
-            permissions=request.permissions,
-            lead_permissions=request.lead_permissions,
-            events=self._events,
-            boundary=self._boundary,
-        )
+        scope = ResourceScope(request)
         self._request, checkpoint = request, request.checkpoint
-        turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
-        if self._lead_permissions is not None:  # signalled before the loop was built
-            loop.lead_permissions = self._lead_permissions
-        if self._interrupt is not None:
-            loop.interrupt(self._interrupt)
-        try:
-            result = await loop.run(
-                request.message, turns, checkpoint.requests if checkpoint else 0
+
+        async def run_loop() -> AgentResult:
+            loop = self._loop = AgentLoop(
+                ids=ids,
+                model=request.model,
+                system_prompt=spec.system_prompt,
+                tools=spec.tools,
+                extra_tools=scope.tool_specs,
+                params=spec.params,
+                limits=request.limits,
+                permissions=request.permissions,
+                lead_permissions=request.lead_permissions,
+                events=self._events,
+                # A delegation holding resources never continues as new: the new run
+                # would release its leases and owned resources and bind fresh ones.
+                boundary=None if request.resources else self._boundary,
+                tool_runner=scope.run_tool if request.resources else None,
             )
+            turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
+            if self._lead_permissions is not None:  # signalled before the loop was built
+                loop.lead_permissions = self._lead_permissions
+            if self._interrupt is not None:
+                loop.interrupt(self._interrupt)
+            return await loop.run(request.message, turns, checkpoint.requests if checkpoint else 0)
+
+        interrupted = lambda: self._interrupt is not None  # noqa: E731
+        try:
+            result, cleanup_error = await scope.run(run_loop, self.interrupt, interrupted)
         except BaseException as exc:
             if cancelling(exc):
                 await self.on_cancelled()
             raise
-        return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+        events = tuple(encode_event(e).decode() for e in self._events)
+        return SubagentOutput(result, events, cleanup_error)
 
     async def _boundary(self, turns: list[Turn], requests: int) -> None:
         assert self._loop is not None
@@ -572,6 +584,7 @@ class LeadWorkflow:
                 out.result.stop_reason,
             )
             d.error = out.result.error
+            d.cleanup_error = out.cleanup_error
             self._events.extend(decode_event(e) for e in out.events)
         except _SetupFailure as exc:
             d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
@@ -629,4 +642,5 @@ class LeadWorkflow:
             parent_agent_id=d.ids.parent_agent_id or "",
             parent_run_id=d.ids.parent_run_id or "",
             continue_as_new_after=request.continue_as_new_after,
+            resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
         )
