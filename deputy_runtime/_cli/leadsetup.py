@@ -365,7 +365,7 @@ class Plugins:
     aliases (later plugins win); ``tools`` is the registry definitions name their tools
     from (the file tools confined to the working directory, then every plugin's
     ``tools``) and ``skills`` merges the plugins' ``skills``, exactly as ``validate``
-    resolves names.
+    resolves names; ``modules`` are the imported plugins, in order.
     """
 
     __slots__ = ("aliases", "modules", "policy", "skills", "tools")
@@ -378,11 +378,11 @@ class Plugins:
         skills: dict[str, Skill | str],
         modules: tuple[ModuleType, ...] = (),
     ) -> None:
+        self.modules = modules
         self.policy = policy
         self.aliases = aliases
         self.tools = tools
         self.skills = skills
-        self.modules = modules  # the plugins, in order (a worker reads their hooks)
 
 
 def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:

@@ -18,14 +18,22 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from ._activities import DeputyActivities
+from ._batch import ParallelInput, ParallelOutput
 from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
+from ._follow import follow_run
+from ._parallel import ParallelDelegateWorkflow
+from ._parallel_client import parallel_delegate, parallel_result
+from ._resource_records import OwnedResourceRecord
+from ._resource_values import ExclusiveResourceSpec, OwnedResourceSpec
+from ._resource_worker import OwnedResourceFactory, current_delegation
 from ._values import (
     AgentSpec,
     LeadInput,
     LeadOutput,
+    LoopCheckpoint,
     ModelCall,
     PermissionSpec,
     SubagentInput,
@@ -52,11 +60,19 @@ __all__ = [
     "Budget",
     "DeputyActivities",
     "DevServer",
+    "ExclusiveResourceSpec",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
+    "LoopCheckpoint",
     "ModelCall",
     "MsgspecPayloadConverter",
+    "OwnedResourceFactory",
+    "OwnedResourceRecord",
+    "OwnedResourceSpec",
+    "ParallelDelegateWorkflow",
+    "ParallelInput",
+    "ParallelOutput",
     "PermissionSpec",
     "SubagentInput",
     "SubagentOutput",
@@ -66,11 +82,15 @@ __all__ = [
     "ToolCall",
     "agent_spec",
     "child_permissions",
+    "current_delegation",
     "data_converter",
     "deputy_worker",
     "exhausted",
+    "follow_run",
     "free_port",
     "lead_input",
+    "parallel_delegate",
+    "parallel_result",
     "permission_spec",
     "run_in_asyncio_thread",
     "start_lead",

@@ -28,12 +28,14 @@ from ..chat import (
     Provider,
     ToolSpec,
     agent_name_scope,
+    request_headers_scope,
     resolve_provider,
 )
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
 from ..runtime import (
     HookEvent,
     Hooks,
+    LeaseBackend,
     PermissionDeny,
     Permissions,
     chat_reply,
@@ -43,6 +45,8 @@ from ..runtime import (
 )
 from ..tools import Tool, invoke_tool
 from ._hooks import HOOK_ACTIVITY, HookCall, HookReply, ToolCallHooks, run_hook
+from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
+from ._resource_worker import OwnedResourceFactory, WorkerResources
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
@@ -74,9 +78,12 @@ class DeputyActivities:
 
     ``tools`` are the tools definitions may name (usually ``tools_file(working_dir)``);
     ``working_dir`` is where relative paths and the default write root resolve.
-    ``provider_options`` are keyword arguments for every provider factory. ``hooks`` run
-    around every tool call and for the lead-side events a run asks for (see ``_hooks``);
-    every worker of a task queue must register the same ones.
+    ``provider_options`` are keyword arguments for every provider factory.
+    ``owned_resources`` are the owned-resource factories delegations name
+    (``OwnedResourceSpec(name=...)``); ``lease_backend`` keeps the leases of exclusive
+    resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
+    ``hooks`` run around every tool call and for the lead-side events a run asks for
+    (see ``_hooks``); every worker of a task queue must register the same ones.
     """
 
     def __init__(
@@ -85,6 +92,8 @@ class DeputyActivities:
         *,
         working_dir: str | os.PathLike[str] = ".",
         provider_options: Mapping[str, Any] | None = None,
+        owned_resources: Mapping[str, OwnedResourceFactory] | None = None,
+        lease_backend: LeaseBackend | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         if hooks is not None and not isinstance(hooks, Hooks):
@@ -101,6 +110,7 @@ class DeputyActivities:
         self.working_dir = Path(os.path.realpath(working_dir))
         self._provider_options = dict(provider_options or {})
         self._providers: dict[str, Provider] = {}
+        self.resources = WorkerResources(owned_resources, lease_backend, str(self.working_dir))
 
     def activities(self) -> list[Any]:
         """The bound activity functions to hand to a Temporal ``Worker``.
@@ -108,7 +118,20 @@ class DeputyActivities:
         Returns:
             The model-request and tool-call activities, bound to this registry.
         """
-        return [self.model_request, self.tool_call, self.hook]
+        return [
+            self.model_request,
+            self.tool_call,
+            self.hook,
+            *self.resources.shared_activities(),
+        ]
+
+    def own_queue_activities(self) -> list[Any]:
+        """The activities this worker's own task queue serves (its owned resources').
+
+        Returns:
+            The tool-call and owned-resource cleanup activities.
+        """
+        return [self.tool_call, self.resources.cleanup]
 
     # -- model requests ---------------------------------------------------------------
 
@@ -166,8 +189,9 @@ class DeputyActivities:
         provider = self._provider(call.model)
         specs = (*self.tool_specs(call.tools), *call.extra_tools)
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
+        key = {IDEMPOTENCY_HEADER: idempotency_key(activity.info())}
         try:
-            with agent_name_scope(call.agent_name):
+            with agent_name_scope(call.agent_name), request_headers_scope(key):
                 if STATE.tracer is None:
                     turn = await _heartbeating(provider.complete(request))
                 else:
@@ -202,15 +226,17 @@ class DeputyActivities:
             is denied, its arguments are invalid or it raised) and the denial reason.
         """
         # The whole call heartbeats, its hooks included: a hook may wait on a person.
-        if STATE.tracer is None:
-            return await _heartbeating(self._tool_call(call))
-        request = ContentToolRequest(call.request_id, call.name, call.arguments)
-        with tool_span(request, call.request_id) as current:
-            return await _heartbeating(self._tool_call(call, current))
+        with self.resources.scope(call.route, str(self.working_dir)):
+            if STATE.tracer is None:
+                return await _heartbeating(self._tool_call(call))
+            request = ContentToolRequest(call.request_id, call.name, call.arguments)
+            with tool_span(request, call.request_id) as current:
+                return await _heartbeating(self._tool_call(call, current))
 
     async def _tool_call(self, call: ToolCall, traced: Any = None) -> ToolReply:
         """The tool call; ``traced``, when given, is its span (decision, failure)."""
-        t = self.tools.get(call.name) if call.name in call.offered else None
+        t = self.resources.tool(call.route, call.name) if call.name in call.offered else None
+        t = t or (self.tools.get(call.name) if call.name in call.offered else None)
         if t is None:
             names = ", ".join(call.offered) or "none"
             unknown = f"Unknown tool: {call.name}. Available tools: {names}"

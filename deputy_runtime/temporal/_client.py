@@ -10,13 +10,14 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import HookEvent, Permissions, UsageLimits
+from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits
 from ._hooks import hook_event_names
+from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
 
-__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
+__all__ = ["agent_spec", "check_durable_limits", "lead_input", "permission_spec", "start_lead"]
 
 
 def agent_spec(
@@ -103,6 +104,27 @@ def permission_spec(permissions: Permissions) -> PermissionSpec:
     )
 
 
+def check_durable_limits(usage_limits: UsageLimits | None) -> None:
+    """Refuse limits a durable run cannot keep.
+
+    Args:
+        usage_limits: The run's limits, if any.
+
+    Raises:
+        ValueError: ``max_seconds`` or ``on_exceed="error"`` is set.
+    """
+    if usage_limits is not None and usage_limits.max_seconds is not None:
+        raise ValueError(
+            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
+            "no wall-clock limit (use start_lead's execution_timeout)"
+        )
+    if usage_limits is not None and usage_limits.on_exceed != "stop":
+        raise ValueError(
+            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
+            "stops at its limits; read LeadOutput.result.stop_reason instead"
+        )
+
+
 def lead_input(
     task: str,
     sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
@@ -114,6 +136,10 @@ def lead_input(
     permissions: Permissions | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    max_active_delegations: int | None = None,
+    continue_as_new_after: int = 10_000,
+    delegation_policy: DelegationPolicy | None = None,
+    resources: Iterable[ResourceSpec] = (),
     hook_events: Iterable[HookEvent | str] = (),
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
@@ -128,6 +154,16 @@ def lead_input(
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
+        max_active_delegations: How many of the run's delegations run at once, as for
+            ``LeadAgent`` (the others wait ``queued``, holding no budget); ``None``: all.
+        continue_as_new_after: History events after which the lead continues as new at
+            its next turn boundary (Temporal's own suggestion also triggers it).
+        delegation_policy: Its resource modes bind every delegation: shared needs
+            nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
+            owned factories and in-process lease backends are refused (they live on the
+            workers).
+        resources: Resource specs (:class:`OwnedResourceSpec`,
+            :class:`ExclusiveResourceSpec`), after the policy's.
         hook_events: The lead-side hook events the workers' hooks run for, each in a
             ``deputy_hook`` activity (SessionStart, UserPromptSubmit, Stop, SubagentStart,
             SubagentStop, and PreToolUse / PostToolUse / PostToolUseFailure around the
@@ -139,21 +175,34 @@ def lead_input(
 
     Raises:
         ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
-            ``can_use_tool`` callback or a ``hook_events`` entry that is not a hook event.
-        DefinitionError: Two definitions share a name, or one names skills or MCP servers.
+            ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
+            or ``None``, a ``continue_as_new_after`` below 1, or a ``hook_events``
+            entry that is not a hook event.
+        DefinitionError: Two definitions share a name, or one names skills or MCP
+            servers, or lists tools while an owned resource supplies its tools.
+        DelegationBindingError: A resource mode or policy setting cannot cross the
+            durable boundary.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
     events = hook_event_names(hook_events)
-    if usage_limits is not None and usage_limits.max_seconds is not None:
+    if max_active_delegations is not None and (
+        isinstance(max_active_delegations, bool)
+        or not isinstance(max_active_delegations, int)
+        or max_active_delegations < 1
+    ):
         raise ValueError(
-            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
-            "no wall-clock limit (use start_lead's execution_timeout)"
+            f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
-    if usage_limits is not None and usage_limits.on_exceed != "stop":
+    check_durable_limits(usage_limits)
+    if (
+        isinstance(continue_as_new_after, bool)
+        or not isinstance(continue_as_new_after, int)
+        or continue_as_new_after < 1
+    ):
         raise ValueError(
-            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
-            "stops at its limits; read LeadOutput.result.stop_reason instead"
+            "continue_as_new_after must be a whole number of history events >= 1, "
+            f"got {continue_as_new_after!r}"
         )
     values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
     specs = [agent_spec(d, model, model_aliases) for d in values]
@@ -162,6 +211,8 @@ def lead_input(
         if spec.name in seen:
             raise DefinitionError(f"Sub-agent {spec.name!r} is given twice")
         seen.add(spec.name)
+    bound = resource_specs(delegation_policy, resources)
+    check_owned(bound, specs)
     return LeadInput(
         task=task,
         model=model,
@@ -171,6 +222,9 @@ def lead_input(
         limits=usage_limits if usage_limits is not None else UsageLimits(),
         permissions=permission_spec(permissions or Permissions()),
         name=name,
+        max_active_delegations=max_active_delegations,
+        continue_as_new_after=continue_as_new_after,
+        resources=bound,
         hook_events=events,
     )
 

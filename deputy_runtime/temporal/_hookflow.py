@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult
@@ -35,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         hook_refusal,
         hook_warning,
     )
+    from ._cancel import cancelling
     from ._hooks import HOOK_ACTIVITY, HookCall, HookReply
     from ._values import ToolReply
 
@@ -135,8 +137,12 @@ class LeadHooks:
                 start_to_close_timeout=HOOK_TIMEOUT,
                 heartbeat_timeout=HOOK_HEARTBEAT_TIMEOUT,
                 retry_policy=HOOK_RETRY,
+                # A cancelled run waits for its running hooks to stop, as for tool calls.
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )
         except ActivityError as exc:
+            if cancelling(exc):
+                raise
             cause = exc.cause if exc.cause is not None else exc
             error = f"{hook_input.event.value}: {cause}"
             decision = (

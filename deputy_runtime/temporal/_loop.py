@@ -18,6 +18,7 @@ from typing import TypedDict
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
+from temporalio.workflow import ActivityCancellationType
 
 from ._hookflow import LeadHooks, after_tool_reply, delegate_with_hooks
 
@@ -46,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._budget import Budget
+    from ._cancel import cancelling
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
@@ -68,11 +70,18 @@ TOOL_RETRY = RetryPolicy(
 )
 TOOL_TIMEOUT = timedelta(minutes=30)
 HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+#: A cancelled run waits for its activities to stop (they learn it at their next
+#: heartbeat), so nothing of the run is still running once it has ended.
+CANCELLATION = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
 
 #: The answer to a tool call of a reply after which the run stopped (as in-process).
 NOT_RUN = "The run stopped before this tool call ran."
 
 Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
+#: Called at each turn boundary (every call of the turn settled, before the next
+#: request) with the conversation and the requests sent so far; may continue as new.
+Boundary = Callable[[list[Turn], int], Awaitable[None]]
+ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -136,7 +145,8 @@ class AgentLoop:
     """One agent's run inside a workflow; see the module docstring.
 
     ``delegate`` handles ``delegate_to_agent`` calls (the lead's); ``events`` is the
-    workflow's event log, appended to in order.
+    workflow's event log, appended to in order; ``tool_runner``, when given, runs the
+    tool activities instead of the default dispatch (a delegation's bound resources).
     """
 
     def __init__(
@@ -153,6 +163,8 @@ class AgentLoop:
         lead_permissions: PermissionSpec | None = None,
         events: list[Event],
         delegate: Delegate | None = None,
+        boundary: Boundary | None = None,
+        tool_runner: ToolRunner | None = None,
         lead_hooks: LeadHooks | None = None,
     ) -> None:
         self.ids = ids
@@ -167,8 +179,10 @@ class AgentLoop:
         self.lead_permissions = lead_permissions
         self.events = events
         self.delegate = delegate
+        self.tool_runner = tool_runner
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
+        self.boundary = boundary
         self.lead_hooks = lead_hooks
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
@@ -177,18 +191,27 @@ class AgentLoop:
         """Stop at the next boundary (before a request, before a tool call)."""
         self.interrupt_reason = self.interrupt_reason or reason
 
-    async def run(self, task: str) -> AgentResult:
-        """Run the loop on ``task`` until the model answers or a limit or interrupt stops it."""
+    async def run(
+        self, task: str, turns: list[Turn] | None = None, requests: int = 0
+    ) -> AgentResult:
+        """Run the loop on ``task`` until the model answers or a limit or interrupt stops it.
+
+        ``turns`` and ``requests`` resume a run carried over a continue-as-new (its
+        ``RunStart`` is already in the log).
+        """
         ids = self.ids.fields()
         hooks = self.lead_hooks
-        if hooks is not None:
-            await hooks.before_run(self)
-        self.events.append(RunStart(**ids, task=task, limits=self.limits))
-        turns: list[Turn] = [Turn("user", (ContentText(task),))]
-        if hooks is not None and await hooks.prompt(self, task):
+        stopped = False
+        if turns is None:
+            if hooks is not None:
+                await hooks.before_run(self)
+            self.events.append(RunStart(**ids, task=task, limits=self.limits))
+            turns = [Turn("user", (ContentText(task),))]
+            stopped = hooks is not None and await hooks.prompt(self, task)
+        if stopped:
             turns, stop_reason, error = [], StopReason.HOOK_REQUESTED_STOP, None
         else:
-            stop_reason, error = await self._steps(turns)
+            stop_reason, error = await self._steps(turns, requests)
         if turns and turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
@@ -215,8 +238,7 @@ class AgentLoop:
             await hooks.after_run(self, stop_reason)
         return result
 
-    async def _steps(self, turns: list[Turn]) -> tuple[StopReason, str | None]:
-        requests = 0
+    async def _steps(self, turns: list[Turn], requests: int) -> tuple[StopReason, str | None]:
         while True:
             if self.interrupt_reason is not None:
                 return StopReason.INTERRUPTED, None
@@ -231,6 +253,8 @@ class AgentLoop:
             try:
                 reply = await self._request(turns)
             except ActivityError as exc:
+                if cancelling(exc):
+                    raise
                 cause = exc.cause if exc.cause is not None else exc
                 return StopReason.PROVIDER_ERROR, str(cause)
             self.budget.add_response(reply.usage)
@@ -259,6 +283,8 @@ class AgentLoop:
             turns.append(Turn("user", tuple(results)))
             if self.stop_reason is not None:
                 return self.stop_reason, None
+            if self.boundary is not None:
+                await self.boundary(turns, requests)
 
     async def _request(self, turns: list[Turn]) -> AssistantTurn:
         call = ModelCall(
@@ -275,7 +301,9 @@ class AgentLoop:
             call,
             result_type=ModelReply,
             start_to_close_timeout=MODEL_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a lost worker's request moves on soon
             retry_policy=MODEL_RETRY,
+            cancellation_type=CANCELLATION,
         )
         return reply.turn
 
@@ -330,6 +358,8 @@ class AgentLoop:
             lead_permissions=self.lead_permissions,
             **self.ids.fields(),
         )
+        if self.tool_runner is not None:  # routed to the delegation's resources
+            return await self.tool_runner(request)
         try:
             reply: ToolReply = await workflow.execute_activity(
                 TOOL_ACTIVITY,
@@ -338,8 +368,11 @@ class AgentLoop:
                 start_to_close_timeout=TOOL_TIMEOUT,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=TOOL_RETRY,
+                cancellation_type=CANCELLATION,
             )
         except ActivityError as exc:
+            if cancelling(exc):
+                raise
             cause = exc.cause if exc.cause is not None else exc
             error = f"Tool calling failed with error {cause}"
             return ToolReply(ContentToolResult(call.id, error=error))
