@@ -45,7 +45,7 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, run_workflow_ids
+from tests.temporal.helpers import assert_replays, chain_run_ids, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -528,3 +528,46 @@ def test_lead_input_refuses_an_unknown_hook_event(tmp_path: Path) -> None:
         TASK, _definitions(tmp_path), model="test", hook_events=[HookEvent.Stop, "Stop"]
     )
     assert request.hook_events == ("Stop",)
+
+
+async def test_hook_errors_and_session_hooks_survive_continue_as_new(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    recorder = Recorder()
+    hooks = Hooks()
+    hooks.add(HookEvent.SessionStart, recorder.record)
+    hooks.add(HookEvent.UserPromptSubmit, recorder.record)
+
+    def broken(h: HookInput) -> None:
+        raise RuntimeError(f"{h.tool_name} post hook down")
+
+    # The lead's own delegate_to_agent calls (its errors: the lead's result) and a
+    # child's read_file calls (its errors: the delegation's record).
+    hooks.add(HookEvent.PostToolUse, broken, matcher="delegate_to_agent|read_file")
+    hooks.add(HookEvent.PostToolUseFailure, broken, matcher="delegate_to_agent|read_file")
+    definitions = _definitions(workdir)
+    limits = UsageLimits(max_requests=20)
+    expected = await _in_process(workdir, definitions, limits, hooks=hooks)
+    recorder.seen.clear()
+    events = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure"]
+    workflow_id = f"parity-{uuid.uuid4().hex}"
+    request = lead_input(
+        TASK,
+        definitions,
+        model="test",
+        usage_limits=limits,
+        hook_events=events,
+        continue_as_new_after=10,  # every run of the chain is past it at its first boundary
+    )
+    async with _worker(client, task_queue, workdir, hooks):
+        handle = await start_lead(client, request, workflow_id=workflow_id, task_queue=task_queue)
+        out = await handle.result()
+    run_ids = await chain_run_ids(client, workflow_id)
+    assert len(run_ids) > 1  # the lead did continue as new
+    got = Outcome(out.result, out.subagents, out.subagent_results)
+    assert got.comparable() == expected.comparable()
+    assert len(got.result.hook_errors) == 3  # one per delegate_to_agent call
+    assert all(e.startswith("PostToolUse") for e in got.result.hook_errors)
+    # SessionStart and UserPromptSubmit ran once for the whole chain.
+    assert sorted(h.event.value for h in recorder.seen) == ["SessionStart", "UserPromptSubmit"]
+    assert await assert_replays(client, [workflow_id], run_ids=run_ids) == len(run_ids)
