@@ -571,3 +571,83 @@ async def test_hook_errors_and_session_hooks_survive_continue_as_new(
     # SessionStart and UserPromptSubmit ran once for the whole chain.
     assert sorted(h.event.value for h in recorder.seen) == ["SessionStart", "UserPromptSubmit"]
     assert await assert_replays(client, [workflow_id], run_ids=run_ids) == len(run_ids)
+
+
+def _own_results(result: AgentResult) -> dict[str, tuple[object, ...]]:
+    """The lead's own tool calls' results by tool name (each is called once), without its
+    delegations' (whose outcomes hold per-run ids). The durable lead offers its own tools
+    before ``delegate_to_agent``, so the test model's call ids differ between the paths."""
+    names = {c.id: c.name for t in result.turns for c in t.tool_requests}
+    return {
+        names[c.request_id]: (c.value, c.error)
+        for t in result.turns
+        for c in t.contents
+        if isinstance(c, ContentToolResult) and names[c.request_id] != "delegate_to_agent"
+    }
+
+
+async def test_the_leads_own_calls_see_permission_request_and_notification_hooks(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    recorder = Recorder()
+    hooks = Hooks()
+
+    def decide(h: HookInput) -> HookDecision:
+        recorder.record(h)
+        if h.tool_name == "write_file":
+            return HookDecision.allow()
+        return HookDecision.deny("no edits here")
+
+    hooks.add(HookEvent.PermissionRequest, decide)
+    hooks.add(HookEvent.Notification, recorder.record)
+    files = {t.name: t for t in tools_file(workdir)}
+    own = [files["write_file"], files["edit_file"], files["read_file"]]
+    definitions = _definitions(workdir)[:1]
+    limits = UsageLimits(max_requests=20)
+    permissions = Permissions(mode="readonly")
+    lead = LeadAgent(
+        chat("test"),
+        definitions,
+        tools=own,
+        usage_limits=limits,
+        working_dir=workdir,
+        hooks=hooks,
+        permissions=permissions,
+    )
+    expected = await lead.run(TASK)
+    (workdir / "deputy-scratch.txt").unlink()  # the durable run writes it afresh
+    seen_before = list(recorder.seen)
+    recorder.seen.clear()
+    request = lead_input(
+        TASK,
+        definitions,
+        model="test",
+        tools=[t.name for t in own],
+        usage_limits=limits,
+        permissions=permissions,
+    )
+    async with _worker(client, task_queue, workdir, hooks):
+        handle = await start_lead(
+            client, request, workflow_id=f"parity-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+        out = await handle.result()
+        events = [decode_event(e) for e in await handle.query("events", 0)]
+    assert _own_results(out.result) == _own_results(expected)
+    errors = {name: v[1] for name, v in _own_results(out.result).items()}
+    assert errors["edit_file"] == "Permission denied: no edits here"
+    assert errors["write_file"] is None  # the rules denied it, the hook allowed it
+
+    def shape(seen: list[HookInput]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (h.event.value, h.tool_name, h.permission_reason, h.message, h.permission_mode)
+            for h in seen
+        )
+
+    assert shape(recorder.seen) == shape(seen_before)
+    assert [h.message for h in recorder.seen if h.event is HookEvent.Notification] == [
+        "permission_denied: no edits here"
+    ]
+    decisions = sorted(
+        (e.tool_name, e.decision) for e in events if type(e).__name__ == "PermissionEvent"
+    )
+    assert decisions == [("edit_file", "deny"), ("write_file", "allow")]
