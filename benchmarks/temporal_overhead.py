@@ -21,7 +21,9 @@ run is checked for K = N. Contenders:
   request an activity);
 * ``pai_temporal_child`` / ``pai_temporal_inline``: ``pydantic_ai.durable_exec.temporal``
   (``peers/pydantic_ai_temporal.py``): a durable lead whose tool runs a durable subagent,
-  as a child workflow per delegation (deputy's shape) or inside the lead's workflow code.
+  as a child workflow per delegation (deputy's shape) or inside the lead's workflow code;
+* ``temporal_floor``: the same workflows, child workflows and activities with no agent in
+  them (``peers/temporal_floor.py``): what Temporal itself costs for this shape.
 
 Per-delegation overhead = (wall of a run with N delegations - wall of a run with none) / N,
 with both walls from the same repetition. Each repetition runs every case (none, seq N,
@@ -84,8 +86,9 @@ CONTENDERS = {
     "deputy_temporal": "deputy on Temporal",
     "pai_temporal_child": "PydanticAI on Temporal, child workflow per delegation",
     "pai_temporal_inline": "PydanticAI on Temporal, subagent in the lead's workflow",
+    "temporal_floor": "Temporal floor (same workflows and activities, no agent)",
 }
-TEMPORAL = ("deputy_temporal", "pai_temporal_child", "pai_temporal_inline")
+TEMPORAL = ("deputy_temporal", "pai_temporal_child", "pai_temporal_inline", "temporal_floor")
 COUNTS = ("events", "activities", "child_workflows", "workflow_tasks", "bytes")
 
 
@@ -219,9 +222,27 @@ class Harness:
 
         self.runners["deputy_temporal"] = deputy_temporal
 
+        await self._floor(Client)
         if self.peers:
             await self._pydantic_ai(Client)
         return self
+
+    async def _floor(self, client_class: Any) -> None:
+        import temporal_floor as floor
+        from temporalio.worker import Worker
+
+        client = await client_class.connect(self.address)
+        queue = f"tbench-floor-{uuid.uuid4().hex}"
+        await self.stack.enter_async_context(
+            Worker(
+                client,
+                task_queue=queue,
+                workflows=[floor.FloorLead, floor.FloorChild],
+                activities=[floor.model_request],
+            )
+        )
+        self.clients["temporal_floor"] = client
+        self.runners["temporal_floor"] = _workflow_runner(client, queue, floor.FloorLead)
 
     async def _pydantic_ai(self, client_class: Any) -> None:
         try:
@@ -241,13 +262,15 @@ class Harness:
             ("pai_temporal_inline", pai.LeadInline),
         ):
             self.clients[key] = client
-            self.runners[key] = _pai_runner(client, queue, workflow_class)
+            self.runners[key] = _workflow_runner(client, queue, workflow_class)
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stack.aclose()
 
 
-def _pai_runner(client: Any, queue: str, workflow_class: Any) -> Runner:
+def _workflow_runner(client: Any, queue: str, workflow_class: Any) -> Runner:
+    """Start ``workflow_class`` on the prompt and wait for its answer."""
+
     async def run(prompt: str) -> tuple[str, Any]:
         handle = await client.start_workflow(
             workflow_class.run, prompt, id=f"tbench-{uuid.uuid4().hex}", task_queue=queue
@@ -343,6 +366,7 @@ def summarise(raw: dict[str, Any], n: int) -> dict[str, Any]:
         summary["empty_run_us"][key] = _spread([w * 1e6 for w in walls[key]["seq 0"]])
     pairs = [
         ("deputy_temporal", "in_process"),
+        ("deputy_temporal", "temporal_floor"),
         ("deputy_temporal", "pai_temporal_child"),
         ("deputy_temporal", "pai_temporal_inline"),
     ]

@@ -39,7 +39,7 @@ def test_quick_mode_runs_every_contender_and_counts_histories(
     n = results["meta"]["n"]
     assert n == 2
     summary = results["summary"]
-    expected = {"in_process", "deputy_temporal"}
+    expected = {"in_process", "deputy_temporal", "temporal_floor"}
     if importlib.util.find_spec("pydantic_ai") is not None:
         expected |= {"pai_temporal_child", "pai_temporal_inline"}
     assert set(summary["per_delegation_us"]) == expected
@@ -54,6 +54,10 @@ def test_quick_mode_runs_every_contender_and_counts_histories(
     assert deputy["seq"]["activities"] == 2
     assert deputy["par"]["activities"] == 1 + 1 / n
     assert deputy["empty_run"]["activities"] == 1
+    floor = summary["history_per_delegation"]["temporal_floor"]
+    for mode in ("seq", "par"):  # the same workflow tasks and activities as bare Temporal
+        for count in ("activities", "child_workflows", "workflow_tasks"):
+            assert deputy[mode][count] == floor[mode][count], (mode, count)
     if "pai_temporal_child" in expected:
         child = summary["history_per_delegation"]["pai_temporal_child"]
         inline = summary["history_per_delegation"]["pai_temporal_inline"]
