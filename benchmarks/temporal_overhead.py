@@ -88,6 +88,14 @@ CONTENDERS = {
     "pai_temporal_inline": "PydanticAI on Temporal, subagent in the lead's workflow",
     "temporal_floor": "Temporal floor (same workflows and activities, no agent)",
 }
+#: The plot's axis labels.
+SHORT = {
+    "in_process": "deputy\nin-process",
+    "deputy_temporal": "deputy\non Temporal",
+    "temporal_floor": "Temporal floor\n(no agent)",
+    "pai_temporal_child": "PydanticAI\nchild workflow",
+    "pai_temporal_inline": "PydanticAI\nin lead workflow",
+}
 TEMPORAL = ("deputy_temporal", "pai_temporal_child", "pai_temporal_inline", "temporal_floor")
 COUNTS = ("events", "activities", "child_workflows", "workflow_tasks", "bytes")
 
@@ -460,7 +468,7 @@ def plot(results: dict[str, Any], out: Path) -> Path:
         label = "one delegation per lead turn" if mode == "seq" else "N delegations in one turn"
         ax.bar(xs, med, width, yerr=[low, high], color=color, capsize=3, label=label)
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels([CONTENDERS[k].replace(", ", ",\n") for k in keys], fontsize=7)
+    ax.set_xticklabels([SHORT[k] for k in keys], fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("wall time per delegation (ms), median [min-max]")
     meta = results["meta"]

@@ -54,9 +54,12 @@ def test_quick_mode_runs_every_contender_and_counts_histories(
     assert deputy["seq"]["activities"] == 2
     assert deputy["par"]["activities"] == 1 + 1 / n
     assert deputy["empty_run"]["activities"] == 1
+    # The same activities and child workflows as bare Temporal. (Workflow tasks and so
+    # events are not compared: how many completions one workflow task picks up depends
+    # on timing.)
     floor = summary["history_per_delegation"]["temporal_floor"]
-    for mode in ("seq", "par"):  # the same workflow tasks and activities as bare Temporal
-        for count in ("activities", "child_workflows", "workflow_tasks"):
+    for mode in ("seq", "par"):
+        for count in ("activities", "child_workflows"):
             assert deputy[mode][count] == floor[mode][count], (mode, count)
     if "pai_temporal_child" in expected:
         child = summary["history_per_delegation"]["pai_temporal_child"]
