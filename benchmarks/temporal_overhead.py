@@ -192,6 +192,7 @@ class Harness:
         self.stack = AsyncExitStack()
         self.runners: dict[str, Runner] = {}
         self.clients: dict[str, Any] = {}
+        self.skipped: dict[str, str] = {}
 
     async def __aenter__(self) -> Harness:
         from temporalio.client import Client
@@ -255,8 +256,11 @@ class Harness:
     async def _pydantic_ai(self, client_class: Any) -> None:
         try:
             import pydantic_ai_temporal as pai
-        except ImportError as exc:  # the bench extra (pydantic-ai-slim) is not installed
+        except ImportError as exc:  # no pydantic-ai-slim, or one without TemporalDurability
             print(f"PydanticAI contenders skipped: {exc}", file=sys.stderr)
+            self.skipped.update(
+                dict.fromkeys(("pai_temporal_child", "pai_temporal_inline"), str(exc))
+            )
             return
         from temporalio.worker import Worker
 
@@ -493,6 +497,7 @@ async def run(args: argparse.Namespace, address: str) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     async with Harness(address, peers=not args.no_peers) as harness:
         raw = await measure(harness, args.n, args.reps, args.batch)
+        skipped = dict(harness.skipped)
     try:
         pai_version = f"pydantic-ai-slim {metadata.version('pydantic-ai-slim')}"
     except metadata.PackageNotFoundError:
@@ -512,6 +517,7 @@ async def run(args: argparse.Namespace, address: str) -> dict[str, Any]:
         "temporalio": metadata.version("temporalio"),
         "pydantic_ai": pai_version,
         "source": _source(),
+        "skipped": skipped,
     }
     return {"meta": meta, "raw": raw, "summary": summarise(raw, args.n)}
 
