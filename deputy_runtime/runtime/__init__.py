@@ -116,3 +116,17 @@ from ._routing import routing_section as routing_section
 from ._trace import chat_reply as chat_reply
 from ._trace import chat_span as chat_span
 from ._trace import tool_span as tool_span
+
+# isort: split
+# Building blocks of the durable ``parallel_delegate``: the same validation, share rule and
+# outcomes as the in-process fan-out; not public API.
+from ._parallel import batch_limits as batch_limits
+from ._parallel import batch_reason as batch_reason
+from ._parallel import check_batch as check_batch
+from ._parallel import fanout_blocker as fanout_blocker
+from ._parallel import reserve_share as reserve_share
+from ._records import Brief as Brief
+from ._records import first_message as first_message
+from ._records import record_outcome as record_outcome
+from ._usage import Meter as Meter
+from ._usage import Reservation as Reservation

@@ -12,7 +12,7 @@ A failed responder never discards its siblings.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -29,7 +29,15 @@ from ._result import AgentResult, raise_for_limit
 from ._states import DelegationStatus, StopReason
 from ._usage import LIMIT_FIELDS, Meter, Reservation, UsageLimits, tighter
 
-__all__ = ["ParallelResult", "batch_limits", "parallel_delegate"]
+__all__ = [
+    "ParallelResult",
+    "batch_limits",
+    "batch_reason",
+    "check_batch",
+    "fanout_blocker",
+    "parallel_delegate",
+    "reserve_share",
+]
 
 
 class ParallelResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,10 +113,7 @@ async def parallel_delegate(
     on_event: EventSink | None = None,
 ) -> ParallelResult:
     """See :meth:`LeadAgent.parallel_delegate`."""
-    if isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1:
-        raise ValueError(f"max_active must be a positive int, got {max_active!r}")
-    pairs = _pairs(tasks)
-    definitions = _definitions(registered, pairs)
+    pairs, definitions = check_batch(registered, tasks, max_active)
     limits = batch_limits(lead.usage_limits, usage_limits)
     begin_batch(lead)
     sink = GuardedSink(on_event) if on_event is not None else None
@@ -137,6 +142,33 @@ async def parallel_delegate(
     if sink is not None and sink.error is not None:
         raise sink.error
     return result
+
+
+def check_batch(
+    registered: Mapping[str, AgentDefinition],
+    tasks: Mapping[str, str] | Sequence[tuple[str, str]],
+    max_active: int,
+) -> tuple[list[tuple[str, str]], list[AgentDefinition]]:
+    """Check a fan-out before anything is prepared: its tasks, names and slot count.
+
+    Args:
+        registered: The sub-agent definitions by name.
+        tasks: Definition name -> task, or ``(name, task)`` pairs.
+        max_active: How many responders may run at once.
+
+    Returns:
+        The ``(name, task)`` pairs and each pair's definition, in input order.
+
+    Raises:
+        DefinitionError: A name is not in ``registered``.
+        DelegationBindingError: A definition has tools, skills or mcp_servers.
+        ValueError: ``tasks`` is empty or ``max_active`` is not a positive int.
+        TypeError: ``tasks`` has the wrong shape.
+    """
+    if isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1:
+        raise ValueError(f"max_active must be a positive int, got {max_active!r}")
+    pairs = _pairs(tasks)
+    return pairs, _definitions(registered, pairs)
 
 
 def batch_limits(lead: UsageLimits, batch: UsageLimits | None) -> UsageLimits:
@@ -187,7 +219,7 @@ async def _dispatch(
             async with anyio.create_task_group() as tg:
                 for i, d in enumerate(batch):
                     await slots.acquire()
-                    reason = _dispatch_blocker(coordinator, meter)
+                    reason = fanout_blocker(meter, coordinator.blocker(meter))
                     if stop or reason is not None:
                         slots.release()
                         if reason is not None and not stop:
@@ -195,14 +227,18 @@ async def _dispatch(
                         break
                     parts = min(max_active, len(batch) - i)
                     left = None if seconds is None else max(0.0, deadline - anyio.current_time())
-                    d.reservation = _reserve_share(meter, d, parts, tighter(per_delegation, left))
+                    definition = d.definition
+                    assert definition is not None  # parallel_delegate checked every name
+                    d.reservation = reserve_share(
+                        meter, definition.max_requests, parts, tighter(per_delegation, left)
+                    )
                     tg.start_soon(respond, d)
         if scope.cancelled_caught and not stop:
             stop.append(StopReason.TIME_LIMIT)
     finally:
         # Also when the host cancels the batch: nothing stays queued.
         coordinator.settle_unstarted(batch)
-    return stop[0] if stop else _batch_reason(batch)
+    return stop[0] if stop else batch_reason(d.status for d in batch)
 
 
 # Budget fields a responder needs something of before it can make its one request.
@@ -218,13 +254,20 @@ _SHARED_FIELDS = (
 _LIMIT_REASONS = frozenset(reason for _, reason in _SHARED_FIELDS)
 
 
-def _dispatch_blocker(coordinator: DelegationCoordinator, meter: Meter) -> StopReason | None:
-    """Why the next responder must not start: an interrupt or an exhausted budget.
+def fanout_blocker(meter: Meter, reached: StopReason | None) -> StopReason | None:
+    """Why the next responder must not start: ``reached`` (an interrupt or a run limit
+    already passed, if any), else an exhausted budget.
 
     What running responders have reserved counts too, so no responder is ever started
     with a zero share of anything it needs.
+
+    Args:
+        meter: The batch's meter.
+        reached: The lead's own blocker (``interrupted`` or a limit), or ``None``.
+
+    Returns:
+        The stop reason the batch ends with, or ``None`` when the next may start.
     """
-    reached = coordinator.blocker(meter)
     if reached is not None:
         return reached
     for field, reason in _SHARED_FIELDS:
@@ -234,18 +277,28 @@ def _dispatch_blocker(coordinator: DelegationCoordinator, meter: Meter) -> StopR
     return None
 
 
-def _reserve_share(meter: Meter, d: Delegation, parts: int, seconds: float | None) -> Reservation:
-    """One request, and a share of what is left of tokens and cost.
+def reserve_share(
+    meter: Meter, max_requests: int | None, parts: int, seconds: float | None = None
+) -> Reservation:
+    """Reserve one responder's share of the batch budget: one request, and a share of
+    what is left of tokens and cost.
 
     Shares round up, so the first responders take the remainder and a budget smaller
     than the number of slots still lets some of them run; the meter caps each share at
-    what is left, so the batch never exceeds its limits. ``seconds`` is the responder's
-    time limit (the policy's, tightened by the batch's time left), if any.
+    what is left, so the batch never exceeds its limits.
+
+    Args:
+        meter: The batch's meter.
+        max_requests: The responder's definition's ``max_requests``.
+        parts: The slots that can still run together (``min(max_active, not yet
+            dispatched)``).
+        seconds: The responder's time limit, if any.
+
+    Returns:
+        The reservation, held on ``meter`` until released.
     """
     limits = meter.limits
-    definition = d.definition
-    assert definition is not None  # parallel_delegate checked every name up front
-    requests = min(1, definition.max_requests if definition.max_requests is not None else 1)
+    requests = min(1, max_requests if max_requests is not None else 1)
     shares: dict[str, Any] = {"max_requests": requests, "max_tool_calls": 0}
     for field, _ in _SHARED_FIELDS[1:]:
         remaining = meter.remaining(field)
@@ -258,11 +311,14 @@ def _reserve_share(meter: Meter, d: Delegation, parts: int, seconds: float | Non
     return meter.reserve_child(requests, UsageLimits(**shares, on_exceed=limits.on_exceed))
 
 
-def _batch_reason(batch: list[Delegation]) -> StopReason:
-    statuses = {d.status for d in batch}
-    if DelegationStatus.FAILED in statuses:
+def batch_reason(statuses: Iterable[DelegationStatus]) -> StopReason:
+    """A batch's stop reason from its responders' statuses when nothing stopped it:
+    ``delegation_error`` if one failed, ``delegation_stopped`` if one did not complete,
+    else ``complete``."""
+    seen = set(statuses)
+    if DelegationStatus.FAILED in seen:
         return StopReason.DELEGATION_ERROR
-    if statuses - {DelegationStatus.COMPLETED}:
+    if seen - {DelegationStatus.COMPLETED}:
         return StopReason.DELEGATION_STOPPED
     return StopReason.COMPLETE
 

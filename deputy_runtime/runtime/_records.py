@@ -36,6 +36,7 @@ __all__ = [
     "check_brief",
     "first_message",
     "outcome_json",
+    "record_outcome",
 ]
 
 ANSWER_MAX_BYTES = 8 * 1024
@@ -366,7 +367,16 @@ def error_text(exc: BaseException) -> str:
 
 def build_outcome(d: Delegation) -> dict[str, Any]:
     """The compact outcome the lead's model sees (answer cut to 8 KiB of UTF-8)."""
-    answer = d.result.response if d.result is not None else ""
+    return _outcome(d, d.result)
+
+
+def record_outcome(record: SubagentRecord, result: AgentResult | None) -> dict[str, Any]:
+    """:func:`build_outcome` of a settled delegation, from its record and its result."""
+    return _outcome(record, result)
+
+
+def _outcome(d: Delegation | SubagentRecord, result: AgentResult | None) -> dict[str, Any]:
+    answer = result.response if result is not None else ""
     raw = answer.encode()
     truncated = len(raw) > ANSWER_MAX_BYTES
     if truncated:

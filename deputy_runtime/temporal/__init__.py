@@ -18,10 +18,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from ._activities import DeputyActivities
+from ._batch import ParallelInput, ParallelOutput
 from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
+from ._parallel import ParallelDelegateWorkflow
+from ._parallel_client import parallel_delegate, parallel_result
 from ._values import (
     AgentSpec,
     LeadInput,
@@ -57,6 +60,9 @@ __all__ = [
     "LeadWorkflow",
     "ModelCall",
     "MsgspecPayloadConverter",
+    "ParallelDelegateWorkflow",
+    "ParallelInput",
+    "ParallelOutput",
     "PermissionSpec",
     "SubagentInput",
     "SubagentOutput",
@@ -71,6 +77,8 @@ __all__ = [
     "exhausted",
     "free_port",
     "lead_input",
+    "parallel_delegate",
+    "parallel_result",
     "permission_spec",
     "run_in_asyncio_thread",
     "start_lead",

@@ -15,7 +15,7 @@ from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
 
-__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
+__all__ = ["agent_spec", "check_durable_limits", "lead_input", "permission_spec", "start_lead"]
 
 
 def agent_spec(
@@ -102,6 +102,27 @@ def permission_spec(permissions: Permissions) -> PermissionSpec:
     )
 
 
+def check_durable_limits(usage_limits: UsageLimits | None) -> None:
+    """Refuse limits a durable run cannot keep.
+
+    Args:
+        usage_limits: The run's limits, if any.
+
+    Raises:
+        ValueError: ``max_seconds`` or ``on_exceed="error"`` is set.
+    """
+    if usage_limits is not None and usage_limits.max_seconds is not None:
+        raise ValueError(
+            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
+            "no wall-clock limit (use start_lead's execution_timeout)"
+        )
+    if usage_limits is not None and usage_limits.on_exceed != "stop":
+        raise ValueError(
+            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
+            "stops at its limits; read LeadOutput.result.stop_reason instead"
+        )
+
+
 def lead_input(
     task: str,
     sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
@@ -113,6 +134,7 @@ def lead_input(
     permissions: Permissions | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    max_active_delegations: int | None = None,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -126,27 +148,29 @@ def lead_input(
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
+        max_active_delegations: How many of the run's delegations run at once, as for
+            ``LeadAgent`` (the others wait ``queued``, holding no budget); ``None``: all.
 
     Returns:
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"`` or a
-            ``can_use_tool`` callback.
+        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
+            ``can_use_tool`` callback, or ``max_active_delegations`` not a positive int
+            or ``None``.
         DefinitionError: Two definitions share a name, or one names skills or MCP servers.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
-    if usage_limits is not None and usage_limits.max_seconds is not None:
+    if max_active_delegations is not None and (
+        isinstance(max_active_delegations, bool)
+        or not isinstance(max_active_delegations, int)
+        or max_active_delegations < 1
+    ):
         raise ValueError(
-            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
-            "no wall-clock limit (use start_lead's execution_timeout)"
+            f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
-    if usage_limits is not None and usage_limits.on_exceed != "stop":
-        raise ValueError(
-            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
-            "stops at its limits; read LeadOutput.result.stop_reason instead"
-        )
+    check_durable_limits(usage_limits)
     values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
     specs = [agent_spec(d, model, model_aliases) for d in values]
     seen: set[str] = set()
@@ -163,6 +187,7 @@ def lead_input(
         limits=usage_limits if usage_limits is not None else UsageLimits(),
         permissions=permission_spec(permissions or Permissions()),
         name=name,
+        max_active_delegations=max_active_delegations,
     )
 
 

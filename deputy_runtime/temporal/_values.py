@@ -7,7 +7,7 @@ definition names its tools and its model, and the worker resolves the names.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -70,6 +70,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec = PermissionSpec()
     name: str = "lead"
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: How many of the run's delegations run at once (``None``: all); see ``_slots``.
+    max_active_delegations: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):

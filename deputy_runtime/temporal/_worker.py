@@ -9,6 +9,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ._activities import DeputyActivities
+from ._parallel import ParallelDelegateWorkflow
 from ._trace import tracing_interceptors
 from ._workflows import LeadWorkflow, SubagentWorkflow
 
@@ -16,11 +17,11 @@ __all__ = ["DEFAULT_TASK_QUEUE", "WORKFLOWS", "deputy_worker", "workflow_runner"
 
 #: The task queue workers serve and runs start on unless told otherwise.
 DEFAULT_TASK_QUEUE = "deputy"
-WORKFLOWS = (LeadWorkflow, SubagentWorkflow)
+WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
-# every workflow run: the libraries deputy_runtime uses, and its own modules except the two
-# that hold workflow code (``_workflows`` and ``_loop``) and the packages above them.
+# every workflow run: the libraries deputy_runtime uses, and its own modules except those
+# that hold workflow code (``_workflows``, ``_loop``, ``_parallel``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
 _PASSTHROUGH = (
@@ -40,12 +41,14 @@ _PASSTHROUGH = (
     "deputy_runtime.skills",
     "deputy_runtime.tools",
     "deputy_runtime.temporal._activities",
+    "deputy_runtime.temporal._batch",
     "deputy_runtime.temporal._bridge",
     "deputy_runtime.temporal._budget",
     "deputy_runtime.temporal._ceiling",
     "deputy_runtime.temporal._client",
     "deputy_runtime.temporal._converter",
     "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._slots",
     "deputy_runtime.temporal._trace",
     "deputy_runtime.temporal._values",
     "deputy_runtime.temporal._worker",

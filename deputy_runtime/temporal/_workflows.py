@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._slots import Slots, take_slot
     from ._values import (
         AgentSpec,
         LeadInput,
@@ -306,6 +307,7 @@ class LeadWorkflow:
         self._specs: dict[str, AgentSpec] = {}
         self._delegations: list[_Delegation] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+        self._slots = Slots(None)
 
     @workflow.run
     async def run(self, request: LeadInput) -> LeadOutput:
@@ -320,6 +322,7 @@ class LeadWorkflow:
         self._request = request
         self._permissions = request.permissions
         self._specs = {s.name: s for s in request.sub_agents}
+        self._slots = Slots(request.max_active_delegations)
         names = tuple(self._specs)
         ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
         loop = self._loop = AgentLoop(
@@ -438,13 +441,24 @@ class LeadWorkflow:
         )
         self._delegations.append(d)
         delegation_id = d.ids.delegation_id or ""
-        # No interrupt check here: the loop answers a turn's calls with "interrupted" before
-        # handing them over, and nothing awaits between that check and this point.
+        # Queued behind max_active_delegations; the budget is reserved once a slot is held.
+        blocker = await take_slot(self._slots, loop.budget, lambda: self._interrupt is not None)
+        if blocker is not None:  # told not to start while queued, as in-process
+            d.status, d.completed_at = NOT_STARTED, _now()
+            interrupted = blocker == StopReason.INTERRUPTED
+            d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
+            if interrupted:
+                return ContentToolResult(call.id, value=d.outcome())
+            error = f"Run limit reached for {blocker}: no new delegation can start."
+            return ContentToolResult(call.id, error=error)
+        # Without slots there is no interrupt check here: the loop answers a turn's calls
+        # with "interrupted" before handing them over, and nothing awaits until this point.
         d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
         empty = exhausted(d.limits) if spec is not None else None
         if empty is not None:
             # Granted nothing to run on (running siblings hold the rest): settled before
             # anything starts or is announced, holding no budget, as in-process.
+            self._slots.release()
             loop.budget.release(delegation_id)
             d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
             return ContentToolResult(call.id, value=d.outcome())
@@ -485,6 +499,7 @@ class LeadWorkflow:
             cause = exc.cause if exc.cause is not None else exc
             d.status, d.stop_reason, d.error = FAILED, StopReason.ERROR, str(cause)
         finally:
+            self._slots.release()
             self._children.pop(delegation_id, None)
             loop.budget.release(delegation_id)
             loop.budget.add_external(d.usage)

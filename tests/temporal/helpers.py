@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
+from deputy_runtime.chat import ModelRequest, TestProvider, register_provider
 from deputy_runtime.temporal import (
     LeadOutput,
     LeadWorkflow,
+    ParallelDelegateWorkflow,
     SubagentWorkflow,
     data_converter,
     workflow_runner,
@@ -28,7 +32,7 @@ async def assert_replays(client: Client, workflow_ids: Iterable[str]) -> int:
     """Replay each finished workflow's history; fail on any nondeterminism. Returns how
     many histories were replayed."""
     replayer = Replayer(
-        workflows=[LeadWorkflow, SubagentWorkflow],
+        workflows=[LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow],
         data_converter=data_converter,
         workflow_runner=workflow_runner(),
     )
@@ -48,3 +52,58 @@ async def was_signalled(client: Client, workflow_id: str) -> bool:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             return True
     return False
+
+
+async def most_children_open(client: Client, workflow_id: str) -> int:
+    """The most child workflows open at once, from a parent's history: a child counts
+    from the command starting it (initiated) until its completion or failure is
+    recorded."""
+    opened = {EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED}
+    closed = {
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED,
+    }
+    open_now = most = 0
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.event_type in opened:
+            open_now += 1
+            most = max(most, open_now)
+        elif event.event_type in closed:
+            open_now -= 1
+    return most
+
+
+class Gate:
+    """Holds every request of the ``gated`` model until the test opens it."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.opened = asyncio.Event()
+
+
+class GatedProvider(TestProvider):
+    """The ``test`` model, answering only once its gate opens (a worker running in the
+    test's process and loop makes the requests)."""
+
+    __test__ = False
+    __slots__ = ("gate",)
+
+    def __init__(self, gate: Gate, model: str) -> None:
+        super().__init__(model=model, name="gated")
+        self.gate = gate
+
+    async def complete(self, request: ModelRequest) -> Any:
+        self.gate.started.set()
+        await self.gate.opened.wait()
+        return await super().complete(request)
+
+
+def gated_model() -> Gate:
+    """Register the ``gated`` provider (``gated/<model>``) on a new gate and return it."""
+    gate = Gate()
+    register_provider("gated", lambda model, **_: GatedProvider(gate, model), replace=True)
+    return gate

@@ -1,0 +1,51 @@
+"""Values of a durable ``parallel_delegate`` batch: its workflow input and output.
+
+Frozen msgspec Structs of plain data, recorded in the batch workflow's history as JSON
+(see ``_converter``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._values import AgentSpec, PermissionSpec
+
+__all__ = ["ParallelInput", "ParallelOutput", "ResponderTask"]
+
+
+class ResponderTask(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One responder of a batch: its definition's name, its task, and its first message
+    (built on the client exactly as in-process)."""
+
+    agent_name: str
+    task: str
+    message: str
+
+
+class ParallelInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """Everything a batch needs, recorded as the batch workflow's input.
+
+    ``responders`` are in input order; ``sub_agents`` holds each named definition once;
+    ``limits`` is the whole batch's budget; every responder runs under ``permissions``
+    (capped by its definition's mode) and at most ``max_active`` run at once.
+    """
+
+    responders: tuple[ResponderTask, ...]
+    sub_agents: tuple[AgentSpec, ...]
+    model: str
+    limits: UsageLimits
+    permissions: PermissionSpec
+    max_active: Annotated[int, msgspec.Meta(ge=1)]
+    name: str = "lead"
+
+
+class ParallelOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A settled batch: the batch as one result, one record and one result (``None``
+    where it never ran) per responder, in input order."""
+
+    run: AgentResult
+    subagents: tuple[SubagentRecord, ...]
+    results: tuple[AgentResult | None, ...]
