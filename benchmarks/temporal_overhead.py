@@ -195,6 +195,13 @@ class Harness:
         self.skipped: dict[str, str] = {}
 
     async def __aenter__(self) -> Harness:
+        try:
+            return await self._start()
+        except BaseException:
+            await self.stack.aclose()  # the workers started so far
+            raise
+
+    async def _start(self) -> Harness:
         from temporalio.client import Client
 
         from deputy_runtime.temporal import (

@@ -22,6 +22,7 @@ worker process is asyncio.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -84,7 +85,7 @@ async def start_worker(address: str, task_queue: str) -> Process:
         sys.executable, "-m", "deputy_runtime", "worker", "--temporal", address,
         "--agents", str(EXAMPLES / "agents"), "--task-queue", task_queue,
     ]  # fmt: skip
-    process = await anyio.open_process(command, cwd=WORKDIR, stdout=-1, stderr=None)
+    process = await anyio.open_process(command, cwd=WORKDIR, stdout=subprocess.PIPE, stderr=None)
     assert process.stdout is not None
     seen = b""
     try:
