@@ -28,6 +28,7 @@ _COMMANDS = {
     "bench": "deputy_runtime._cli.bench:bench",
     "worker": "deputy_runtime._cli.worker:worker",
     "run-temporal": "deputy_runtime._cli.run_temporal:run_temporal",
+    "attach": "deputy_runtime._cli.run_temporal:attach",
     "serve": "deputy_runtime._cli.serve:serve",
 }
 
@@ -130,6 +131,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--task-queue", default="deputy", metavar="QUEUE", help="with --temporal")
     _otlp_argument(p)
     _redis_arguments(p)
+
+    p = sub.add_parser(
+        "attach", help="follow a durable run on Temporal started earlier (temporal extra)"
+    )
+    p.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the run's lead workflow id")
+    p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
+    p.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
 
     p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")

@@ -365,10 +365,10 @@ class Plugins:
     aliases (later plugins win); ``tools`` is the registry definitions name their tools
     from (the file tools confined to the working directory, then every plugin's
     ``tools``) and ``skills`` merges the plugins' ``skills``, exactly as ``validate``
-    resolves names.
+    resolves names; ``modules`` are the imported plugins, in order.
     """
 
-    __slots__ = ("aliases", "policy", "skills", "tools")
+    __slots__ = ("aliases", "modules", "policy", "skills", "tools")
 
     def __init__(
         self,
@@ -376,7 +376,9 @@ class Plugins:
         aliases: dict[str, str],
         tools: dict[str, Tool],
         skills: dict[str, Skill | str],
+        modules: tuple[ModuleType, ...] = (),
     ) -> None:
+        self.modules = modules
         self.policy = policy
         self.aliases = aliases
         self.tools = tools
@@ -398,7 +400,7 @@ def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
         skills = host_skill_registry(modules)
     except PluginError as exc:
         raise UsageError(str(exc)) from exc
-    return Plugins(policy, aliases, tools, skills)
+    return Plugins(policy, aliases, tools, skills, tuple(modules))
 
 
 def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:

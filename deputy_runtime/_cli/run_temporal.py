@@ -2,15 +2,18 @@
 
 The run is started on the server as a lead workflow (``deputy_runtime.temporal``) and
 executed by whichever ``deputy-runtime worker`` processes serve ``--task-queue``; this
-command only starts it and follows its event log (the ``events`` query, polled), drawn
-as ``run`` draws an in-process run. A delegation's own events appear when it settles.
+command only starts it and follows its events (``follow_run``: the lead's ``events``
+query and each running delegation's, polled), drawn as ``run`` draws an in-process run,
+delegations as they run. ``deputy-runtime attach --temporal ADDRESS WORKFLOW_ID``
+follows a run started earlier the same way.
 The definitions under ``--agents`` are read here and travel in the run's input (their
 tools by name, resolved on the workers); the model is chosen as ``run`` chooses it, but
 it is the workers that need the provider's key.
 
 Ctrl-C (or SIGTERM) sends the run the ``interrupt`` signal and keeps following it until
 it stops (the lead and every running delegation stop at their next boundary); a second
-Ctrl-C stops following and leaves the run to finish on the server. Plugins, model
+Ctrl-C stops following and leaves the run to finish on the server. A run cancelled on the
+server (``handle.cancel()``) ends the command with status 130. Plugins, model
 aliases and definitions are read as ``run`` reads them (a plugin's ``tools`` only name
 tools here; the workers must have them); a plugin's ``delegation_policy``,
 ``--test-fanout`` and ``--backend trio`` are refused with this option.
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DeputyError
-from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits, decode_event
+from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits
 from .leadsetup import (
     LEAD_PROMPT,
     LEAD_TOOLS,
@@ -48,7 +51,7 @@ from .leadsetup import (
 from .otlp import start_otlp
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
-__all__ = ["run_temporal"]
+__all__ = ["attach", "run_temporal"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Seconds between two polls of the run's event log.
@@ -127,17 +130,65 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
 async def _follow(args: argparse.Namespace, request: Any, workflow_id: str) -> int:
     from temporalio.client import Client
 
-    from ..temporal import INTERRUPT_SIGNAL, LeadOutput, data_converter, start_lead
+    from ..temporal import data_converter, start_lead
 
     try:
         client = await Client.connect(args.temporal, data_converter=data_converter)
-        handle = await start_lead(
-            client, request, workflow_id=workflow_id, task_queue=args.task_queue
-        )
+        await start_lead(client, request, workflow_id=workflow_id, task_queue=args.task_queue)
     except Exception as exc:
         print(f"deputy-runtime run: cannot start the run on Temporal at {args.temporal}: {exc}",
               file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
+    return await _watch(args, client, workflow_id)
+
+
+def attach(args: argparse.Namespace) -> int:
+    """``deputy-runtime attach``: follow a durable run started earlier; the exit status."""
+    try:
+        import temporalio  # noqa: F401
+    except ImportError:
+        print(
+            "deputy-runtime attach: needs the temporal extra (pip install "
+            "'deputy-runtime[temporal]')",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    notes = sys.stderr if args.json else sys.stdout
+    print(f"Temporal: {args.temporal}, workflow {args.workflow_id}", file=notes, flush=True)
+    try:
+        status = asyncio.run(_attach(args))
+    except KeyboardInterrupt:
+        status = EXIT_INTERRUPTED
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # as run_temporal: Temporal's native client threads stay behind
+
+
+async def _attach(args: argparse.Namespace) -> int:
+    from temporalio.client import Client
+
+    from ..temporal import data_converter
+
+    try:
+        client = await Client.connect(args.temporal, data_converter=data_converter)
+        await client.get_workflow_handle(args.workflow_id).describe()
+    except Exception as exc:
+        print(f"deputy-runtime attach: cannot reach workflow {args.workflow_id} on Temporal at "
+              f"{args.temporal}: {exc}", file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
+    return await _watch(args, client, args.workflow_id)
+
+
+async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int:
+    """Draw the run's events as they happen (its delegations' live) until it ends, or
+    until a second Ctrl-C; the first sends the run the ``interrupt`` signal."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import CancelledError
+
+    from ..temporal import INTERRUPT_SIGNAL, LeadOutput, LeadWorkflow, follow_run
+
+    handle = client.get_workflow_handle_for(LeadWorkflow.run, workflow_id)
+    prog = "deputy-runtime attach" if getattr(args, "workflow_id", None) else "deputy-runtime run"
     state = RunState()
     view: JsonView | LiveView | PlainView
     if args.json:
@@ -147,9 +198,14 @@ async def _follow(args: argparse.Namespace, request: Any, workflow_id: str) -> i
     else:
         view = PlainView(sys.stdout, state)
     stops = 0
-    detached = asyncio.Event()
     loop = asyncio.get_running_loop()
     background: set[asyncio.Task[None]] = set()
+
+    async def draw() -> None:
+        async for event in follow_run(client, workflow_id, poll_interval=POLL_SECONDS):
+            view.handle(event)
+
+    following = loop.create_task(draw())
 
     def on_stop() -> None:
         nonlocal stops
@@ -159,49 +215,44 @@ async def _follow(args: argparse.Namespace, request: Any, workflow_id: str) -> i
             background.add(task)
             task.add_done_callback(background.discard)
         else:
-            detached.set()
+            following.cancel()
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_stop)
-    result: asyncio.Task[LeadOutput] = loop.create_task(handle.result())
-    offset = 0
     try:
-        while True:
-            finished = result.done()
-            events = await handle.query("events", offset)
-            offset += len(events)
-            for text in events:
-                view.handle(decode_event(text))
-            if finished or detached.is_set():
-                break
-            await asyncio.wait({result}, timeout=POLL_SECONDS)
+        await following
+    except asyncio.CancelledError:
+        view.close()
+        print(
+            f"{prog}: stopped following; workflow {workflow_id} goes on on the "
+            f"server (follow it again: deputy-runtime attach --temporal {args.temporal} "
+            f"{workflow_id})",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    except WorkflowFailureError as exc:
+        view.close()
+        if isinstance(exc.cause, CancelledError):
+            print(f"{prog}: workflow {workflow_id} was cancelled", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        cause = exc.cause
+        detail = f"{exc}: {cause}" if cause is not None else str(exc)
+        print(f"{prog}: the run failed: {detail}", file=sys.stderr)
+        return EXIT_FAILED
     except Exception as exc:
         view.close()
-        print(f"deputy-runtime run: following {workflow_id} failed: {exc}", file=sys.stderr)
+        print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
     view.close()
-    if detached.is_set() and not result.done():
-        result.cancel()
-        print(
-            f"deputy-runtime run: stopped following; workflow {workflow_id} goes on on the server",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
-    try:
-        out = result.result()
-    except Exception as exc:
-        cause = getattr(exc, "cause", None)
-        detail = f"{exc}: {cause}" if cause is not None else str(exc)
-        print(f"deputy-runtime run: the run failed: {detail}", file=sys.stderr)
-        return EXIT_FAILED
-    interrupted = stops > 0
+    out: LeadOutput = await handle.result()
+    interrupted = stops > 0 or out.result.stop_reason == "interrupted"
     if not args.json:
         _print_summary(out.subagents, out.result, interrupted)
     elif interrupted:
-        print("deputy-runtime run: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
     return _exit_status(out.result, interrupted)
 
 

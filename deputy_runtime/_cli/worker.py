@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from ..definitions import AgentDefinition
 from ..tools import Tool
@@ -39,7 +43,7 @@ SHUTDOWN_GRACE = timedelta(seconds=10)
 def worker(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl-C or SIGTERM; returns the exit status."""
     try:
-        registry, definitions = _setup(args)
+        registry, definitions, resources = _setup(args)
         stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
     except UsageError as exc:
         print(f"deputy-runtime worker: {exc}", file=sys.stderr)
@@ -51,7 +55,7 @@ def worker(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        status = asyncio.run(_serve(args, registry))
+        status = asyncio.run(_serve(args, registry, resources))
     except KeyboardInterrupt:
         status = EXIT_OK
     finally:
@@ -65,7 +69,9 @@ def worker(args: argparse.Namespace) -> int:
     os._exit(status)
 
 
-def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDefinition]]:
+def _setup(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Tool], dict[str, AgentDefinition], dict[str, Any]]:
     try:
         import deputy_runtime.temporal  # noqa: F401
     except ImportError as exc:
@@ -76,10 +82,31 @@ def _setup(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, AgentDe
     plugins = load_plugins(args.plugin or (), Path.cwd())
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
-    return plugins.tools, loaded.definitions
+    return plugins.tools, loaded.definitions, _plugin_resources(plugins.modules)
 
 
-async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:
+def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:
+    """``DeputyActivities`` keyword arguments from the plugins' ``owned_resources`` (a
+    dict of name to ``OwnedResourceFactory``, merged, later plugins win) and
+    ``lease_backend`` (the last plugin's)."""
+    owned: dict[str, Any] = {}
+    backend: Any = None
+    for module in modules:
+        found = getattr(module, "owned_resources", None)
+        if found is not None:
+            if not isinstance(found, Mapping):
+                raise UsageError(
+                    f"--plugin {module.__name__!r}: owned_resources must be a dict of name "
+                    f"to OwnedResourceFactory, got {type(found).__name__}"
+                )
+            owned.update(found)
+        backend = getattr(module, "lease_backend", None) or backend
+    return {"owned_resources": owned, "lease_backend": backend}
+
+
+async def _serve(
+    args: argparse.Namespace, registry: dict[str, Tool], resources: dict[str, Any]
+) -> int:
     from temporalio.client import Client
 
     from ..temporal import DeputyActivities, data_converter, deputy_worker
@@ -94,18 +121,28 @@ async def _serve(args: argparse.Namespace, registry: dict[str, Tool]) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    activities = DeputyActivities(registry.values(), working_dir=Path.cwd())
+    try:
+        activities = DeputyActivities(registry.values(), working_dir=Path.cwd(), **resources)
+    except (TypeError, ValueError) as exc:
+        print(f"deputy-runtime worker: --plugin: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    backend = resources["lease_backend"]
     try:
-        async with deputy_worker(
-            client,
-            activities,
-            task_queue=args.task_queue,
-            graceful_shutdown_timeout=SHUTDOWN_GRACE,
-        ):
+        async with contextlib.AsyncExitStack() as stack:
+            if hasattr(backend, "__aenter__"):  # a backend owning its connection
+                await stack.enter_async_context(backend)
+            await stack.enter_async_context(
+                deputy_worker(
+                    client,
+                    activities,
+                    task_queue=args.task_queue,
+                    graceful_shutdown_timeout=SHUTDOWN_GRACE,
+                )
+            )
             print("deputy-runtime worker: ready", flush=True)
             await stop.wait()
             print("deputy-runtime worker: stopping", flush=True)

@@ -24,7 +24,12 @@ from ._aliases import (
     suggest_model_spec,
 )
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
-from ._context import agent_name_scope, current_agent_name
+from ._context import (
+    agent_name_scope,
+    current_agent_name,
+    current_request_headers,
+    request_headers_scope,
+)
 from ._registry import (
     ProviderFactory,
     chat,
@@ -117,6 +122,7 @@ __all__ = [
     "agent_name_scope",
     "chat",
     "current_agent_name",
+    "current_request_headers",
     "example_arguments",
     "is_model_alias",
     "is_provider_name",
@@ -125,6 +131,7 @@ __all__ = [
     "provider_names",
     "register_provider",
     "reply",
+    "request_headers_scope",
     "resolve_model",
     "resolve_provider",
     "stream_request",

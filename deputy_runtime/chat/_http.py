@@ -43,6 +43,7 @@ from ..errors import (
     RateLimitError,
 )
 from ._bounded import ResponseReader
+from ._context import current_request_headers
 from ._limits import ACCEPT_ENCODING, ResponseLimits
 from ._redact import Redactor, display_url, header_secrets, url_secrets
 from ._sse import EventTooLarge, ServerSentEvent, SSEDecoder
@@ -318,11 +319,13 @@ class HttpSession:
 
     def _request(self, client: httpx.AsyncClient, path: str, body: bytes) -> httpx.Request:
         url = self._prefix + path + self._query
+        extra = current_request_headers()
+        headers = {**self._headers, **extra} if extra else self._headers
         if self._explicit_timeout:
             return client.build_request(
-                "POST", url, content=body, headers=self._headers, timeout=self.timeout
+                "POST", url, content=body, headers=headers, timeout=self.timeout
             )
-        return client.build_request("POST", url, content=body, headers=self._headers)
+        return client.build_request("POST", url, content=body, headers=headers)
 
     async def post(self, path: str, body: bytes, deadline: float | None = None) -> bytes:
         """POST ``body``; return the 2xx response body, retrying as the policy allows.

@@ -23,12 +23,17 @@ from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
+from ._follow import follow_run
 from ._parallel import ParallelDelegateWorkflow
 from ._parallel_client import parallel_delegate, parallel_result
+from ._resource_records import OwnedResourceRecord
+from ._resource_values import ExclusiveResourceSpec, OwnedResourceSpec
+from ._resource_worker import OwnedResourceFactory, current_delegation
 from ._values import (
     AgentSpec,
     LeadInput,
     LeadOutput,
+    LoopCheckpoint,
     ModelCall,
     PermissionSpec,
     SubagentInput,
@@ -55,11 +60,16 @@ __all__ = [
     "Budget",
     "DeputyActivities",
     "DevServer",
+    "ExclusiveResourceSpec",
     "LeadInput",
     "LeadOutput",
     "LeadWorkflow",
+    "LoopCheckpoint",
     "ModelCall",
     "MsgspecPayloadConverter",
+    "OwnedResourceFactory",
+    "OwnedResourceRecord",
+    "OwnedResourceSpec",
     "ParallelDelegateWorkflow",
     "ParallelInput",
     "ParallelOutput",
@@ -72,9 +82,11 @@ __all__ = [
     "ToolCall",
     "agent_spec",
     "child_permissions",
+    "current_delegation",
     "data_converter",
     "deputy_worker",
     "exhausted",
+    "follow_run",
     "free_port",
     "lead_input",
     "parallel_delegate",

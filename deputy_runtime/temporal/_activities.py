@@ -28,11 +28,14 @@ from ..chat import (
     Provider,
     ToolSpec,
     agent_name_scope,
+    request_headers_scope,
     resolve_provider,
 )
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
-from ..runtime import Permissions, chat_reply, chat_span, tool_span
+from ..runtime import LeaseBackend, Permissions, chat_reply, chat_span, tool_span
 from ..tools import Tool, invoke_tool
+from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
+from ._resource_worker import OwnedResourceFactory, WorkerResources
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
@@ -64,6 +67,9 @@ class DeputyActivities:
     ``tools`` are the tools definitions may name (usually ``tools_file(working_dir)``);
     ``working_dir`` is where relative paths and the default write root resolve.
     ``provider_options`` are keyword arguments for every provider factory.
+    ``owned_resources`` are the owned-resource factories delegations name
+    (``OwnedResourceSpec(name=...)``); ``lease_backend`` keeps the leases of exclusive
+    resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
     """
 
     def __init__(
@@ -72,6 +78,8 @@ class DeputyActivities:
         *,
         working_dir: str | os.PathLike[str] = ".",
         provider_options: Mapping[str, Any] | None = None,
+        owned_resources: Mapping[str, OwnedResourceFactory] | None = None,
+        lease_backend: LeaseBackend | None = None,
     ) -> None:
         registry: dict[str, Tool] = {}
         for t in tools:
@@ -84,6 +92,7 @@ class DeputyActivities:
         self.working_dir = Path(os.path.realpath(working_dir))
         self._provider_options = dict(provider_options or {})
         self._providers: dict[str, Provider] = {}
+        self.resources = WorkerResources(owned_resources, lease_backend, str(self.working_dir))
 
     def activities(self) -> list[Any]:
         """The bound activity functions to hand to a Temporal ``Worker``.
@@ -91,7 +100,15 @@ class DeputyActivities:
         Returns:
             The model-request and tool-call activities, bound to this registry.
         """
-        return [self.model_request, self.tool_call]
+        return [self.model_request, self.tool_call, *self.resources.shared_activities()]
+
+    def own_queue_activities(self) -> list[Any]:
+        """The activities this worker's own task queue serves (its owned resources').
+
+        Returns:
+            The tool-call and owned-resource cleanup activities.
+        """
+        return [self.tool_call, self.resources.cleanup]
 
     # -- model requests ---------------------------------------------------------------
 
@@ -149,8 +166,9 @@ class DeputyActivities:
         provider = self._provider(call.model)
         specs = (*self.tool_specs(call.tools), *call.extra_tools)
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
+        key = {IDEMPOTENCY_HEADER: idempotency_key(activity.info())}
         try:
-            with agent_name_scope(call.agent_name):
+            with agent_name_scope(call.agent_name), request_headers_scope(key):
                 if STATE.tracer is None:
                     turn = await _heartbeating(provider.complete(request))
                 else:
@@ -184,15 +202,17 @@ class DeputyActivities:
             The result the model sees (an error result when the tool is unknown, the call
             is denied, its arguments are invalid or it raised) and the denial reason.
         """
-        if STATE.tracer is None:
-            return await self._tool_call(call)
-        request = ContentToolRequest(call.request_id, call.name, call.arguments)
-        with tool_span(request, call.request_id) as current:
-            return await self._tool_call(call, current)
+        with self.resources.scope(call.route, str(self.working_dir)):
+            if STATE.tracer is None:
+                return await self._tool_call(call)
+            request = ContentToolRequest(call.request_id, call.name, call.arguments)
+            with tool_span(request, call.request_id) as current:
+                return await self._tool_call(call, current)
 
     async def _tool_call(self, call: ToolCall, traced: Any = None) -> ToolReply:
         """The tool call; ``traced``, when given, is its span (decision, failure)."""
-        t = self.tools.get(call.name) if call.name in call.offered else None
+        t = self.resources.tool(call.route, call.name) if call.name in call.offered else None
+        t = t or (self.tools.get(call.name) if call.name in call.offered else None)
         if t is None:
             names = ", ".join(call.offered) or "none"
             error = f"Unknown tool: {call.name}. Available tools: {names}"

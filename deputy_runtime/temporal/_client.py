@@ -10,7 +10,8 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import Permissions, UsageLimits
+from ..runtime import DelegationPolicy, Permissions, UsageLimits
+from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
@@ -135,6 +136,9 @@ def lead_input(
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
     max_active_delegations: int | None = None,
+    continue_as_new_after: int = 10_000,
+    delegation_policy: DelegationPolicy | None = None,
+    resources: Iterable[ResourceSpec] = (),
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -150,15 +154,26 @@ def lead_input(
         model_aliases: Model aliases for the definitions' ``model``.
         max_active_delegations: How many of the run's delegations run at once, as for
             ``LeadAgent`` (the others wait ``queued``, holding no budget); ``None``: all.
+        continue_as_new_after: History events after which the lead continues as new at
+            its next turn boundary (Temporal's own suggestion also triggers it).
+        delegation_policy: Its resource modes bind every delegation: shared needs
+            nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
+            owned factories and in-process lease backends are refused (they live on the
+            workers).
+        resources: Resource specs (:class:`OwnedResourceSpec`,
+            :class:`ExclusiveResourceSpec`), after the policy's.
 
     Returns:
         The input to pass to :func:`start_lead`.
 
     Raises:
         ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
-            ``can_use_tool`` callback, or ``max_active_delegations`` not a positive int
-            or ``None``.
-        DefinitionError: Two definitions share a name, or one names skills or MCP servers.
+            ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
+            or ``None``, or a ``continue_as_new_after`` below 1.
+        DefinitionError: Two definitions share a name, or one names skills or MCP
+            servers, or lists tools while an owned resource supplies its tools.
+        DelegationBindingError: A resource mode or policy setting cannot cross the
+            durable boundary.
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
@@ -171,6 +186,15 @@ def lead_input(
             f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
     check_durable_limits(usage_limits)
+    if (
+        isinstance(continue_as_new_after, bool)
+        or not isinstance(continue_as_new_after, int)
+        or continue_as_new_after < 1
+    ):
+        raise ValueError(
+            "continue_as_new_after must be a whole number of history events >= 1, "
+            f"got {continue_as_new_after!r}"
+        )
     values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
     specs = [agent_spec(d, model, model_aliases) for d in values]
     seen: set[str] = set()
@@ -178,6 +202,8 @@ def lead_input(
         if spec.name in seen:
             raise DefinitionError(f"Sub-agent {spec.name!r} is given twice")
         seen.add(spec.name)
+    bound = resource_specs(delegation_policy, resources)
+    check_owned(bound, specs)
     return LeadInput(
         task=task,
         model=model,
@@ -188,6 +214,8 @@ def lead_input(
         permissions=permission_spec(permissions or Permissions()),
         name=name,
         max_active_delegations=max_active_delegations,
+        continue_as_new_after=continue_as_new_after,
+        resources=bound,
     )
 
 

@@ -18,6 +18,7 @@ from typing import TypedDict
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
@@ -44,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._budget import Budget
+    from ._cancel import cancelling
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
@@ -66,11 +68,18 @@ TOOL_RETRY = RetryPolicy(
 )
 TOOL_TIMEOUT = timedelta(minutes=30)
 HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+#: A cancelled run waits for its activities to stop (they learn it at their next
+#: heartbeat), so nothing of the run is still running once it has ended.
+CANCELLATION = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
 
 #: The answer to a tool call of a reply after which the run stopped (as in-process).
 NOT_RUN = "The run stopped before this tool call ran."
 
 Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
+#: Called at each turn boundary (every call of the turn settled, before the next
+#: request) with the conversation and the requests sent so far; may continue as new.
+Boundary = Callable[[list[Turn], int], Awaitable[None]]
+ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -134,7 +143,8 @@ class AgentLoop:
     """One agent's run inside a workflow; see the module docstring.
 
     ``delegate`` handles ``delegate_to_agent`` calls (the lead's); ``events`` is the
-    workflow's event log, appended to in order.
+    workflow's event log, appended to in order; ``tool_runner``, when given, runs the
+    tool activities instead of the default dispatch (a delegation's bound resources).
     """
 
     def __init__(
@@ -151,6 +161,8 @@ class AgentLoop:
         lead_permissions: PermissionSpec | None = None,
         events: list[Event],
         delegate: Delegate | None = None,
+        boundary: Boundary | None = None,
+        tool_runner: ToolRunner | None = None,
     ) -> None:
         self.ids = ids
         self.model = model
@@ -164,19 +176,28 @@ class AgentLoop:
         self.lead_permissions = lead_permissions
         self.events = events
         self.delegate = delegate
+        self.tool_runner = tool_runner
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
+        self.boundary = boundary
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
         self.interrupt_reason = self.interrupt_reason or reason
 
-    async def run(self, task: str) -> AgentResult:
-        """Run the loop on ``task`` until the model answers or a limit or interrupt stops it."""
+    async def run(
+        self, task: str, turns: list[Turn] | None = None, requests: int = 0
+    ) -> AgentResult:
+        """Run the loop on ``task`` until the model answers or a limit or interrupt stops it.
+
+        ``turns`` and ``requests`` resume a run carried over a continue-as-new (its
+        ``RunStart`` is already in the log).
+        """
         ids = self.ids.fields()
-        self.events.append(RunStart(**ids, task=task, limits=self.limits))
-        turns: list[Turn] = [Turn("user", (ContentText(task),))]
-        stop_reason, error = await self._steps(turns)
+        if turns is None:
+            self.events.append(RunStart(**ids, task=task, limits=self.limits))
+            turns = [Turn("user", (ContentText(task),))]
+        stop_reason, error = await self._steps(turns, requests)
         if turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
@@ -198,8 +219,7 @@ class AgentLoop:
             **ids,
         )
 
-    async def _steps(self, turns: list[Turn]) -> tuple[StopReason, str | None]:
-        requests = 0
+    async def _steps(self, turns: list[Turn], requests: int) -> tuple[StopReason, str | None]:
         while True:
             if self.interrupt_reason is not None:
                 return StopReason.INTERRUPTED, None
@@ -214,6 +234,8 @@ class AgentLoop:
             try:
                 reply = await self._request(turns)
             except ActivityError as exc:
+                if cancelling(exc):
+                    raise
                 cause = exc.cause if exc.cause is not None else exc
                 return StopReason.PROVIDER_ERROR, str(cause)
             self.budget.add_response(reply.usage)
@@ -240,6 +262,8 @@ class AgentLoop:
                 *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
             )
             turns.append(Turn("user", tuple(results)))
+            if self.boundary is not None:
+                await self.boundary(turns, requests)
 
     async def _request(self, turns: list[Turn]) -> AssistantTurn:
         call = ModelCall(
@@ -256,7 +280,9 @@ class AgentLoop:
             call,
             result_type=ModelReply,
             start_to_close_timeout=MODEL_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a lost worker's request moves on soon
             retry_policy=MODEL_RETRY,
+            cancellation_type=CANCELLATION,
         )
         return reply.turn
 
@@ -309,6 +335,8 @@ class AgentLoop:
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
         )
+        if self.tool_runner is not None:  # routed to the delegation's resources
+            return await self.tool_runner(request)
         try:
             reply: ToolReply = await workflow.execute_activity(
                 TOOL_ACTIVITY,
@@ -317,8 +345,11 @@ class AgentLoop:
                 start_to_close_timeout=TOOL_TIMEOUT,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=TOOL_RETRY,
+                cancellation_type=CANCELLATION,
             )
         except ActivityError as exc:
+            if cancelling(exc):
+                raise
             cause = exc.cause if exc.cause is not None else exc
             error = f"Tool calling failed with error {cause}"
             return ToolReply(ContentToolResult(call.id, error=error))

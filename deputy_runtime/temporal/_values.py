@@ -13,11 +13,13 @@ import msgspec
 
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._resource_values import ResourceSpec, ToolRoute
 
 __all__ = [
     "AgentSpec",
     "LeadInput",
     "LeadOutput",
+    "LoopCheckpoint",
     "ModelCall",
     "PermissionSpec",
     "SubagentInput",
@@ -72,6 +74,12 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     params: dict[str, Any] = msgspec.field(default_factory=dict)
     #: How many of the run's delegations run at once (``None``: all); see ``_slots``.
     max_active_delegations: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    #: History events after which the lead continues as new at its next turn boundary.
+    continue_as_new_after: Annotated[int, msgspec.Meta(ge=1)] = 10_000
+    #: The loop's state when this run continues an earlier run of the chain as new (set
+    #: by the lead itself; ``None`` when starting a run).
+    checkpoint: LoopCheckpoint | None = None
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -89,6 +97,11 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     delegation_id: str
     parent_agent_id: str
     parent_run_id: str
+    #: History events after which the child continues as new at its next turn boundary.
+    continue_as_new_after: Annotated[int, msgspec.Meta(ge=1)] = 10_000
+    #: The loop's state when this run continues an earlier run of the chain as new.
+    checkpoint: LoopCheckpoint | None = None
+    resources: tuple[ResourceSpec, ...] = ()
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -133,6 +146,7 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     offered: tuple[str, ...]
     permissions: PermissionSpec
     lead_permissions: PermissionSpec | None = None
+    route: ToolRoute | None = None
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):
@@ -148,3 +162,31 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
 
     result: AgentResult
     events: tuple[str, ...] = ()
+    cleanup_error: str | None = None
+
+
+class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """An agent loop's state at a turn boundary, carried into the next run of a
+    continue-as-new chain as ``LeadInput.checkpoint`` or ``SubagentInput.checkpoint``.
+
+    ``used`` and ``cost_reported`` are the budget's counters (no reservation is held at a
+    boundary); ``events`` is the encoded log, or for a lead its newest part, and
+    ``events_base`` the number of events of the chain before it; ``subagents`` and
+    ``subagent_results`` are a lead's settled delegations; ``runs`` counts the chain's
+    runs so far.
+    """
+
+    agent_id: str
+    run_id: str
+    turns: tuple[Turn, ...]
+    requests: int
+    used: dict[str, float]
+    cost_reported: bool
+    permissions: PermissionSpec
+    lead_permissions: PermissionSpec | None = None
+    interrupt: str | None = None
+    subagents: tuple[SubagentRecord, ...] = ()
+    subagent_results: tuple[AgentResult | None, ...] = ()
+    events: tuple[str, ...] = ()
+    events_base: int = 0
+    runs: int = 1

@@ -10,6 +10,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from ._activities import DeputyActivities
 from ._parallel import ParallelDelegateWorkflow
+from ._resource_worker import paired_worker
 from ._trace import tracing_interceptors
 from ._workflows import LeadWorkflow, SubagentWorkflow
 
@@ -21,7 +22,8 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
-# that hold workflow code (``_workflows``, ``_loop``, ``_parallel``) and the packages above them.
+# that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
+# ``_checkpoint``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
 _PASSTHROUGH = (
@@ -48,6 +50,10 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._client",
     "deputy_runtime.temporal._converter",
     "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._idempotency",
+    "deputy_runtime.temporal._resource_records",
+    "deputy_runtime.temporal._resource_values",
+    "deputy_runtime.temporal._resource_worker",
     "deputy_runtime.temporal._slots",
     "deputy_runtime.temporal._trace",
     "deputy_runtime.temporal._values",
@@ -87,11 +93,18 @@ def deputy_worker(
     built, it runs Temporal's OpenTelemetry ``TracingInterceptor`` (unless ``client`` or
     ``options["interceptors"]`` already hold one), so its activities' spans continue the
     trace of the process that started the run.
+
+    A worker with owned-resource factories (``DeputyActivities(owned_resources=...)``)
+    also serves a task queue of its own, ``<task_queue>/worker-<hex>``, where the tool
+    calls and cleanups of the resources it made are sent; the returned worker runs and
+    stops both.
     """
     interceptors = list(options.pop("interceptors", ()))
     interceptors += tracing_interceptors([*client.config()["interceptors"], *interceptors])
-    return Worker(
+    return paired_worker(
         client,
+        activities.resources,
+        activities.own_queue_activities(),
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
         activities=activities.activities(),

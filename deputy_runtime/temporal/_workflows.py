@@ -23,10 +23,13 @@ import msgspec
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
+from ._cancel import cancelling
+from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
 from ._loop import AgentLoop, Ids, new_id
+from ._resource_flow import ResourceScope
 
 with workflow.unsafe.imports_passed_through():
-    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
+    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec, Turn
     from ..errors import PermissionCeilingError
     from ..runtime import (
         DELEGATE_DESCRIPTION,
@@ -49,11 +52,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._resource_values import applies_to
     from ._slots import Slots, take_slot
     from ._values import (
         AgentSpec,
         LeadInput,
         LeadOutput,
+        LoopCheckpoint,
         PermissionSpec,
         SubagentInput,
         SubagentOutput,
@@ -135,6 +140,7 @@ class _Delegation:
         self.completed_at: float | None = None
         self.error: str | None = None
         self.result: AgentResult | None = None
+        self.cleanup_error: str | None = None
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -156,7 +162,7 @@ class _Delegation:
             completed_at=self.completed_at,
             error=self.error,
             hook_error=None,
-            cleanup_error=None,
+            cleanup_error=self.cleanup_error,
         )
 
     def outcome(self) -> str:
@@ -208,10 +214,15 @@ def _now() -> float:
     return workflow.now().timestamp()
 
 
-def _encoded(events: list[Event], offset: int) -> list[str]:
+def _encoded(events: list[Event], offset: int, base: int = 0) -> list[str]:
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValueError(f"events query: offset must be a whole number >= 0, got {offset!r}")
-    return [encode_event(e).decode() for e in events[offset:]]
+    if offset < base:
+        raise ValueError(
+            f"events query: offset {offset} is before {base}, the first event this run of "
+            "the chain keeps (older ones were dropped when the run continued as new)"
+        )
+    return [encode_event(e).decode() for e in events[offset - base :]]
 
 
 @workflow.defn(name="DeputySubagent")
@@ -223,6 +234,7 @@ class SubagentWorkflow:
         self._interrupt: str | None = None
         self._loop: AgentLoop | None = None
         self._lead_permissions: PermissionSpec | None = None
+        self._request: SubagentInput | None = None
 
     @workflow.run
     async def run(self, request: SubagentInput) -> SubagentOutput:
@@ -243,21 +255,62 @@ class SubagentWorkflow:
             parent_agent_id=request.parent_agent_id,
             parent_run_id=request.parent_run_id,
         )
-        loop = self._loop = AgentLoop(
-            ids=ids,
-            model=request.model,
-            system_prompt=spec.system_prompt,
-            tools=spec.tools,
-            params=spec.params,
-            limits=request.limits,
-            permissions=request.permissions,
-            lead_permissions=self._lead_permissions or request.lead_permissions,
+        scope = ResourceScope(request)
+        self._request, checkpoint = request, request.checkpoint
+
+        async def run_loop() -> AgentResult:
+            loop = self._loop = AgentLoop(
+                ids=ids,
+                model=request.model,
+                system_prompt=spec.system_prompt,
+                tools=spec.tools,
+                extra_tools=scope.tool_specs,
+                params=spec.params,
+                limits=request.limits,
+                permissions=request.permissions,
+                lead_permissions=request.lead_permissions,
+                events=self._events,
+                # A delegation holding resources never continues as new: the new run
+                # would release its leases and owned resources and bind fresh ones.
+                boundary=None if request.resources else self._boundary,
+                tool_runner=scope.run_tool if request.resources else None,
+            )
+            turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
+            if self._lead_permissions is not None:  # signalled before the loop was built
+                loop.lead_permissions = self._lead_permissions
+            if self._interrupt is not None:
+                loop.interrupt(self._interrupt)
+            return await loop.run(request.message, turns, checkpoint.requests if checkpoint else 0)
+
+        interrupted = lambda: self._interrupt is not None  # noqa: E731
+        try:
+            result, cleanup_error = await scope.run(run_loop, self.interrupt, interrupted)
+        except BaseException as exc:
+            if cancelling(exc):
+                await self.on_cancelled()
+            raise
+        events = tuple(encode_event(e).decode() for e in self._events)
+        return SubagentOutput(result, events, cleanup_error)
+
+    async def _boundary(self, turns: list[Turn], requests: int) -> None:
+        assert self._loop is not None
+        assert self._request is not None
+        await continue_as_new_if_due(
+            self._request,
+            self._loop,
+            turns,
+            requests,
             events=self._events,
+            previous=self._request.checkpoint,
         )
-        if self._interrupt is not None:
-            loop.interrupt(self._interrupt)
-        result = await loop.run(request.message)
-        return SubagentOutput(result, tuple(encode_event(e).decode() for e in self._events))
+
+    async def on_cancelled(self) -> None:
+        """Clean up after this delegation was cancelled (the hook point for cleanup
+        activities, e.g. of owned resources); does nothing yet.
+
+        Temporal delivers a workflow's cancellation once, so activities awaited here
+        still run; the workflow ends ``CANCELED`` when this returns.
+        """
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
     def interrupt(self, reason: str = "interrupted") -> None:
@@ -307,6 +360,7 @@ class LeadWorkflow:
         self._specs: dict[str, AgentSpec] = {}
         self._delegations: list[_Delegation] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+        self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
         self._slots = Slots(None)
 
     @workflow.run
@@ -324,7 +378,13 @@ class LeadWorkflow:
         self._specs = {s.name: s for s in request.sub_agents}
         self._slots = Slots(request.max_active_delegations)
         names = tuple(self._specs)
-        ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
+        checkpoint = request.checkpoint
+        if checkpoint is None:
+            ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
+        else:
+            ids = Ids(
+                agent_id=checkpoint.agent_id, agent_name=request.name, run_id=checkpoint.run_id
+            )
         loop = self._loop = AgentLoop(
             ids=ids,
             model=request.model,
@@ -336,16 +396,48 @@ class LeadWorkflow:
             permissions=request.permissions,
             events=self._events,
             delegate=self._delegate,
+            boundary=self._boundary,
         )
+        turns, self._carried = None, checkpoint
+        if checkpoint is not None:
+            turns = resume(checkpoint, loop, self._events)
+            self._permissions = checkpoint.permissions
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
-        result = await loop.run(request.task)
+        try:
+            result = await loop.run(request.task, turns, checkpoint.requests if checkpoint else 0)
+        except BaseException as exc:
+            if cancelling(exc):  # every child's cancellation settles before the run ends
+                await workflow.wait_condition(lambda: not self._children)
+            raise
         # Interrupt signals still forwarding to children finish before the run returns.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return LeadOutput(
-            result=result,
-            subagents=tuple(d.record() for d in self._delegations),
-            subagent_results=tuple(d.result for d in self._delegations),
+        records, results = self._settled()
+        return LeadOutput(result=result, subagents=records, subagent_results=results)
+
+    def _settled(self) -> tuple[tuple[SubagentRecord, ...], tuple[AgentResult | None, ...]]:
+        """Every delegation's record and result, the earlier runs' of the chain first."""
+        carried = self._carried
+        return (
+            (carried.subagents if carried else ()) + tuple(d.record() for d in self._delegations),
+            (carried.subagent_results if carried else ())
+            + tuple(d.result for d in self._delegations),
+        )
+
+    async def _boundary(self, turns: list[Turn], requests: int) -> None:
+        assert self._loop is not None
+        assert self._request is not None
+        records, results = self._settled()
+        await continue_as_new_if_due(
+            self._request,
+            self._loop,
+            turns,
+            requests,
+            events=self._events,
+            previous=self._carried,
+            subagents=records,
+            subagent_results=results,
+            keep_bytes=EVENTS_CARRIED_BYTES,
         )
 
     @workflow.signal(name=INTERRUPT_SIGNAL)
@@ -406,7 +498,7 @@ class LeadWorkflow:
         Returns:
             Each event as JSON text (``encode_event``), in order.
         """
-        return _encoded(self._events, offset)
+        return _encoded(self._events, offset, self._carried.events_base if self._carried else 0)
 
     # -- delegations ------------------------------------------------------------------
 
@@ -492,10 +584,13 @@ class LeadWorkflow:
                 out.result.stop_reason,
             )
             d.error = out.result.error
+            d.cleanup_error = out.cleanup_error
             self._events.extend(decode_event(e) for e in out.events)
         except _SetupFailure as exc:
             d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
         except ChildWorkflowError as exc:
+            if cancelling(exc):
+                raise
             cause = exc.cause if exc.cause is not None else exc
             d.status, d.stop_reason, d.error = FAILED, StopReason.ERROR, str(cause)
         finally:
@@ -546,4 +641,6 @@ class LeadWorkflow:
             delegation_id=d.ids.delegation_id or "",
             parent_agent_id=d.ids.parent_agent_id or "",
             parent_run_id=d.ids.parent_run_id or "",
+            continue_as_new_after=request.continue_as_new_after,
+            resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
         )

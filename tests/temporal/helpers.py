@@ -28,20 +28,25 @@ def run_workflow_ids(lead_id: str, out: LeadOutput) -> list[str]:
     ]
 
 
-async def assert_replays(client: Client, workflow_ids: Iterable[str]) -> int:
-    """Replay each finished workflow's history; fail on any nondeterminism. Returns how
-    many histories were replayed."""
+async def assert_replays(
+    client: Client, workflow_ids: Iterable[str], *, run_ids: Iterable[str | None] = (None,)
+) -> int:
+    """Replay each finished workflow's history (each of ``run_ids`` of it: ``None`` is
+    the latest run); fail on any nondeterminism. Returns how many histories were
+    replayed."""
     replayer = Replayer(
         workflows=[LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow],
         data_converter=data_converter,
         workflow_runner=workflow_runner(),
     )
     count = 0
+    runs = tuple(run_ids)
     for wid in workflow_ids:
-        history = await client.get_workflow_handle(wid).fetch_history()
-        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert replayed.replay_failure is None, (wid, replayed.replay_failure)
-        count += 1
+        for run_id in runs:
+            history = await client.get_workflow_handle(wid, run_id=run_id).fetch_history()
+            replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert replayed.replay_failure is None, (wid, run_id, replayed.replay_failure)
+            count += 1
     return count
 
 
@@ -52,6 +57,22 @@ async def was_signalled(client: Client, workflow_id: str) -> bool:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             return True
     return False
+
+
+async def chain_run_ids(client: Client, workflow_id: str) -> list[str]:
+    """Every run of a workflow's continue-as-new chain, first to last, read from the
+    histories (each run's last event names the next run)."""
+    described = await client.get_workflow_handle(workflow_id).describe()
+    run_ids = [described.raw_description.workflow_execution_info.first_run_id]
+    assert run_ids[0], f"{workflow_id}: the server did not name the chain's first run"
+    while True:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_ids[-1]).fetch_history()
+        last = history.events[-1]
+        if last.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            return run_ids
+        run_ids.append(
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+        )
 
 
 async def most_children_open(client: Client, workflow_id: str) -> int:
