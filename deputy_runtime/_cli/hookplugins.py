@@ -1,20 +1,24 @@
-"""The hooks ``--plugin`` modules give a worker: each module's ``hooks`` attribute.
+"""The hooks ``--plugin`` modules give a worker: each module's ``hooks`` attribute, and
+its ``can_use_tool`` permission callback.
 
 A plugin's ``hooks`` is a :class:`~deputy_runtime.Hooks` registry, or a function taking no
 arguments that returns one. The worker runs them all, plugin by plugin in the order the
 plugins were given, each plugin's callbacks in their registration order (the first
-decision wins, as for one registry).
+decision wins, as for one registry). A plugin's ``can_use_tool`` is the worker's
+``DeputyActivities(can_use_tool=...)``; a worker has one callback, so two plugins giving
+one are refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from ..runtime import HookEvent, HookMatcher, Hooks
 from .leadsetup import UsageError
 
-__all__ = ["plugin_hooks"]
+__all__ = ["plugin_can_use_tool", "plugin_hooks"]
 
 
 def plugin_hooks(modules: Sequence[ModuleType]) -> tuple[Hooks, int]:
@@ -44,3 +48,29 @@ def plugin_hooks(modules: Sequence[ModuleType]) -> tuple[Hooks, int]:
         matchers.extend(m for event in HookEvent for m in value.matchers(event))
     # Registration order across events does not matter: each event has its own order.
     return Hooks(matchers), len(matchers)
+
+
+def plugin_can_use_tool(modules: Sequence[ModuleType]) -> dict[str, Any]:
+    """``{"can_use_tool": callback}`` from the plugin giving one (``{}`` when none does).
+
+    Raises:
+        UsageError: A plugin's ``can_use_tool`` is not callable, or two plugins give one.
+    """
+    found: dict[str, Any] = {}
+    owner = ""
+    for module in modules:
+        value = getattr(module, "can_use_tool", None)
+        if value is None:
+            continue
+        if not callable(value):
+            raise UsageError(
+                f"plugin {module.__name__}: can_use_tool must be a function "
+                f"(tool_name, arguments, context), got {type(value).__name__}"
+            )
+        if found:
+            raise UsageError(
+                f"plugins {owner} and {module.__name__} both give a can_use_tool callback; "
+                "a worker has one"
+            )
+        found, owner = {"can_use_tool": value}, module.__name__
+    return found

@@ -4,7 +4,8 @@ The worker serves the lead and subagent workflows and the model-request and tool
 activities on one task queue. Its tool registry is ``run``'s: the file tools confined to
 the current directory, then each ``--plugin`` module's ``tools``; providers are the
 registered ones (a plugin may ``register_provider``); its hooks are the plugins' ``hooks``
-(every worker of a task queue must have the same). The definitions under ``--agents``
+and its permission callback a plugin's ``can_use_tool`` (every worker of a task queue
+must have the same). The definitions under ``--agents``
 are read and checked at start, as ``run`` reads them: each tool they name must be in the
 registry, so a worker that could not serve them refuses to start. (The definitions a run
 uses travel in the run's input; every worker of a task queue must be able to resolve
@@ -32,7 +33,7 @@ from typing import Any
 from ..definitions import AgentDefinition
 from ..runtime import Hooks
 from ..tools import Tool
-from .hookplugins import plugin_hooks
+from .hookplugins import plugin_can_use_tool, plugin_hooks
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 from .otlp import start_otlp
 
@@ -105,7 +106,7 @@ def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:
                 )
             owned.update(found)
         backend = getattr(module, "lease_backend", None) or backend
-    return {"owned_resources": owned, "lease_backend": backend}
+    return {"owned_resources": owned, "lease_backend": backend, **plugin_can_use_tool(modules)}
 
 
 async def _serve(

@@ -36,17 +36,17 @@ from ..runtime import (
     HookEvent,
     Hooks,
     LeaseBackend,
-    PermissionDeny,
     Permissions,
     chat_reply,
     chat_span,
-    hook_refusal,
     tool_span,
 )
 from ..tools import Tool, invoke_tool
+from ._gate_report import GateReport
 from ._hooks import HOOK_ACTIVITY, HookCall, HookReply, ToolCallHooks, run_hook
 from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
 from ._resource_worker import OwnedResourceFactory, WorkerResources
+from ._tool_gate import CanUseTool, announce_start, tool_gate
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
@@ -84,6 +84,9 @@ class DeputyActivities:
     resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
     ``hooks`` run around every tool call and for the lead-side events a run asks for
     (see ``_hooks``); every worker of a task queue must register the same ones.
+    ``can_use_tool`` is the permission callback of the runs that ask for it
+    (``lead_input(worker_can_use_tool=True)``), consulted after the static checks as
+    ``Permissions(can_use_tool=...)`` is in-process; the same one on every worker.
     """
 
     def __init__(
@@ -95,9 +98,15 @@ class DeputyActivities:
         owned_resources: Mapping[str, OwnedResourceFactory] | None = None,
         lease_backend: LeaseBackend | None = None,
         hooks: Hooks | None = None,
+        can_use_tool: CanUseTool | None = None,
     ) -> None:
         if hooks is not None and not isinstance(hooks, Hooks):
             raise TypeError(f"DeputyActivities hooks must be a Hooks registry, got {hooks!r}")
+        if can_use_tool is not None and not callable(can_use_tool):
+            raise TypeError(
+                f"DeputyActivities can_use_tool must be callable or None, got {can_use_tool!r}"
+            )
+        self.can_use_tool = can_use_tool
         self.hooks = hooks if hooks is not None else Hooks()
         registry: dict[str, Tool] = {}
         for t in tools:
@@ -187,7 +196,8 @@ class DeputyActivities:
                 bad-request errors or an unknown provider.
         """
         provider = self._provider(call.model)
-        specs = (*self.tool_specs(call.tools), *call.extra_tools)
+        named = self.tool_specs(call.tools)
+        specs = (*call.extra_tools, *named) if call.extra_first else (*named, *call.extra_tools)
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
         key = {IDEMPOTENCY_HEADER: idempotency_key(activity.info())}
         try:
@@ -242,43 +252,24 @@ class DeputyActivities:
             unknown = f"Unknown tool: {call.name}. Available tools: {names}"
             if traced is not None:
                 traced.set_attribute("deputy.permission.decision", "deny")
-            return ToolReply(ContentToolResult(call.request_id, error=unknown))
-        hooks = ToolCallHooks(self.hooks, call, self.working_dir)
-        denial = self._permissions(call.permissions).check_static(t, call.arguments)
-        suffix = ""
-        allowed_by_hook = False
-        if denial is None and call.lead_permissions is not None:
-            denial = self._permissions(call.lead_permissions).check_static(t, call.arguments)
-            suffix = " (lead's current permissions)"
-        elif denial is not None and not denial.final and hooks.wants(HookEvent.PermissionRequest):
-            # An agent's own denied call may be approved (never a subagent's: the ceiling
-            # holds); final denials are never put to the hooks.
-            decision = await hooks.fire(
-                HookEvent.PermissionRequest, permission_reason=denial.reason
-            )
-            if decision is not None and decision.decision == "allow":
-                denial, allowed_by_hook = None, True
-            elif decision is not None and decision.reason:
-                denial = PermissionDeny(decision.reason, denial.interrupt)
-        if traced is not None:
-            traced.set_attribute("deputy.permission.decision", "deny" if denial else "allow")
-        if denial is not None:
-            reason = f"{denial.reason}{suffix}"
-            await hooks.fire(
-                HookEvent.Notification, tool=False, message=f"permission_denied: {reason}"
-            )
-            result = ContentToolResult(call.request_id, error=f"Permission denied: {reason}")
-            return ToolReply(result, denied=reason, hook_errors=tuple(hooks.errors))
-        decision = await hooks.fire(HookEvent.PreToolUse)
-        refusal = hook_refusal(decision)
-        if refusal is not None:
-            stop = decision.reason if decision and decision.decision == "stop" else None
+            # Refused before the gate, as in-process: no event at all.
             return ToolReply(
-                ContentToolResult(call.request_id, error=refusal),
-                stop=stop,
-                hook_errors=tuple(hooks.errors),
-                allowed_by_hook=allowed_by_hook,
+                ContentToolResult(call.request_id, error=unknown), gate=GateReport(started=False)
             )
+        hooks = ToolCallHooks(self.hooks, call, self.working_dir)
+        lead = call.lead_permissions
+        gate = await tool_gate(
+            t,
+            call,
+            hooks,
+            self._permissions(call.permissions),
+            None if lead is None else self._permissions(lead),
+            self.can_use_tool,
+            traced,
+        )
+        if isinstance(gate, ToolReply):  # refused before it ran
+            return gate
+        await announce_start(call, gate)
         value: Any = None
         error: str | None = None
         try:
@@ -300,7 +291,11 @@ class DeputyActivities:
             else ContentToolResult(call.request_id, error=error)
         )
         return ToolReply(
-            result, stop=stop, hook_errors=tuple(hooks.errors), allowed_by_hook=allowed_by_hook
+            result,
+            stop=stop,
+            hook_errors=tuple(hooks.errors),
+            allowed_by_hook=gate.allowed_by_hook,
+            gate=gate.report(started=True),
         )
 
     # -- hooks ----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def child_permissions(lead: PermissionSpec, spec: AgentSpec) -> PermissionSpec:
 
     Returns:
         The child's permissions: its mode, the lead's deny list plus the definition's
-        ``disallowed_tools``, the lead's allow list and write root.
+        ``disallowed_tools``, the lead's allow list, write root and ``can_use_tool``.
 
     Raises:
         PermissionCeilingError: The definition's mode is wider than the lead allows.
@@ -41,4 +41,5 @@ def child_permissions(lead: PermissionSpec, spec: AgentSpec) -> PermissionSpec:
         allow=tuple(sorted(ceiling.allow)),
         deny=tuple(sorted(ceiling.deny)),
         write_root=lead.write_root,
+        can_use_tool=lead.can_use_tool,  # the ceiling keeps the callback, as in-process
     )

@@ -78,29 +78,38 @@ def agent_spec(
     )
 
 
-def permission_spec(permissions: Permissions) -> PermissionSpec:
+def permission_spec(
+    permissions: Permissions, *, worker_can_use_tool: bool = False
+) -> PermissionSpec:
     """The plain-data part of ``permissions``.
 
     Args:
         permissions: The permissions to send.
+        worker_can_use_tool: Put the calls to the workers' ``can_use_tool`` callback
+            (``DeputyActivities(can_use_tool=...)``) after the static checks.
 
     Returns:
-        Mode, allow and deny lists and write root as data.
+        Mode, allow and deny lists, write root and the callback flag as data.
 
     Raises:
         ValueError: They carry a ``can_use_tool`` callback, which cannot be recorded in a
-            workflow's history.
+            workflow's history, or ``worker_can_use_tool`` is not a bool.
     """
     if permissions.can_use_tool is not None:
         raise ValueError(
             "permissions: can_use_tool callbacks cannot cross the durable boundary; "
-            "use allow/deny lists or a permission mode"
+            "register the callback on every worker (DeputyActivities(can_use_tool=...), or "
+            "a --plugin module's can_use_tool) and start the run with "
+            "lead_input(..., worker_can_use_tool=True)"
         )
+    if not isinstance(worker_can_use_tool, bool):
+        raise ValueError(f"worker_can_use_tool must be True or False, got {worker_can_use_tool!r}")
     return PermissionSpec(
         mode=permissions.mode,
         allow=tuple(sorted(permissions.allow)),
         deny=tuple(sorted(permissions.deny)),
         write_root=None if permissions.write_root is None else str(permissions.write_root),
+        can_use_tool=worker_can_use_tool,
     )
 
 
@@ -141,6 +150,7 @@ def lead_input(
     delegation_policy: DelegationPolicy | None = None,
     resources: Iterable[ResourceSpec] = (),
     hook_events: Iterable[HookEvent | str] = (),
+    worker_can_use_tool: bool = False,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -169,6 +179,10 @@ def lead_input(
             SubagentStop, and PreToolUse / PostToolUse / PostToolUseFailure around the
             lead's ``delegate_to_agent`` calls). Hooks around tool calls run in the tool
             activity whatever this says; a run without these events pays no activity.
+        worker_can_use_tool: Put every tool call of the run (the lead's and, through the
+            permission ceiling, its subagents') to the workers' ``can_use_tool``
+            callback after the static checks, as ``Permissions(can_use_tool=...)`` does
+            in-process. A worker without one denies such calls.
 
     Returns:
         The input to pass to :func:`start_lead`.
@@ -220,7 +234,9 @@ def lead_input(
         tools=tuple(tools),
         system_prompt=system_prompt,
         limits=usage_limits if usage_limits is not None else UsageLimits(),
-        permissions=permission_spec(permissions or Permissions()),
+        permissions=permission_spec(
+            permissions or Permissions(), worker_can_use_tool=worker_can_use_tool
+        ),
         name=name,
         max_active_delegations=max_active_delegations,
         continue_as_new_after=continue_as_new_after,

@@ -37,13 +37,22 @@ with workflow.unsafe.imports_passed_through():
         hook_warning,
     )
     from ._cancel import cancelling
+    from ._gate_report import GatePassed, GateReport, GateStepKind
     from ._hooks import HOOK_ACTIVITY, HookCall, HookReply
     from ._values import ToolReply
 
 if TYPE_CHECKING:
     from ._loop import AgentLoop
 
-__all__ = ["HOOK_RETRY", "LeadHooks", "after_tool_reply", "delegate_with_hooks"]
+__all__ = [
+    "HOOK_RETRY",
+    "LeadHooks",
+    "ToolStarts",
+    "after_tool_reply",
+    "delegate_with_hooks",
+    "expect_start",
+    "tool_started",
+]
 
 #: A hook activity is retried only when the worker running it is lost.
 HOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
@@ -51,25 +60,103 @@ HOOK_TIMEOUT = timedelta(minutes=30)
 HOOK_HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 
 
-def after_tool_reply(loop: AgentLoop, call: ContentToolRequest, reply: ToolReply) -> None:
-    """Apply what the worker's hooks did around one tool call to the run."""
-    if reply.allowed_by_hook:
-        loop.events.append(
-            PermissionEvent(
-                **loop.ids.fields(), tool_call_id=call.id, tool_name=call.name, decision="allow"
-            )
-        )
-    warn(loop, reply.hook_errors)
+class ToolStarts:
+    """An agent loop's tool calls in flight: each one's ``tool_start`` until its gate is
+    logged, and for calls the worker's ``deputy_tool_started`` signal logged early, how
+    many of their hook errors that log already announced."""
+
+    __slots__ = ("logged", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, tuple[ContentToolRequest, Callable[[], None]]] = {}
+        self.logged: dict[str, int] = {}
+
+
+def expect_start(loop: AgentLoop, call: ContentToolRequest, start: Callable[[], None]) -> None:
+    """Register a call about to go to its tool activity; ``start`` appends its
+    ``tool_start``."""
+    loop.starts.waiting[call.id] = (call, start)
+
+
+def tool_started(loop: AgentLoop | None, passed: GatePassed) -> None:
+    """The ``deputy_tool_started`` signal: log the call's gate and ``tool_start`` now,
+    while the tool runs. A signal for a call not waiting (logged already, or from a
+    retried attempt) changes nothing."""
+    if loop is None:
+        return
+    waiting = loop.starts.waiting.pop(passed.tool_call_id, None)
+    if waiting is None:
+        return
+    call, start = waiting
+    loop.starts.logged[call.id] = _log_gate(loop, call, passed.report)
+    start()
+
+
+def after_tool_reply(
+    loop: AgentLoop, call: ContentToolRequest, reply: ToolReply, start: Callable[[], None]
+) -> bool:
+    """Log what the worker's gate and hooks did around one tool call, in the in-process
+    order, and apply it to the run; ``start`` appends the call's ``tool_start``.
+
+    The gate's steps come first (hook warnings, the permission decision), then
+    ``tool_start`` if the tool ran, then the warnings of its PostToolUse hooks (the
+    caller appends ``tool_end``). A denied or refused call gets no ``tool_start``. A call
+    whose gate the worker's signal logged already gets only the rest.
+
+    Returns:
+        Whether the tool ran (so its ``tool_end`` is due).
+    """
+    starts = loop.starts
+    starts.waiting.pop(call.id, None)
+    before = starts.logged.pop(call.id, None)
+    started = before is not None  # its tool_start is in the log: its tool_end is due
+    if before is None:
+        gate = reply.gate
+        before = 0 if gate is None else _log_gate(loop, call, gate)
+        started = gate is None or gate.started
+        if started:
+            start()
+    if started:
+        warn(loop, reply.hook_errors[before:])
     loop.hook_errors.extend(reply.hook_errors)
     if reply.stop is not None:
         stop(loop)
+    return started
+
+
+def _log_gate(loop: AgentLoop, call: ContentToolRequest, gate: GateReport) -> int:
+    """Append the gate's events; returns how many hook errors they announced."""
+    fields = loop.ids.fields()
+    errors = 0
+    for step in gate.steps:
+        if step.kind is GateStepKind.HOOK_ERROR:
+            warn(loop, (step.text or "",))
+            errors += 1
+        else:
+            loop.events.append(
+                PermissionEvent(
+                    **fields,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    decision=step.kind.value,
+                    reason=step.text,
+                )
+            )
+    if gate.interrupt:  # a denial that stops the run, as in-process
+        halt(loop, StopReason.INTERRUPTED)
+    return errors
 
 
 def stop(loop: AgentLoop) -> None:
     """End the run at its next boundary with ``hook_requested_stop`` (an earlier reason
     to stop is kept)."""
+    halt(loop, StopReason.HOOK_REQUESTED_STOP)
+
+
+def halt(loop: AgentLoop, reason: StopReason) -> None:
+    """End the run at its next boundary with ``reason`` (an earlier reason is kept)."""
     if loop.stop_reason is None:
-        loop.stop_reason = StopReason.HOOK_REQUESTED_STOP
+        loop.stop_reason = reason
 
 
 def warn(loop: AgentLoop, errors: tuple[str, ...]) -> None:
@@ -82,12 +169,19 @@ async def delegate_with_hooks(
     loop: AgentLoop,
     call: ContentToolRequest,
     delegate: Callable[[ContentToolRequest], Awaitable[ContentToolResult]],
-) -> ContentToolResult:
+    start: Callable[[], None],
+) -> tuple[ContentToolResult, bool]:
     """A ``delegate_to_agent`` call inside the lead's PreToolUse and PostToolUse hooks, as
-    every call of the in-process lead is (when the run asks for those events)."""
+    every call of the in-process lead is (when the run asks for those events).
+
+    ``start`` appends the call's ``tool_start``: after the PreToolUse hooks, as
+    in-process. Returns the result and whether the call ran (a refused one has no
+    ``tool_start`` and no ``tool_end``).
+    """
     hooks = loop.lead_hooks
     if hooks is None:
-        return await delegate(call)
+        start()
+        return await delegate(call), True
     if hooks.wants(HookEvent.PreToolUse):
         reply = await hooks.fire(loop, hooks.tool_input(loop, HookEvent.PreToolUse, call))
         loop.hook_errors.extend(reply.errors)
@@ -95,7 +189,8 @@ async def delegate_with_hooks(
         if refusal is not None:
             if reply.decision is not None and reply.decision.decision == "stop":
                 stop(loop)
-            return ContentToolResult(call.id, error=refusal)
+            return ContentToolResult(call.id, error=refusal), False
+    start()
     result = await delegate(call)
     event = HookEvent.PostToolUse if result.error is None else HookEvent.PostToolUseFailure
     if hooks.wants(event):
@@ -106,7 +201,7 @@ async def delegate_with_hooks(
         loop.hook_errors.extend(reply.errors)
         if reply.decision is not None and reply.decision.decision == "stop":
             stop(loop)
-    return result
+    return result, True
 
 
 class LeadHooks:

@@ -20,7 +20,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
-from ._hookflow import LeadHooks, after_tool_reply, delegate_with_hooks
+from ._hookflow import LeadHooks, ToolStarts, after_tool_reply, delegate_with_hooks, expect_start
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
@@ -36,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
         Event,
         ModelRequestEvent,
         ModelResponseEvent,
-        PermissionEvent,
         RunStart,
         StopEvent,
         StopReason,
@@ -186,6 +185,7 @@ class AgentLoop:
         self.lead_hooks = lead_hooks
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
+        self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -295,6 +295,7 @@ class AgentLoop:
             tools=self.tools,
             extra_tools=self.extra_tools,
             params=self.params,
+            extra_first=self.delegate is not None,  # a lead's delegate tool comes first
         )
         reply: ModelReply = await workflow.execute_activity(
             MODEL_ACTIVITY,
@@ -317,26 +318,23 @@ class AgentLoop:
                 call.id, error="The run was interrupted; the call did not run."
             )
         ids = self.ids.fields()
-        self.events.append(
-            ToolStart(**ids, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments)
-        )
-        denied: str | None = None
-        if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
-            result = await delegate_with_hooks(self, call, self.delegate)
-        else:
-            reply = await self._run_tool(call)
-            result, denied = reply.result, reply.denied
-            after_tool_reply(self, call, reply)
-        if denied is not None:
+
+        def start() -> None:  # after the gate, as in-process (see ``after_tool_reply``)
             self.events.append(
-                PermissionEvent(
-                    **ids,
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    decision="deny",
-                    reason=denied,
+                ToolStart(
+                    **ids, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments
                 )
             )
+
+        if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
+            result, ran = await delegate_with_hooks(self, call, self.delegate, start)
+        else:
+            expect_start(self, call, start)
+            reply = await self._run_tool(call)
+            result = reply.result
+            ran = after_tool_reply(self, call, reply, start)
+        if not ran:  # refused: no tool_start, no tool_end
+            return result
         self.events.append(
             ToolEnd(
                 **ids,

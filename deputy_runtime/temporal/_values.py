@@ -13,6 +13,7 @@ import msgspec
 
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._gate_report import GateReport
 from ._resource_values import ResourceSpec, ToolRoute
 
 __all__ = [
@@ -39,6 +40,9 @@ class PermissionSpec(msgspec.Struct, frozen=True, gc=False):
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     write_root: str | None = None
+    #: The calls are put to the workers' ``can_use_tool`` callback after the static
+    #: checks (``DeputyActivities(can_use_tool=...)``); a subagent's ceiling keeps it.
+    can_use_tool: bool = False
 
 
 class AgentSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -129,6 +133,9 @@ class ModelCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     tools: tuple[str, ...] = ()
     extra_tools: tuple[ToolSpec, ...] = ()
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Offer ``extra_tools`` before the registry tools (a lead's ``delegate_to_agent``
+    #: comes first, as in-process).
+    extra_first: bool = False
 
 
 class ModelReply(msgspec.Struct, frozen=True, gc=False):
@@ -170,6 +177,9 @@ class ToolReply(msgspec.Struct, frozen=True, gc=False):
     hook_errors: tuple[str, ...] = ()
     #: A PermissionRequest hook allowed a call the rules denied.
     allowed_by_hook: bool = False
+    #: What the gate did, in order (``None``: the tool ran, as for a reply the workflow
+    #: made itself when the activity failed); the workflow logs the events from it.
+    gate: GateReport | None = None
 
 
 class SubagentOutput(msgspec.Struct, frozen=True, gc=False):

@@ -50,6 +50,7 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._client",
     "deputy_runtime.temporal._converter",
     "deputy_runtime.temporal._devserver",
+    "deputy_runtime.temporal._gate_report",
     "deputy_runtime.temporal._idempotency",
     "deputy_runtime.temporal._resource_records",
     "deputy_runtime.temporal._resource_values",

@@ -25,7 +25,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
-from ._hookflow import LeadHooks
+from ._hookflow import LeadHooks, tool_started
 from ._loop import AgentLoop, Ids, new_id
 from ._resource_flow import ResourceScope
 
@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._gate_report import TOOL_STARTED_SIGNAL, GatePassed
     from ._resource_values import applies_to
     from ._slots import Slots, take_slot
     from ._values import (
@@ -350,6 +351,15 @@ class SubagentWorkflow:
         if self._loop is not None:
             self._loop.lead_permissions = permissions
 
+    @workflow.signal(name=TOOL_STARTED_SIGNAL)
+    def tool_started(self, passed: GatePassed) -> None:
+        """A tool activity passed its gate: log the gate's events and ``tool_start`` now.
+
+        Args:
+            passed: The call's id and what its gate did.
+        """
+        tool_started(self._loop, passed)
+
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
         """The encoded events from ``offset`` on.
@@ -504,6 +514,15 @@ class LeadWorkflow:
         if self._request is not None:
             return self._request.permissions
         return PermissionSpec()
+
+    @workflow.signal(name=TOOL_STARTED_SIGNAL)
+    def tool_started(self, passed: GatePassed) -> None:
+        """A tool activity passed its gate: log the gate's events and ``tool_start`` now.
+
+        Args:
+            passed: The call's id and what its gate did.
+        """
+        tool_started(self._loop, passed)
 
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
