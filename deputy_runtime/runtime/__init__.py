@@ -136,3 +136,4 @@ from ._usage import Reservation as Reservation
 from ._context import hook_warning as hook_warning
 from ._gate import hook_refusal as hook_refusal
 from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
+from ._permissions import delegate_placeholder as delegate_placeholder

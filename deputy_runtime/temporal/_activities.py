@@ -46,7 +46,13 @@ from ._gate_report import GateReport
 from ._hooks import HOOK_ACTIVITY, HookCall, HookReply, ToolCallHooks, run_hook
 from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
 from ._resource_worker import OwnedResourceFactory, WorkerResources
-from ._tool_gate import CanUseTool, announce_start, tool_gate
+from ._tool_gate import (
+    DELEGATE_GATE_ACTIVITY,
+    CanUseTool,
+    announce_start,
+    delegate_gate,
+    tool_gate,
+)
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
@@ -131,6 +137,7 @@ class DeputyActivities:
             self.model_request,
             self.tool_call,
             self.hook,
+            self.delegate_gate,
             *self.resources.shared_activities(),
         ]
 
@@ -297,6 +304,20 @@ class DeputyActivities:
             allowed_by_hook=gate.allowed_by_hook,
             gate=gate.report(started=True),
         )
+
+    @activity.defn(name=DELEGATE_GATE_ACTIVITY)
+    async def delegate_gate(self, call: ToolCall) -> ToolReply:
+        """Check a lead's ``delegate_to_agent`` call against its permissions.
+
+        Args:
+            call: The call and the lead's permissions.
+
+        Returns:
+            The refusal, or a reply whose gate says the delegation may start.
+        """
+        hooks = ToolCallHooks(self.hooks, call, self.working_dir)
+        own = self._permissions(call.permissions)
+        return await _heartbeating(delegate_gate(call, hooks, own, self.can_use_tool))
 
     # -- hooks ----------------------------------------------------------------------------
 

@@ -37,9 +37,10 @@ with workflow.unsafe.imports_passed_through():
         hook_warning,
     )
     from ._cancel import cancelling
-    from ._gate_report import GatePassed, GateReport, GateStepKind
+    from ._gate_report import GatePassed, GateReport, GateStep, GateStepKind
     from ._hooks import HOOK_ACTIVITY, HookCall, HookReply
-    from ._values import ToolReply
+    from ._tool_gate import DELEGATE_GATE_ACTIVITY
+    from ._values import PermissionSpec, ToolCall, ToolReply
 
 if TYPE_CHECKING:
     from ._loop import AgentLoop
@@ -178,6 +179,10 @@ async def delegate_with_hooks(
     in-process. Returns the result and whether the call ran (a refused one has no
     ``tool_start`` and no ``tool_end``).
     """
+    if _gated(loop.permissions):
+        refused = await _delegate_permission(loop, call)
+        if refused is not None:
+            return refused, False
     hooks = loop.lead_hooks
     if hooks is None:
         start()
@@ -202,6 +207,56 @@ async def delegate_with_hooks(
         if reply.decision is not None and reply.decision.decision == "stop":
             stop(loop)
     return result, True
+
+
+def _gated(permissions: PermissionSpec) -> bool:
+    """Whether a lead's ``delegate_to_agent`` call needs the permission activity: the mode
+    rules exempt it, the allow and deny lists and the callback do not."""
+    return permissions.can_use_tool or bool(permissions.allow or permissions.deny)
+
+
+async def _delegate_permission(
+    loop: AgentLoop, call: ContentToolRequest
+) -> ContentToolResult | None:
+    """Check a ``delegate_to_agent`` call on a worker (``deputy_delegate_gate``); log what
+    the check did; the refusal, or ``None`` when the delegation may go ahead. A check
+    that fails on every attempt denies the call (fail closed)."""
+    request = ToolCall(
+        request_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        offered=(),
+        permissions=loop.permissions,
+        **loop.ids.fields(),
+    )
+    try:
+        reply: ToolReply = await workflow.execute_activity(
+            DELEGATE_GATE_ACTIVITY,
+            request,
+            result_type=ToolReply,
+            start_to_close_timeout=HOOK_TIMEOUT,
+            heartbeat_timeout=HOOK_HEARTBEAT_TIMEOUT,
+            retry_policy=HOOK_RETRY,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+    except ActivityError as exc:
+        if cancelling(exc):
+            raise
+        cause = exc.cause if exc.cause is not None else exc
+        reason = f"Tool '{call.name}' denied: the permission check failed: {cause}"
+        step = GateStep(GateStepKind.DENY, reason)
+        reply = ToolReply(
+            ContentToolResult(call.id, error=f"Permission denied: {reason}"),
+            denied=reason,
+            gate=GateReport(started=False, steps=(step,)),
+        )
+    gate = reply.gate
+    if gate is not None:
+        _log_gate(loop, call, gate)
+    loop.hook_errors.extend(reply.hook_errors)
+    if gate is not None and gate.started:
+        return None
+    return reply.result
 
 
 class LeadHooks:

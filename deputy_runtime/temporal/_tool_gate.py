@@ -18,13 +18,39 @@ from temporalio import activity
 from temporalio.service import RPCError
 
 from ..chat import ContentToolResult
-from ..runtime import HookEvent, PermissionDeny, Permissions, hook_refusal
+from ..runtime import (
+    DELEGATE_TOOL_NAME,
+    HookEvent,
+    PermissionDeny,
+    Permissions,
+    delegate_placeholder,
+    hook_refusal,
+)
 from ..tools import Tool
 from ._gate_report import TOOL_STARTED_SIGNAL, GateLog, GatePassed, GateStepKind
 from ._hooks import ToolCallHooks
 from ._values import ToolCall, ToolReply
 
-__all__ = ["NO_CALLBACK", "CanUseTool", "announce_start", "tool_gate"]
+__all__ = [
+    "DELEGATE_GATE_ACTIVITY",
+    "NO_CALLBACK",
+    "CanUseTool",
+    "announce_start",
+    "delegate_gate",
+    "tool_gate",
+]
+
+#: The activity checking a durable lead's ``delegate_to_agent`` call (see
+#: :func:`delegate_gate`).
+DELEGATE_GATE_ACTIVITY = "deputy_delegate_gate"
+#: A lead's delegate tool as the permission rules see it: exempt from the mode rules,
+#: not from the allow and deny lists or the callback (the placeholder never runs).
+_DELEGATE_TOOL = Tool(
+    name=DELEGATE_TOOL_NAME,
+    description="Delegate a task to a subagent.",
+    parameters={"type": "object"},
+    function=delegate_placeholder,
+)
 
 #: ``can_use_tool(tool_name, arguments, context)`` as ``Permissions`` takes it (sync or
 #: async, returning ``PermissionAllow`` or ``PermissionDeny``).
@@ -46,6 +72,8 @@ async def tool_gate(
     lead: Permissions | None,
     can_use_tool: CanUseTool | None,
     traced: Any = None,
+    *,
+    pre_tool_use: bool = True,
 ) -> ToolReply | GateLog:
     """Check one call; the reply that refuses it, or the log of a call that may run.
 
@@ -57,6 +85,8 @@ async def tool_gate(
         lead: Its lead's current permissions (a subagent's call), else ``None``.
         can_use_tool: The worker's callback (used when ``call.permissions`` asks for it).
         traced: The call's span, when tracing (its permission decision is set).
+        pre_tool_use: Run the PreToolUse hooks (a lead's ``delegate_to_agent`` call has
+            them in a ``deputy_hook`` activity of their own).
 
     Returns:
         A :class:`ToolReply` with the error result when the call is refused, else the
@@ -117,6 +147,9 @@ async def tool_gate(
         )
     if decided:
         log.decide(GateStepKind.ALLOW)
+    if not pre_tool_use:
+        log.allowed_by_hook = allowed_by_hook
+        return log
     decision = await hooks.fire(HookEvent.PreToolUse)
     log.errors(hooks.errors)
     refusal = hook_refusal(decision)
@@ -152,3 +185,25 @@ async def announce_start(call: ToolCall, log: GateLog) -> None:
         )
     except (RuntimeError, RPCError):
         return
+
+
+async def delegate_gate(
+    call: ToolCall, hooks: ToolCallHooks, own: Permissions, can_use_tool: CanUseTool | None
+) -> ToolReply:
+    """The permission part of the gate for a lead's ``delegate_to_agent`` call.
+
+    The in-process lead checks its delegate tool like any other (the allow and deny lists
+    and ``can_use_tool``; the mode rules exempt it), with PermissionRequest and
+    Notification hooks; the durable lead runs this activity for it when its permissions
+    have lists or ask for the callback. The reply's gate says whether it may go ahead
+    (``started``); nothing runs here.
+    """
+    gate = await tool_gate(_DELEGATE_TOOL, call, hooks, own, None, can_use_tool, pre_tool_use=False)
+    if isinstance(gate, ToolReply):
+        return gate
+    return ToolReply(
+        ContentToolResult(call.request_id),
+        hook_errors=tuple(hooks.errors),
+        allowed_by_hook=gate.allowed_by_hook,
+        gate=gate.report(started=True),
+    )

@@ -154,11 +154,15 @@ class Outcome:
         )
         lead = self.result
         head = lead.response.splitlines()[0] if lead.response else ""
+        # Both leads offer delegate_to_agent first: the model asks for the same calls,
+        # with the same ids, on both paths.
+        requests = tuple(c for t in lead.turns for c in t.tool_requests)
         return (
             records,
             results,
             sum(r is None for r in self.results),
             (lead.stop_reason, lead.usage, lead.limits, lead.error, lead.hook_errors, head),
+            requests,
         )
 
 
@@ -574,12 +578,12 @@ async def test_hook_errors_and_session_hooks_survive_continue_as_new(
 
 
 def _own_results(result: AgentResult) -> dict[str, tuple[object, ...]]:
-    """The lead's own tool calls' results by tool name (each is called once), without its
-    delegations' (whose outcomes hold per-run ids). The durable lead offers its own tools
-    before ``delegate_to_agent``, so the test model's call ids differ between the paths."""
+    """The lead's own tool calls' results by call id, with the tool's name, without its
+    delegations' (whose outcomes hold per-run ids). Both leads offer ``delegate_to_agent``
+    first, so the test model's call ids are the same on both paths."""
     names = {c.id: c.name for t in result.turns for c in t.tool_requests}
     return {
-        names[c.request_id]: (c.value, c.error)
+        c.request_id: (names[c.request_id], c.value, c.error)
         for t in result.turns
         for c in t.contents
         if isinstance(c, ContentToolResult) and names[c.request_id] != "delegate_to_agent"
@@ -633,7 +637,7 @@ async def test_the_leads_own_calls_see_permission_request_and_notification_hooks
         out = await handle.result()
         events = [decode_event(e) for e in await handle.query("events", 0)]
     assert _own_results(out.result) == _own_results(expected)
-    errors = {name: v[1] for name, v in _own_results(out.result).items()}
+    errors = {v[0]: v[2] for v in _own_results(out.result).values()}
     assert errors["edit_file"] == "Permission denied: no edits here"
     assert errors["write_file"] is None  # the rules denied it, the hook allowed it
 
