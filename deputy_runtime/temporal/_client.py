@@ -11,7 +11,7 @@ from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
 from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits
-from ._hooks import hook_event_names
+from ._hooks import hook_event_names, observer_names
 from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
@@ -171,7 +171,8 @@ def lead_input(
         delegation_policy: Its resource modes bind every delegation: shared needs
             nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
             owned factories and in-process lease backends are refused (they live on the
-            workers).
+            workers). Its ``observers`` are forwarded from the subagents to the workers'
+            hooks, as in-process.
         resources: Resource specs (:class:`OwnedResourceSpec`,
             :class:`ExclusiveResourceSpec`), after the policy's.
         hook_events: The lead-side hook events the workers' hooks run for, each in a
@@ -242,6 +243,7 @@ def lead_input(
         continue_as_new_after=continue_as_new_after,
         resources=bound,
         hook_events=events,
+        observers=observer_names(delegation_policy),
     )
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "after_tool_reply",
     "delegate_with_hooks",
     "expect_start",
+    "observed_hooks",
     "tool_started",
 ]
 
@@ -209,6 +210,19 @@ async def delegate_with_hooks(
     return result, True
 
 
+#: A subagent's run events its lead's observers can see through the hook activity (its
+#: tool events reach the lead's hooks in the tool activity).
+_OBSERVED_RUN_EVENTS = (HookEvent.SessionStart, HookEvent.UserPromptSubmit, HookEvent.Stop)
+
+
+def observed_hooks(observers: tuple[str, ...]) -> LeadHooks | None:
+    """The hook activities a subagent's run makes for its lead's observers: SessionStart,
+    UserPromptSubmit and Stop of the subagent's own run, with its ids, as in-process
+    (``None``: none observed)."""
+    events = tuple(e.value for e in _OBSERVED_RUN_EVENTS if e.value in observers)
+    return LeadHooks(events) if events else None
+
+
 def _gated(permissions: PermissionSpec) -> bool:
     """Whether a lead's ``delegate_to_agent`` call needs the permission activity: the mode
     rules exempt it, the allow and deny lists and the callback do not."""
@@ -339,9 +353,13 @@ class LeadHooks:
         return reply.decision is not None and reply.decision.decision in ("deny", "stop")
 
     async def after_run(self, loop: AgentLoop, stop_reason: StopReason) -> None:
-        """Stop: after the result is settled, so its errors are announced, not recorded."""
+        """Stop: after the result is settled, so a lead's errors are announced, not
+        recorded; a subagent's also go to its delegation's record, which the lead settles
+        after the child's run, Stop hooks included (as in-process)."""
         if self.wants(HookEvent.Stop):
-            await self.fire(loop, self.input(loop, HookEvent.Stop, reason=stop_reason))
+            reply = await self.fire(loop, self.input(loop, HookEvent.Stop, reason=stop_reason))
+            if loop.ids.delegation_id is not None:
+                loop.hook_errors.extend(reply.errors)
 
     async def subagent(
         self, loop: AgentLoop, event: HookEvent, child: dict[str, Any], **fields: Any

@@ -6,10 +6,11 @@ in-process runtime does. Around a tool call (the ``deputy_tool_call`` activity) 
 in the gate's order: the permission checks, then PermissionRequest (an agent's own
 denied call) and Notification (a denial), then PreToolUse, the tool, and PostToolUse or
 PostToolUseFailure. A subagent's calls see its lead's hooks for the events always
-forwarded (PreToolUse, PostToolUse, PostToolUseFailure) and no others, as in-process
-without observers. Lead-side and lifecycle events run in the ``deputy_hook`` activity,
-only for the events a run asks for, and its answer is recorded in the history, so a
-replay never runs a hook again.
+forwarded (PreToolUse, PostToolUse, PostToolUseFailure) and the observers of the run's
+``DelegationPolicy``, as in-process. Lead-side and lifecycle events run in the
+``deputy_hook`` activity, only for the events a run asks for (and a subagent's observed
+lifecycle events), and its answer is recorded in the history, so a replay never runs a
+hook again.
 
 Activities run at least once: a worker lost mid-call leaves the call (and its hooks) to
 run again on another worker, so a hook can see the same call twice.
@@ -22,10 +23,17 @@ from typing import Any
 
 import msgspec
 
-from ..runtime import ALWAYS_FORWARDED, HookDecision, HookEvent, HookInput, Hooks
+from ..runtime import ALWAYS_FORWARDED, DelegationPolicy, HookDecision, HookEvent, HookInput, Hooks
 from ._values import ToolCall
 
-__all__ = ["HOOK_ACTIVITY", "HookCall", "HookReply", "ToolCallHooks", "hook_event_names"]
+__all__ = [
+    "HOOK_ACTIVITY",
+    "HookCall",
+    "HookReply",
+    "ToolCallHooks",
+    "hook_event_names",
+    "observer_names",
+]
 
 HOOK_ACTIVITY = "deputy_hook"
 
@@ -74,6 +82,11 @@ def hook_event_names(events: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def observer_names(policy: DelegationPolicy | None) -> tuple[str, ...]:
+    """The names of ``policy``'s observer events (already checked by the policy)."""
+    return () if policy is None else tuple(e.value for e in policy.observers)
+
+
 async def run_hook(hooks: Hooks, call: HookCall, working_dir: Path) -> HookReply:
     """Dispatch one event to ``hooks``; the first decision wins, errors are collected."""
     hook_input = call.input
@@ -88,8 +101,8 @@ class ToolCallHooks:
     """The hooks around one tool call on a worker, with the call's ids and mode.
 
     A subagent's call (``call.delegation_id`` set) runs its lead's hooks for the events
-    always forwarded only. ``errors`` collects ``"EVENT: message"`` lines of hooks that
-    raised.
+    always forwarded and its lead's observers only. ``errors`` collects
+    ``"EVENT: message"`` lines of hooks that raised.
     """
 
     __slots__ = ("call", "errors", "hooks", "subagent", "working_dir")
@@ -102,8 +115,13 @@ class ToolCallHooks:
         self.errors: list[str] = []
 
     def wants(self, event: HookEvent) -> bool:
-        """Whether a hook runs for ``event`` around this call."""
-        if self.subagent and event not in ALWAYS_FORWARDED:
+        """Whether a hook runs for ``event`` around this call (a subagent's: the events
+        always forwarded and its lead's observers)."""
+        if (
+            self.subagent
+            and event not in ALWAYS_FORWARDED
+            and event.value not in self.call.observers
+        ):
             return False
         return self.hooks.has(event)
 

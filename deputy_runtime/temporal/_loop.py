@@ -165,6 +165,7 @@ class AgentLoop:
         boundary: Boundary | None = None,
         tool_runner: ToolRunner | None = None,
         lead_hooks: LeadHooks | None = None,
+        observers: tuple[str, ...] = (),
     ) -> None:
         self.ids = ids
         self.model = model
@@ -186,6 +187,7 @@ class AgentLoop:
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
         self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
+        self.observers = observers  # a subagent's events forwarded beyond the usual ones
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -355,6 +357,7 @@ class AgentLoop:
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
             **self.ids.fields(),
+            observers=self.observers,
         )
         if self.tool_runner is not None:  # routed to the delegation's resources
             return await self.tool_runner(request)

@@ -135,10 +135,6 @@ def resource_specs(
                 raise DelegationBindingError(
                     f"delegation_policy.{field} is not supported on Temporal yet"
                 )
-        if policy.observers:
-            raise DelegationBindingError(
-                "delegation_policy.observers is not supported on Temporal yet"
-            )
         for mode in policy.resource_modes:
             specs.extend(_converted(mode))
     for spec in resources:

@@ -86,6 +86,9 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     resources: tuple[ResourceSpec, ...] = ()
     #: Lead-side hook events the workers' hooks run for (``deputy_hook`` activities).
     hook_events: tuple[str, ...] = ()
+    #: Hook events forwarded from subagents to the workers' hooks beyond the ones always
+    #: forwarded (``DelegationPolicy.observers``).
+    observers: tuple[str, ...] = ()
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -108,6 +111,8 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: The loop's state when this run continues an earlier run of the chain as new.
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: Hook events forwarded to the lead's hooks beyond the ones always forwarded.
+    observers: tuple[str, ...] = ()
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -163,6 +168,9 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     delegation_id: str | None = None
     parent_agent_id: str | None = None
     parent_run_id: str | None = None
+    #: A subagent's hook events forwarded to its lead's hooks beyond the ones always
+    #: forwarded (its lead's ``DelegationPolicy.observers``).
+    observers: tuple[str, ...] = ()
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):

@@ -25,7 +25,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
-from ._hookflow import LeadHooks, tool_started
+from ._hookflow import LeadHooks, observed_hooks, tool_started
 from ._loop import AgentLoop, Ids, new_id
 from ._resource_flow import ResourceScope
 
@@ -290,6 +290,8 @@ class SubagentWorkflow:
                 # would release its leases and owned resources and bind fresh ones.
                 boundary=None if request.resources else self._boundary,
                 tool_runner=scope.run_tool if request.resources else None,
+                lead_hooks=observed_hooks(request.observers),
+                observers=request.observers,
             )
             turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
             if self._lead_permissions is not None:  # signalled before the loop was built
@@ -694,4 +696,5 @@ class LeadWorkflow:
             parent_run_id=d.ids.parent_run_id or "",
             continue_as_new_after=request.continue_as_new_after,
             resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
+            observers=request.observers,
         )

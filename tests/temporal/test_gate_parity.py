@@ -21,6 +21,7 @@ from temporalio.client import Client
 from deputy_runtime import (
     AgentDefinition,
     AgentResult,
+    DelegationPolicy,
     HookDecision,
     HookEvent,
     HookInput,
@@ -337,3 +338,86 @@ def test_a_callback_in_permissions_is_refused_naming_the_worker_side(tmp_path: P
     assert permission_spec(Permissions(), worker_can_use_tool=True).can_use_tool is True
     with pytest.raises(TypeError, match="can_use_tool must be callable"):
         DeputyActivities(can_use_tool="deny")  # type: ignore[arg-type]
+
+
+async def test_observer_events_of_a_subagent_reach_the_workers_hooks_as_in_process(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    seen: list[HookInput] = []
+    hooks = Hooks()
+    hooks.add(HookEvent.Notification, seen.append)
+    hooks.add(HookEvent.Stop, seen.append)
+
+    def broken_stop(h: HookInput) -> None:
+        if h.agent_name == "writer":
+            raise RuntimeError("stop hook down")
+
+    hooks.add(HookEvent.Stop, broken_stop)
+    policy = DelegationPolicy(observers=(HookEvent.Notification, HookEvent.Stop))
+    permissions = Permissions(mode="readonly")
+    definitions, own = _setup(workdir)
+    files = {t.name: t for t in tools_file(workdir)}
+    lead = LeadAgent(
+        chat("gateseq/seq"),
+        definitions,
+        tools=[files[n] for n in own],
+        usage_limits=UsageLimits(max_requests=20),
+        working_dir=workdir,
+        hooks=hooks,
+        permissions=permissions,
+        delegation_policy=policy,
+    )
+    in_process: list[Event] = []
+    await lead.run(TASK, on_event=in_process.append)
+    seen_before = list(seen)
+    seen.clear()
+    async with _worker(client, task_queue, workdir, hooks):
+        out, durable, workflow_id = await _durable(
+            client,
+            task_queue,
+            workdir,
+            permissions,
+            delegation_policy=policy,
+            hook_events=["Stop"],
+        )
+
+    def shape(seen: list[HookInput]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (
+                h.event.value,
+                h.agent_name,
+                h.delegation_id is not None,
+                h.parent_agent_id is not None,
+                h.message,
+                h.reason,
+                h.permission_mode,
+            )
+            for h in seen
+        )
+
+    assert shape(seen) == shape(seen_before)
+    # The writer's own denial and its run's end reached the lead's hooks, with its ids.
+    writer = [h for h in seen if h.agent_name == "writer"]
+    assert sorted(h.event.value for h in writer) == ["Notification", "Stop"]
+    [record] = out.subagents
+    for h in writer:
+        assert (h.agent_id, h.run_id, h.delegation_id) == (
+            record.agent_id,
+            record.run_id,
+            record.delegation_id,
+        )
+    assert writer[0].message is not None
+    assert writer[0].message.startswith("permission_denied: Tool 'write_file'")
+    # A forwarded hook's error is the delegation's, as in-process.
+    [record_before] = lead.list_subagents()
+    assert record.hook_error == record_before.hook_error == "Stop: stop hook down"
+    assert _per_agent(durable)["writer"] == _per_agent(in_process)["writer"]
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
+
+
+def test_lead_input_carries_the_policys_observers(tmp_path: Path) -> None:
+    definitions, _ = _setup(tmp_path)
+    policy = DelegationPolicy(observers=("Notification", HookEvent.SessionStart))
+    request = lead_input(TASK, definitions, model="test", delegation_policy=policy)
+    assert request.observers == ("Notification", "SessionStart")
+    assert lead_input(TASK, definitions, model="test").observers == ()
