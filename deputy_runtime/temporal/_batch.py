@@ -40,6 +40,11 @@ class ParallelInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec
     max_active: Annotated[int, msgspec.Meta(ge=1)]
     name: str = "lead"
+    #: Batch hook events the workers' hooks run for (SubagentStart, SubagentStop).
+    hook_events: tuple[str, ...] = ()
+    #: The responders' own run events forwarded to the workers' hooks (SessionStart,
+    #: UserPromptSubmit, Stop), as a ``DelegationPolicy``'s observers in-process.
+    observers: tuple[str, ...] = ()
 
 
 class ParallelOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -43,16 +43,19 @@ with workflow.unsafe.imports_passed_through():
     from ._values import PermissionSpec, ToolCall, ToolReply
 
 if TYPE_CHECKING:
-    from ._loop import AgentLoop
+    from ._loop import AgentLoop, Ids
 
 __all__ = [
     "HOOK_RETRY",
     "LeadHooks",
     "ToolStarts",
     "after_tool_reply",
+    "batch_hooks",
     "delegate_with_hooks",
     "expect_start",
     "observed_hooks",
+    "run_hooks",
+    "subagent_hooks",
     "tool_started",
 ]
 
@@ -293,28 +296,7 @@ class LeadHooks:
         A hook activity that fails (its worker lost on every attempt) counts as a hook
         error; for PreToolUse it denies the call (fail closed).
         """
-        try:
-            reply: HookReply = await workflow.execute_activity(
-                HOOK_ACTIVITY,
-                HookCall(hook_input),
-                result_type=HookReply,
-                start_to_close_timeout=HOOK_TIMEOUT,
-                heartbeat_timeout=HOOK_HEARTBEAT_TIMEOUT,
-                retry_policy=HOOK_RETRY,
-                # A cancelled run waits for its running hooks to stop, as for tool calls.
-                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            )
-        except ActivityError as exc:
-            if cancelling(exc):
-                raise
-            cause = exc.cause if exc.cause is not None else exc
-            error = f"{hook_input.event.value}: {cause}"
-            decision = (
-                HookDecision.deny(f"Hook error: {cause}")
-                if hook_input.event is HookEvent.PreToolUse
-                else None
-            )
-            reply = HookReply(decision, (error,))
+        reply = await run_hooks(hook_input)
         if announce:
             warn(loop, reply.errors)
         return reply
@@ -370,15 +352,66 @@ class LeadHooks:
         nothing, as in-process."""
         if not self.wants(event):
             return ()
-        ids = loop.ids
-        hook_input = HookInput(
-            event=event,
-            agent_id=ids.agent_id,
-            agent_name=ids.agent_name,
-            run_id=ids.run_id,
-            permission_mode=loop.permissions.mode,
-            **child,
-            **fields,
+        return await subagent_hooks(loop.ids, loop.permissions.mode, event, child, **fields)
+
+
+async def run_hooks(hook_input: HookInput) -> HookReply:
+    """The workers' hooks for one event, in a ``deputy_hook`` activity (recorded, so a
+    replay never runs them again). An activity that fails on every attempt counts as a
+    hook error; for PreToolUse it denies the call (fail closed)."""
+    try:
+        reply: HookReply = await workflow.execute_activity(
+            HOOK_ACTIVITY,
+            HookCall(hook_input),
+            result_type=HookReply,
+            start_to_close_timeout=HOOK_TIMEOUT,
+            heartbeat_timeout=HOOK_HEARTBEAT_TIMEOUT,
+            retry_policy=HOOK_RETRY,
+            # A cancelled run waits for its running hooks to stop, as for tool calls.
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
-        reply = await self.fire(loop, hook_input, announce=False)
-        return reply.errors
+    except ActivityError as exc:
+        if cancelling(exc):
+            raise
+        cause = exc.cause if exc.cause is not None else exc
+        error = f"{hook_input.event.value}: {cause}"
+        decision = (
+            HookDecision.deny(f"Hook error: {cause}")
+            if hook_input.event is HookEvent.PreToolUse
+            else None
+        )
+        reply = HookReply(decision, (error,))
+    return reply
+
+
+async def subagent_hooks(
+    ids: Ids, mode: str, event: HookEvent, child: dict[str, Any], **fields: Any
+) -> tuple[str, ...]:
+    """SubagentStart or SubagentStop of the agent ``ids`` (permission ``mode``) for the
+    delegation ``child`` describes; returns the hook errors (the delegation's)."""
+    hook_input = HookInput(
+        event=event,
+        agent_id=ids.agent_id,
+        agent_name=ids.agent_name,
+        run_id=ids.run_id,
+        permission_mode=mode,
+        **child,
+        **fields,
+    )
+    reply = await run_hooks(hook_input)
+    return reply.errors
+
+
+async def batch_hooks(
+    events: tuple[str, ...],
+    ids: Ids,
+    mode: str,
+    event: HookEvent,
+    child: dict[str, Any],
+    **fields: Any,
+) -> tuple[str, ...]:
+    """A ``parallel_delegate`` batch's SubagentStart or SubagentStop for one responder,
+    when the batch asks for it (``events``); returns the hook errors (the responder's)."""
+    if event.value not in events:
+        return ()
+    return await subagent_hooks(ids, mode, event, child, **fields)

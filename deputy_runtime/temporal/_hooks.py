@@ -31,6 +31,7 @@ __all__ = [
     "HookCall",
     "HookReply",
     "ToolCallHooks",
+    "batch_hook_events",
     "hook_event_names",
     "observer_names",
 ]
@@ -80,6 +81,26 @@ def hook_event_names(events: Any) -> tuple[str, ...]:
         if name not in names:
             names.append(name)
     return tuple(names)
+
+
+#: The hook events a ``parallel_delegate`` batch fires itself, as in-process.
+BATCH_EVENTS = (HookEvent.SubagentStart.value, HookEvent.SubagentStop.value)
+
+
+def batch_hook_events(events: Any) -> tuple[str, ...]:
+    """``events`` checked as :func:`hook_event_names` does, and against what a batch fires.
+
+    Raises:
+        ValueError: As :func:`hook_event_names`, or an event a batch never fires.
+    """
+    names = hook_event_names(events)
+    for name in names:
+        if name not in BATCH_EVENTS:
+            raise ValueError(
+                f"hook_events: a parallel_delegate batch fires only SubagentStart and "
+                f"SubagentStop, not {name!r}"
+            )
+    return names
 
 
 def observer_names(policy: DelegationPolicy | None) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
+from ._hookflow import batch_hooks
 from ._loop import Ids, new_id
 from ._workflows import EVENTS_QUERY, INTERRUPT_SIGNAL, SubagentWorkflow
 
@@ -35,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         DelegationStart,
         DelegationStatus,
         Event,
+        HookEvent,
         Meter,
         Reservation,
         StopReason,
@@ -70,6 +72,7 @@ class _Responder:
         self.error: str | None = None
         self.result: AgentResult | None = None
         self.settled = False
+        self.hook_errors: list[str] = []
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -90,7 +93,7 @@ class _Responder:
             started_at=self.started_at,
             completed_at=self.completed_at,
             error=self.error,
-            hook_error=None,
+            hook_error="\n".join(self.hook_errors) or None,
             cleanup_error=None,
         )
 
@@ -107,6 +110,7 @@ class ParallelDelegateWorkflow:
         self._events: list[Event] = []
         self._interrupt: str | None = None
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+        self._ids = Ids(agent_id="", agent_name=None, run_id="")  # the batch's own
 
     @workflow.run
     async def run(self, request: ParallelInput) -> ParallelOutput:
@@ -121,6 +125,7 @@ class ParallelDelegateWorkflow:
         """
         specs = {s.name: s for s in request.sub_agents}
         agent_id, run_id = new_id("agent"), new_id("run")
+        self._ids = Ids(agent_id=agent_id, agent_name=request.name, run_id=run_id)
         meter = Meter(request.limits)
         admitted = _now()
         batch = [
@@ -202,6 +207,7 @@ class ParallelDelegateWorkflow:
         try:
             if not skipped:
                 permissions = child_permissions(request.permissions, spec)
+                d.hook_errors += await self._hook(request, HookEvent.SubagentStart, d)
                 handle = await workflow.start_child_workflow(
                     SubagentWorkflow.run,
                     self._child_input(d, spec, request, permissions),
@@ -212,6 +218,7 @@ class ParallelDelegateWorkflow:
                     await _tell(handle, self._interrupt)
                 out: SubagentOutput = await handle
                 d.result = out.result
+                d.hook_errors += out.hook_errors
                 self._events.extend(decode_event(e) for e in out.events)
         except PermissionCeilingError as exc:  # the client checks this before starting
             failed = True
@@ -224,6 +231,16 @@ class ParallelDelegateWorkflow:
             self._children.pop(delegation_id, None)
             self._settle(d, meter, failed)
             slots.release()
+        if not skipped:
+            d.hook_errors += await self._hook(
+                request,
+                HookEvent.SubagentStop,
+                d,
+                status=d.status,
+                reason=d.stop_reason,
+                result=d.result.response if d.result else None,
+                error=d.error,
+            )
         self._events.append(
             DelegationEnd(
                 **fields,
@@ -235,6 +252,22 @@ class ParallelDelegateWorkflow:
         )
         if skipped and not stop:
             stop.append(StopReason.INTERRUPTED)
+
+    async def _hook(
+        self, request: ParallelInput, event: HookEvent, d: _Responder, **fields: Any
+    ) -> tuple[str, ...]:
+        """SubagentStart or SubagentStop for ``d``, when the batch asks for it."""
+        ids = d.ids
+        child = {
+            "tool_call_id": None,
+            "task": d.task.task,
+            "delegation_id": ids.delegation_id,
+            "child_agent_id": ids.agent_id,
+            "child_agent_name": ids.agent_name,
+            "child_run_id": ids.run_id,
+        }
+        mode = request.permissions.mode
+        return await batch_hooks(request.hook_events, self._ids, mode, event, child, **fields)
 
     @staticmethod
     def _settle(d: _Responder, meter: Meter, failed: bool) -> None:
@@ -271,6 +304,7 @@ class ParallelDelegateWorkflow:
             delegation_id=d.ids.delegation_id or "",
             parent_agent_id=d.ids.parent_agent_id or "",
             parent_run_id=d.ids.parent_run_id or "",
+            observers=request.observers,
         )
 
     @workflow.signal(name=INTERRUPT_SIGNAL)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -11,6 +11,8 @@ from ..definitions import AgentDefinition
 from ..errors import DefinitionError
 from ..runtime import (
     Brief,
+    DelegationPolicy,
+    HookEvent,
     ParallelResult,
     Permissions,
     UsageLimits,
@@ -22,6 +24,7 @@ from ..runtime import (
 from ._batch import ParallelInput, ParallelOutput, ResponderTask
 from ._ceiling import child_permissions
 from ._client import agent_spec, check_durable_limits, permission_spec
+from ._hooks import batch_hook_events, observer_names
 from ._parallel import ParallelDelegateWorkflow
 from ._trace import traced_client
 
@@ -41,6 +44,8 @@ def parallel_input(
     max_active: int | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    hook_events: Iterable[HookEvent | str] = (),
+    observers: Iterable[HookEvent | str] = (),
 ) -> ParallelInput:
     """The batch workflow's input, checked as in-process before anything starts.
 
@@ -53,6 +58,12 @@ def parallel_input(
         max_active: How many responders run at once (``None``: 4, as in-process).
         name: The batch's agent name (its ``run`` result's ``agent_name``).
         model_aliases: Model aliases for the definitions' ``model``.
+        hook_events: The batch's hook events the workers' hooks run for, each in a
+            ``deputy_hook`` activity: SubagentStart and SubagentStop per responder (the
+            only ones a batch fires in-process).
+        observers: The responders' own run events forwarded to the workers' hooks, as
+            ``DelegationPolicy(observers=...)`` forwards them in-process (SessionStart,
+            UserPromptSubmit, Stop; responders have no tools, so no tool event).
 
     Returns:
         The input :func:`parallel_delegate` starts the workflow with.
@@ -100,6 +111,9 @@ def parallel_input(
         permissions=ceiling,
         max_active=active,
         name=name,
+        hook_events=batch_hook_events(hook_events),
+        # The policy checks the names (and converts them) as in-process.
+        observers=observer_names(DelegationPolicy(observers=tuple(observers))),  # type: ignore[arg-type]
     )
 
 
@@ -141,6 +155,8 @@ async def parallel_delegate(
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
     execution_timeout: timedelta | None = None,
+    hook_events: Iterable[HookEvent | str] = (),
+    observers: Iterable[HookEvent | str] = (),
 ) -> ParallelResult:
     """Fan tasks out to stateless responders on Temporal and wait for the batch.
 
@@ -164,6 +180,8 @@ async def parallel_delegate(
         name: The batch's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
         execution_timeout: Fail the batch if it has not finished by then.
+        hook_events: See :func:`parallel_input`.
+        observers: See :func:`parallel_input`.
 
     Returns:
         The same :class:`~deputy_runtime.ParallelResult` as ``LeadAgent.parallel_delegate``.
@@ -184,6 +202,8 @@ async def parallel_delegate(
         max_active=max_active,
         name=name,
         model_aliases=model_aliases,
+        hook_events=hook_events,
+        observers=observers,
     )
     handle = await traced_client(client).start_workflow(
         ParallelDelegateWorkflow.run,

@@ -51,11 +51,14 @@ async def assert_replays(
 
 
 async def was_signalled(client: Client, workflow_id: str) -> bool:
-    """Whether the workflow's history holds a signal it received."""
+    """Whether the workflow's history holds a control signal it received (the tool
+    activities' own ``deputy_tool_started`` signals do not count)."""
     handle = client.get_workflow_handle(workflow_id)
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            return True
+            name = event.workflow_execution_signaled_event_attributes.signal_name
+            if name != "deputy_tool_started":
+                return True
     return False
 
 
