@@ -176,6 +176,7 @@ class ParallelDelegateWorkflow:
             run_id=run_id,
             agent_name=request.name,
             limits=meter.limits,
+            hook_errors=tuple(e for d in batch for e in d.hook_errors),  # as in-process
         )
         return ParallelOutput(
             run=run,
@@ -207,7 +208,9 @@ class ParallelDelegateWorkflow:
         try:
             if not skipped:
                 permissions = child_permissions(request.permissions, spec)
-                d.hook_errors += await self._hook(request, HookEvent.SubagentStart, d)
+                d.hook_errors += await self._hook(
+                    request, HookEvent.SubagentStart, d, status="running"
+                )
                 handle = await workflow.start_child_workflow(
                     SubagentWorkflow.run,
                     self._child_input(d, spec, request, permissions),

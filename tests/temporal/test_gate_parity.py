@@ -44,12 +44,14 @@ from deputy_runtime.chat import (
     Usage,
     example_arguments,
 )
+from deputy_runtime.errors import DelegationBindingError
 from deputy_runtime.runtime import Event, PermissionEvent, TextDelta, WarningEvent, decode_event
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
     deputy_worker,
     lead_input,
+    parallel_delegate,
     permission_spec,
     start_lead,
 )
@@ -421,3 +423,86 @@ def test_lead_input_carries_the_policys_observers(tmp_path: Path) -> None:
     request = lead_input(TASK, definitions, model="test", delegation_policy=policy)
     assert request.observers == ("Notification", "SessionStart")
     assert lead_input(TASK, definitions, model="test").observers == ()
+
+
+async def test_a_batchs_responders_reach_the_workers_hooks_as_in_process(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    """In-process, a ``parallel_delegate`` responder has no tools, so the lead's hooks
+    never see a tool call of it; they see SubagentStart and SubagentStop per responder,
+    and the responders' own run events their lead's observers name. The same here."""
+    seen: list[HookInput] = []
+    hooks = Hooks()
+    for event in (HookEvent.PreToolUse, HookEvent.PostToolUse, *BATCH_SEEN):
+        hooks.add(event, seen.append)
+
+    def broken_stop(h: HookInput) -> None:
+        if h.event is HookEvent.SubagentStop and h.task == "b":
+            raise RuntimeError("stop hook down")
+
+    hooks.add(HookEvent.SubagentStop, broken_stop)
+    responder = AgentDefinition("resp", "Responds.", "You respond.")
+    tasks = [("resp", "a"), ("resp", "b")]
+    observers = (HookEvent.SessionStart, HookEvent.Stop)
+    lead = LeadAgent(
+        chat("test"),
+        [responder],
+        hooks=hooks,
+        delegation_policy=DelegationPolicy(observers=observers),
+    )
+    expected = await lead.parallel_delegate(tasks)
+    seen_before = list(seen)
+    seen.clear()
+    workflow_id = f"batch-{uuid.uuid4().hex}"
+    async with _worker(client, task_queue, workdir, hooks):
+        got = await parallel_delegate(
+            client,
+            tasks,
+            [responder],
+            model="test",
+            task_queue=task_queue,
+            workflow_id=workflow_id,
+            hook_events=["SubagentStart", "SubagentStop"],
+            observers=observers,
+        )
+
+    def shape(seen: list[HookInput]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (
+                h.event.value,
+                h.agent_name,
+                h.child_agent_name,
+                h.task,
+                h.status,
+                h.delegation_id is not None,
+                h.parent_agent_id is not None,
+            )
+            for h in seen
+        )
+
+    assert shape(seen) == shape(seen_before)
+    assert sorted({h.event.value for h in seen}) == ["SessionStart", "Stop", *BATCH_NAMES]
+    assert got.run.hook_errors == expected.run.hook_errors == ("SubagentStop: stop hook down",)
+    assert got.statuses == expected.statuses
+    # The SubagentStart hooks saw the batch's ids and each responder's.
+    starts = [h for h in seen if h.event is HookEvent.SubagentStart]
+    assert {h.delegation_id for h in starts} == set(got.delegation_ids)
+    assert {(h.agent_id, h.run_id) for h in starts} == {(got.run.agent_id, got.run.run_id)}
+    histories = [workflow_id, *(f"{workflow_id}/{d}" for d in got.delegation_ids)]
+    assert await assert_replays(client, histories) == 3
+
+
+BATCH_SEEN = (HookEvent.SubagentStart, HookEvent.SubagentStop, HookEvent.SessionStart)
+BATCH_SEEN += (HookEvent.Stop,)
+BATCH_NAMES = ["SubagentStart", "SubagentStop"]
+
+
+async def test_a_batch_refuses_hook_events_it_never_fires(client: Client) -> None:
+    responder = AgentDefinition("resp", "Responds.", "You respond.")
+    kw: dict[str, Any] = {"model": "test", "task_queue": "unused", "workflow_id": "unused"}
+    with pytest.raises(ValueError, match="fires only SubagentStart and SubagentStop"):
+        await parallel_delegate(client, [("resp", "a")], [responder], hook_events=["Stop"], **kw)
+    with pytest.raises(DelegationBindingError, match="never forwarded"):
+        await parallel_delegate(
+            client, [("resp", "a")], [responder], observers=["SubagentStop"], **kw
+        )
