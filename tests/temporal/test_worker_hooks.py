@@ -1,5 +1,6 @@
-"""``deputy-runtime worker --plugin``: a plugin's ``hooks`` run on the worker process, which
-reports how many it registered, and a plugin whose ``hooks`` is not a registry is refused."""
+"""``deputy-runtime worker --plugin``: a plugin's ``hooks`` and ``can_use_tool`` run on the
+worker process, which reports how many hooks it registered, and a plugin whose ``hooks``
+is not a registry, or whose ``can_use_tool`` is not callable, is refused."""
 
 from __future__ import annotations
 
@@ -36,10 +37,16 @@ max_requests: 3
 PLUGIN = """\
 from pathlib import Path
 
-from deputy_runtime import HookDecision, Hooks
+from deputy_runtime import HookDecision, Hooks, PermissionAllow
 
 hooks = Hooks()
 LOG = Path(__file__).with_name("seen.log")
+
+
+def can_use_tool(name, arguments, context):
+    with Path(__file__).with_name("asked.log").open("a") as f:
+        f.write(f"{name} {context.agent_name}\\n")
+    return PermissionAllow()
 
 
 @hooks.on("PreToolUse", matcher="list_files")
@@ -107,7 +114,13 @@ async def test_a_plugins_hooks_run_on_the_worker(
 
     registry = {t.name: t for t in tools_file(tmp_path)}
     definitions = agent_definitions(agents, tools=registry)
-    request = lead_input("Look around", definitions, model="test", usage_limits=UsageLimits(10))
+    request = lead_input(
+        "Look around",
+        definitions,
+        model="test",
+        usage_limits=UsageLimits(10),
+        worker_can_use_tool=True,
+    )
     handle = await start_lead(
         client, request, workflow_id=f"hooks-{uuid.uuid4().hex}", task_queue=task_queue
     )
@@ -121,21 +134,32 @@ async def test_a_plugins_hooks_run_on_the_worker(
     # model reads a file called "test", which does not exist).
     lines = (tmp_path / "seen.log").read_text().splitlines()
     assert lines == ["PostToolUseFailure read_file True"]
+    # The plugin's callback was asked about every call, the lead's delegation included,
+    # before the hooks (list_files was then refused by its PreToolUse hook).
+    asked = sorted((tmp_path / "asked.log").read_text().splitlines())
+    assert asked == ["delegate_to_agent lead", "list_files explorer", "read_file explorer"]
 
 
+@pytest.mark.parametrize(
+    ("source", "messages"),
+    [
+        ("hooks = {'PreToolUse': print}\n", ("hooks must be a Hooks registry", "got dict")),
+        ("can_use_tool = 'deny'\n", ("can_use_tool must be a function", "got str")),
+    ],
+)
 def test_a_plugin_whose_hooks_is_not_a_registry_is_refused(
-    temporal_address: str, tmp_path: Path
+    temporal_address: str, tmp_path: Path, source: str, messages: tuple[str, str]
 ) -> None:
     agents = tmp_path / "agents"
     agents.mkdir()
     (agents / "explorer.yaml").write_text(AGENT_YAML)
     plugin = tmp_path / "bad_hooks.py"
-    plugin.write_text("hooks = {'PreToolUse': print}\n")
+    plugin.write_text(source)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
         _command(temporal_address, agents, plugin, "deputy"),
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 2
-    assert "hooks must be a Hooks registry" in done.stderr
-    assert "got dict" in done.stderr
+    assert messages[0] in done.stderr
+    assert messages[1] in done.stderr
