@@ -469,6 +469,7 @@ INTERNAL = {
         "chat_span",
         "check_batch",
         "delegate_parameters",
+        "delegate_placeholder",
         "fanout_blocker",
         "first_message",
         "hook_refusal",
