@@ -32,6 +32,7 @@ from ..definitions import AgentDefinition
 from ..tools import Tool
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 from .otlp import start_otlp
+from .worker_extras import worker_extras
 
 __all__ = ["worker"]
 
@@ -82,7 +83,8 @@ def _setup(
     plugins = load_plugins(args.plugin or (), Path.cwd())
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
-    return plugins.tools, loaded.definitions, _plugin_resources(plugins.modules)
+    extras = worker_extras(args, loaded.definitions, plugins.tools, plugins.skills)
+    return plugins.tools, loaded.definitions, {**_plugin_resources(plugins.modules), **extras}
 
 
 def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:
@@ -135,6 +137,7 @@ async def _serve(
         async with contextlib.AsyncExitStack() as stack:
             if hasattr(backend, "__aenter__"):  # a backend owning its connection
                 await stack.enter_async_context(backend)
+            await stack.enter_async_context(activities)  # starts the shared MCP servers
             await stack.enter_async_context(
                 deputy_worker(
                     client,

@@ -34,6 +34,7 @@ from ..chat import (
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
 from ..runtime import LeaseBackend, Permissions, chat_reply, chat_span, tool_span
 from ..tools import Tool, invoke_tool
+from ._agent_extras import WorkerExtras
 from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
 from ._resource_worker import OwnedResourceFactory, WorkerResources
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
@@ -70,6 +71,11 @@ class DeputyActivities:
     ``owned_resources`` are the owned-resource factories delegations name
     (``OwnedResourceSpec(name=...)``); ``lease_backend`` keeps the leases of exclusive
     resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
+    ``skills`` are the skills definitions may name (``Skill`` values or skill
+    directories, by their names); ``mcp`` the MCP servers they may name, as
+    ``McpResource(server, mode="shared" | "owned")``. With MCP servers, open the
+    activities around the worker (``async with activities:``): that starts the shared
+    servers and stops every server when the worker stops.
     """
 
     def __init__(
@@ -80,6 +86,8 @@ class DeputyActivities:
         provider_options: Mapping[str, Any] | None = None,
         owned_resources: Mapping[str, OwnedResourceFactory] | None = None,
         lease_backend: LeaseBackend | None = None,
+        skills: Iterable[Any] = (),
+        mcp: Iterable[Any] = (),
     ) -> None:
         registry: dict[str, Tool] = {}
         for t in tools:
@@ -92,7 +100,16 @@ class DeputyActivities:
         self.working_dir = Path(os.path.realpath(working_dir))
         self._provider_options = dict(provider_options or {})
         self._providers: dict[str, Provider] = {}
-        self.resources = WorkerResources(owned_resources, lease_backend, str(self.working_dir))
+        self.extras = WorkerExtras(skills, mcp)
+        owned = {**(owned_resources or {}), **self.extras.owned_factories()}
+        self.resources = WorkerResources(owned, lease_backend, str(self.working_dir))
+
+    async def __aenter__(self) -> DeputyActivities:
+        await self.extras.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.extras.close()
 
     def activities(self) -> list[Any]:
         """The bound activity functions to hand to a Temporal ``Worker``.
@@ -100,7 +117,12 @@ class DeputyActivities:
         Returns:
             The model-request and tool-call activities, bound to this registry.
         """
-        return [self.model_request, self.tool_call, *self.resources.shared_activities()]
+        return [
+            self.model_request,
+            self.tool_call,
+            self.extras.resolve,
+            *self.resources.shared_activities(),
+        ]
 
     def own_queue_activities(self) -> list[Any]:
         """The activities this worker's own task queue serves (its owned resources').
@@ -124,11 +146,15 @@ class DeputyActivities:
             self._providers[spec] = provider
         return provider
 
-    def tool_specs(self, names: Iterable[str]) -> tuple[ToolSpec, ...]:
+    def tool_specs(
+        self, names: Iterable[str], skills: tuple[str, ...] = ()
+    ) -> tuple[ToolSpec, ...]:
         """The specs of registry tools ``names``.
 
         Args:
-            names: Tool names in this worker's registry.
+            names: Tool names in this worker's registry (or of ``skills``, or of its
+                shared MCP servers).
+            skills: The agent's skills (``load_skill`` and their tools).
 
         Returns:
             Their specs, in order.
@@ -138,7 +164,7 @@ class DeputyActivities:
         """
         specs = []
         for name in names:
-            t = self.tools.get(name)
+            t = self.tools.get(name) or self.extras.tool(name, skills)
             if t is None:
                 known = ", ".join(sorted(self.tools)) or "none"
                 raise ApplicationError(
@@ -164,7 +190,7 @@ class DeputyActivities:
                 bad-request errors or an unknown provider.
         """
         provider = self._provider(call.model)
-        specs = (*self.tool_specs(call.tools), *call.extra_tools)
+        specs = (*self.tool_specs(call.tools, call.skills), *call.extra_tools)
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
         key = {IDEMPOTENCY_HEADER: idempotency_key(activity.info())}
         try:
@@ -213,6 +239,7 @@ class DeputyActivities:
         """The tool call; ``traced``, when given, is its span (decision, failure)."""
         t = self.resources.tool(call.route, call.name) if call.name in call.offered else None
         t = t or (self.tools.get(call.name) if call.name in call.offered else None)
+        t = t or (self.extras.tool(call.name, call.skills) if call.name in call.offered else None)
         if t is None:
             names = ", ".join(call.offered) or "none"
             error = f"Unknown tool: {call.name}. Available tools: {names}"

@@ -163,6 +163,7 @@ class AgentLoop:
         delegate: Delegate | None = None,
         boundary: Boundary | None = None,
         tool_runner: ToolRunner | None = None,
+        skills: tuple[str, ...] = (),
     ) -> None:
         self.ids = ids
         self.model = model
@@ -180,6 +181,7 @@ class AgentLoop:
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
         self.boundary = boundary
+        self.skills = skills  # the worker builds their load_skill and finds their tools
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -274,6 +276,7 @@ class AgentLoop:
             tools=self.tools,
             extra_tools=self.extra_tools,
             params=self.params,
+            skills=self.skills,
         )
         reply: ModelReply = await workflow.execute_activity(
             MODEL_ACTIVITY,
@@ -334,6 +337,7 @@ class AgentLoop:
             offered=self.tools,
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
+            skills=self.skills,
         )
         if self.tool_runner is not None:  # routed to the delegation's resources
             return await self.tool_runner(request)
