@@ -7,7 +7,7 @@ registered ones (a plugin may ``register_provider``). The definitions under ``--
 are read and checked at start, as ``run`` reads them: each tool they name must be in the
 registry, so a worker that could not serve them refuses to start. (The definitions a run
 uses travel in the run's input; every worker of a task queue must be able to resolve
-their tool and model names.)
+their tool and model names.) Skills and MCP servers: :mod:`.worker_extras`.
 
 Exit status: 0 stopped by Ctrl-C or SIGTERM (after running activities finish, within
 the grace period); 1 the server could not be reached or the worker failed; 2 bad
