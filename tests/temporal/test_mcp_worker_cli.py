@@ -15,15 +15,18 @@ from pathlib import Path
 
 import anyio
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from deputy_runtime import UsageLimits, agent_definitions
 from deputy_runtime.temporal import lead_input, start_lead
 from tests.mcp._mcp_helpers import SERVERS
+from tests.temporal import crash_plugin
 from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WAIT_SECONDS = 120.0
+PLUGIN = Path(crash_plugin.__file__)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -150,3 +153,80 @@ async def test_a_worker_process_serves_a_shared_server_for_its_lifetime(
     with anyio.fail_after(WAIT_SECONDS):
         while _alive(server_pid):
             await anyio.sleep(0.1)
+
+
+HOLDER_MD = """\
+---
+name: holder
+description: Holds, and asks its own server who it is.
+tools: hold, mcp__tiny__whoami
+---
+You wait.
+"""
+
+
+async def test_a_dead_workers_owned_server_dies_with_it_and_the_run_goes_on(
+    temporal_address: str, client: Client, tmp_path: Path, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    config = _setup(tmp_path, pid_dir)
+    (tmp_path / "agents" / "asker.md").unlink()
+    (tmp_path / "agents" / "holder.md").write_text(HOLDER_MD)
+    log, gate = tmp_path / "calls.log", tmp_path / "gate"
+    log.touch()
+    env = {**_env(), "DEPUTY_TEST_LOG": str(log), "DEPUTY_TEST_GATE": str(gate)}
+    task_queue = f"deputy-test-{uuid.uuid4().hex}"
+    command = _worker(
+        temporal_address, tmp_path, "--mcp-config", str(config), "--mcp-mode", "tiny=owned",
+        "--task-queue", task_queue, "--plugin", str(PLUGIN),
+    )  # fmt: skip
+
+    def spawn(tag: str) -> subprocess.Popen[bytes]:
+        with (tmp_path / f"worker-{tag}.log").open("wb") as out:
+            p = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=out)
+        processes.append(p)
+        return p
+
+    first = spawn("first")
+    definitions = agent_definitions(
+        tmp_path / "agents", tools={"hold": crash_plugin.hold}, markdown=True
+    )
+    limits = UsageLimits(max_requests=10)
+    request = lead_input("Hold on", definitions, model="test", usage_limits=limits)
+    handle = await start_lead(
+        client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+    )
+    with anyio.fail_after(WAIT_SECONDS):
+        while not log.read_text().split():  # the delegation is inside `hold`
+            assert first.poll() is None, (tmp_path / "worker-first.log").read_text()
+            await anyio.sleep(0.1)
+    (owned_pid,) = (int(p.name) for p in pid_dir.iterdir())  # made for the delegation
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    with anyio.fail_after(WAIT_SECONDS):
+        while _alive(owned_pid):  # the server read end of file and exited
+            await anyio.sleep(0.1)
+    gate.touch()
+    second = spawn("second")
+    with anyio.fail_after(WAIT_SECONDS):
+        out = await handle.result()
+
+    (record,) = out.subagents
+    assert (record.status, record.stop_reason) == ("completed", "complete")
+    # The dead server's cleanup became a reclaim on the live worker, which had nothing
+    # left to remove and said so without an error.
+    assert record.cleanup_error is None
+    child = client.get_workflow_handle(f"{handle.id}/{record.delegation_id}")
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in child.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert "deputy_owned_reclaim" in scheduled
+    with anyio.fail_after(WAIT_SECONDS):
+        while [pid for pid in map(int, (p.name for p in pid_dir.iterdir())) if _alive(pid)]:
+            await anyio.sleep(0.1)  # any server the second worker made is stopped too
+    assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 2
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(timeout=WAIT_SECONDS) == 0
