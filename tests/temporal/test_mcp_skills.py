@@ -35,7 +35,7 @@ from deputy_runtime.temporal import (
     start_lead,
 )
 from tests.mcp._mcp_helpers import SERVERS, process_left
-from tests.temporal.helpers import assert_replays, run_workflow_ids
+from tests.temporal.helpers import assert_replays, chain_run_ids, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -216,3 +216,46 @@ async def test_a_skill_or_server_the_worker_lacks_fails_the_delegation_at_setup(
 async def test_an_exclusive_mcp_server_is_refused_on_a_worker() -> None:
     with pytest.raises(ValueError, match=r"'reader'.*exclusive"):
         DeputyActivities(mcp=[_reader("exclusive")])
+
+
+async def test_a_resolved_definition_is_carried_over_continue_as_new(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    librarian, citing = _skills(tmp_path)
+    definition = AgentDefinition(
+        "helper",
+        "Looks books up.",
+        PROMPT,
+        skills=(librarian, citing),
+        mcp_tools=("mcp__reader__shout.loud",),
+        max_requests=3,
+    )
+    seen = _recorded()
+    activities = DeputyActivities(working_dir=tmp_path, skills=(librarian, citing), mcp=[_reader()])
+    outputs: list[LeadOutput] = []
+    async with activities, deputy_worker(client, activities, task_queue=task_queue):
+        for threshold in (10_000, 10):
+            request = lead_input(
+                TASK,
+                [definition],
+                model="recorded/x",
+                usage_limits=UsageLimits(max_requests=12),
+                continue_as_new_after=threshold,
+            )
+            handle = await start_lead(
+                client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+            )
+            outputs.append(await handle.result())
+            (child,) = run_workflow_ids(handle.id, outputs[-1])[1:]
+            runs = await chain_run_ids(client, child)
+            assert (len(runs) > 1) == (threshold == 10), runs
+            assert await assert_replays(client, [child], run_ids=runs) == len(runs)
+    unchained, chained = outputs
+    assert _comparable(chained.subagent_results[0]) == _comparable(unchained.subagent_results[0])
+    # Every request of both runs had one skills section and the same tools: the continued
+    # runs did not resolve (and append) again.
+    assert len(seen) == 4
+    assert len(set(seen)) == 1
+    prompt = seen[0][0]
+    assert prompt is not None
+    assert prompt.count("# Skills") == 1
