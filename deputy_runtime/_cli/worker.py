@@ -83,8 +83,11 @@ def _setup(
     plugins = load_plugins(args.plugin or (), Path.cwd())
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
-    extras = worker_extras(args, loaded.definitions, plugins.tools, plugins.skills)
-    return plugins.tools, loaded.definitions, {**_plugin_resources(plugins.modules), **extras}
+    resources = _plugin_resources(plugins.modules)
+    extras = worker_extras(
+        args, loaded.definitions, plugins.tools, plugins.skills, resources["lease_backend"]
+    )
+    return plugins.tools, loaded.definitions, {**resources, **extras}
 
 
 def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:

@@ -3,9 +3,10 @@
 The worker's skills are ``run``'s: the plugins' ``skills``. Its MCP servers are those of
 ``--mcp-config FILE``, else of ``.mcp.json`` in the working directory when there is one
 (as ``run`` reads them), each in the mode ``--mcp-mode NAME=MODE`` gives (``shared`` by
-default, or ``owned``; ``exclusive`` is refused). A definition under ``--agents`` naming a
-server the worker has no configuration for makes the worker refuse to start, naming the
-definition's file and the server, as it does for an unknown tool.
+default, ``owned``, or ``exclusive``, which needs a plugin's ``lease_backend``). A
+definition under ``--agents`` naming a server the worker has no configuration for makes
+the worker refuse to start, naming the definition's file and the server, as it does for
+an unknown tool.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..definitions import AgentDefinition, collect_agent_definitions, split_tool_names
+from ..errors import DeputyError
 from ..skills import Skill
 from ..tools import Tool
 from .leadsetup import UsageError, load_mcp_servers, mcp_mode_options
@@ -28,20 +30,23 @@ def worker_extras(
     definitions: Mapping[str, AgentDefinition],
     tools: Mapping[str, Tool],
     skills: Mapping[str, Skill | str],
+    lease_backend: Any = None,
 ) -> dict[str, Any]:
     """``DeputyActivities`` keyword arguments for the worker's skills and MCP servers.
 
     Raises:
         UsageError: The MCP configuration cannot be read, ``--mcp-mode`` is malformed or
-            asks for ``exclusive``, or a definition names a server that is not configured.
+            asks for ``exclusive`` without a lease backend, or a definition names a server
+            that is not configured.
     """
     servers = load_mcp_servers(getattr(args, "mcp_config", None), Path.cwd())
     modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
     for name, mode in modes.items():
-        if mode == "exclusive":
+        if mode == "exclusive" and lease_backend is None:
             raise UsageError(
-                f"--mcp-mode {name}=exclusive: a worker runs MCP servers shared or owned; "
-                "exclusive MCP servers are not supported on Temporal"
+                f"--mcp-mode {name}=exclusive: an exclusive MCP server needs the workers' "
+                "lease backend; give it with a --plugin whose lease_backend is, e.g., "
+                "RedisLeases(url)"
             )
     _check_servers(args.agents, definitions, servers, tools, skills)
     mcp: list[Any] = []
@@ -50,7 +55,14 @@ def worker_extras(
 
         for name, config in servers.items():
             mode = modes.get(name, "shared")
-            mcp.append(sdk.McpResource(sdk.McpServer(name, config), mode=mode))
+            server = sdk.McpServer(name, config)
+            try:
+                if mode == "exclusive":
+                    mcp.append(sdk.McpResource(server, mode=mode, backend=lease_backend))
+                else:
+                    mcp.append(sdk.McpResource(server, mode=mode))
+            except DeputyError as exc:
+                raise UsageError(f"--mcp-mode {name}={mode}: {exc}") from exc
     return {"skills": tuple(skills.values()), "mcp": tuple(mcp)}
 
 

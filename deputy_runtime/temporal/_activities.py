@@ -73,9 +73,9 @@ class DeputyActivities:
     resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
     ``skills`` are the skills definitions may name (``Skill`` values or skill
     directories, by their names); ``mcp`` the MCP servers they may name, as
-    ``McpResource(server, mode="shared" | "owned")``. With MCP servers, open the
-    activities around the worker (``async with activities:``): that starts the shared
-    servers and stops every server when the worker stops.
+    ``McpResource(server, mode=...)`` (exclusive ones need ``lease_backend``). With MCP
+    servers, open the activities around the worker (``async with activities:``): that
+    starts the shared servers and stops every server when the worker stops.
     """
 
     def __init__(
@@ -100,7 +100,7 @@ class DeputyActivities:
         self.working_dir = Path(os.path.realpath(working_dir))
         self._provider_options = dict(provider_options or {})
         self._providers: dict[str, Provider] = {}
-        self.extras = WorkerExtras(skills, mcp)
+        self.extras = WorkerExtras(skills, mcp, leases=lease_backend is not None)
         owned = {**(owned_resources or {}), **self.extras.owned_factories()}
         self.resources = WorkerResources(owned, lease_backend, str(self.working_dir))
 

@@ -20,8 +20,11 @@ MCP modes on a worker:
   server is a child process of that worker: when the worker dies, the server loses its
   stdin and exits with it, so a reclaim from another worker has nothing left to remove
   (it stops the session when it is still held there, which makes it idempotent).
-* ``exclusive`` is refused: a durable worker cannot hold one server for one delegation
-  of the whole deployment without a lease per server, which is not built.
+* ``exclusive``: the shared session, used by one delegation at a time across every
+  worker sharing the workers' lease backend: the delegation takes the lease
+  ``mcp:<server>`` as an exclusive resource (``ExclusiveResourceSpec``) before its loop
+  starts and releases it when the loop ends. A worker with exclusive servers needs a
+  ``lease_backend``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ..runtime import DelegationResources
 from ..skills import Skill, skill_load, skills_prompt_section, skills_tool
 from ..tools import Tool
 from ._resource_records import OwnedResourceRecord
+from ._resource_values import ExclusiveResourceSpec
 from ._resource_worker import OwnedResourceFactory
 from ._values import AgentSpec
 
@@ -57,7 +61,7 @@ AGENT_RESOLVE_ACTIVITY = "deputy_agent_resolve"
 #: Owned MCP servers are owned resources named ``mcp:<server>``.
 MCP_RESOURCE_PREFIX = "mcp:"
 LOAD_SKILL = "load_skill"
-_WORKER_MODES = ("shared", "owned")
+_WORKER_MODES = ("shared", "owned", "exclusive")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
@@ -70,11 +74,13 @@ class AgentExtras(msgspec.Struct, frozen=True, gc=False, kw_only=True):
             in-process subagent gets them: the skills' tools, the shared MCP servers'
             tools, then ``load_skill``.
         owned: Owned-resource names (``mcp:<server>``) the delegation binds.
+        leases: The leases of the exclusive MCP servers it uses (``mcp:<server>``).
     """
 
     prompt: str | None = None
     tools: tuple[str, ...] = ()
     owned: tuple[str, ...] = ()
+    leases: tuple[ExclusiveResourceSpec, ...] = ()
 
 
 def needs_extras(spec: AgentSpec) -> bool:
@@ -136,16 +142,23 @@ class WorkerExtras:
     Args:
         skills: Skills definitions may name (``Skill`` values or skill directories),
             keyed by their names.
-        mcp: The worker's MCP servers as ``McpResource(server, mode=...)`` values, mode
-            ``shared`` or ``owned``.
+        mcp: The worker's MCP servers as ``McpResource(server, mode=...)`` values (an
+            exclusive one's ``wait`` is kept; its leases are the worker's).
+        leases: Whether the worker has a lease backend (exclusive servers need one).
 
     Raises:
-        ValueError: Two skills or servers share a name, or a server's mode is
-            ``exclusive``.
+        ValueError: Two skills or servers share a name, or a server is exclusive on a
+            worker without a lease backend.
         TypeError: An entry is of the wrong type.
     """
 
-    def __init__(self, skills: Iterable[Skill | str | os.PathLike[str]], mcp: Iterable[Any]):
+    def __init__(
+        self,
+        skills: Iterable[Skill | str | os.PathLike[str]],
+        mcp: Iterable[Any],
+        *,
+        leases: bool = False,
+    ) -> None:
         self.skills: dict[str, Skill] = {}
         for entry in skills:
             skill = entry if isinstance(entry, Skill) else skill_load(_path(entry))
@@ -160,6 +173,7 @@ class WorkerExtras:
             self.skills[skill.name] = skill
         self.servers: dict[str, Any] = {}
         self.modes: dict[str, str] = {}
+        self.waits: dict[str, bool] = {}
         for resource in mcp:
             name = getattr(resource, "mcp_server", None)
             if not isinstance(name, str):
@@ -171,12 +185,16 @@ class WorkerExtras:
                 raise ValueError(f"DeputyActivities mcp: server {name!r} is given twice")
             if resource.name not in _WORKER_MODES:
                 raise ValueError(
-                    f"DeputyActivities mcp: server {name!r} has mode {resource.name!r}; a "
-                    "worker runs MCP servers shared or owned (exclusive MCP servers are not "
-                    "supported on Temporal)"
+                    f"DeputyActivities mcp: server {name!r} has unknown mode {resource.name!r}"
+                )
+            if resource.name == "exclusive" and not leases:
+                raise ValueError(
+                    f"DeputyActivities mcp: server {name!r} is exclusive, which needs the "
+                    "workers' lease backend: DeputyActivities(lease_backend=RedisLeases(...))"
                 )
             self.servers[name] = resource.server
             self.modes[name] = resource.name
+            self.waits[name] = bool(resource.describe().get("wait", False))
         self._pool: Any = None
         self._shared: dict[str, Any] = {}
         self._owned: dict[str, Any] = {}
@@ -205,7 +223,7 @@ class WorkerExtras:
         self._pool = pool
         try:
             for name, mode in self.modes.items():
-                if mode == "shared":
+                if mode != "owned":
                     self._shared[name] = await pool.shared(self.servers[name])
         except BaseException:
             await self.close()
@@ -277,6 +295,7 @@ class WorkerExtras:
         hidden = {_folded(n) for n in spec.disallowed_tools}
         names = [t.name for s in skills for t in s.tools]
         owned: list[str] = []
+        leases: list[ExclusiveResourceSpec] = []
         wanted = _wanted(spec)
         for server in dict.fromkeys(n.server for n in wanted):
             if server not in self.servers:
@@ -284,6 +303,9 @@ class WorkerExtras:
             if self.modes[server] == "owned":
                 owned.append(f"{MCP_RESOURCE_PREFIX}{server}")
                 continue
+            if self.modes[server] == "exclusive":
+                key = f"{MCP_RESOURCE_PREFIX}{server}"
+                leases.append(ExclusiveResourceSpec(key=key, wait=self.waits[server]))
             session = self._shared.get(server)
             if session is None or session.state.name != "READY":
                 session = await self._open_pool().shared(self.servers[server])
@@ -298,6 +320,7 @@ class WorkerExtras:
             prompt=skills_prompt_section(skills) or None,
             tools=tuple(n for n in dict.fromkeys(names) if _folded(n) not in hidden),
             owned=tuple(owned),
+            leases=tuple(leases),
         )
 
     # -- owned MCP servers -------------------------------------------------------------

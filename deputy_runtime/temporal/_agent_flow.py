@@ -70,9 +70,8 @@ async def resolve_agent(request: SubagentInput) -> tuple[SubagentInput, AgentRes
         spec, system_prompt=prompt, tools=(*spec.tools, *extras.tools)
     )
     owned = tuple(OwnedResourceSpec(name=name) for name in extras.owned)
-    return msgspec.structs.replace(
-        request, spec=resolved, resources=(*request.resources, *owned)
-    ), None
+    resources = (*request.resources, *owned, *extras.leases)
+    return msgspec.structs.replace(request, spec=resolved, resources=resources), None
 
 
 def _setup_failed(request: SubagentInput, error: str) -> AgentResult:

@@ -213,8 +213,8 @@ async def test_a_skill_or_server_the_worker_lacks_fails_the_delegation_at_setup(
     assert all(r.usage.requests == 0 for r in out.subagents)
 
 
-async def test_an_exclusive_mcp_server_is_refused_on_a_worker() -> None:
-    with pytest.raises(ValueError, match=r"'reader'.*exclusive"):
+async def test_an_exclusive_mcp_server_needs_the_workers_lease_backend() -> None:
+    with pytest.raises(ValueError, match=r"'reader' is exclusive, which needs the workers' lease"):
         DeputyActivities(mcp=[_reader("exclusive")])
 
 

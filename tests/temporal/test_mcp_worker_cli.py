@@ -87,7 +87,9 @@ def test_worker_refuses_a_definition_naming_an_unconfigured_server(
     assert "MCP server 'tiny'" in done.stderr
 
 
-def test_worker_refuses_an_exclusive_mcp_server(temporal_address: str, tmp_path: Path) -> None:
+def test_worker_refuses_an_exclusive_mcp_server_without_a_lease_backend(
+    temporal_address: str, tmp_path: Path
+) -> None:
     config = _setup(tmp_path)
     command = _worker(
         temporal_address, tmp_path, "--mcp-config", str(config), "--mcp-mode", "tiny=exclusive"
@@ -98,7 +100,7 @@ def test_worker_refuses_an_exclusive_mcp_server(temporal_address: str, tmp_path:
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--mcp-mode tiny=exclusive" in done.stderr
-    assert "not supported on Temporal" in done.stderr
+    assert "needs the workers' lease backend" in done.stderr
 
 
 def _alive(pid: int) -> bool:
