@@ -361,3 +361,9 @@ def _path(entry: object) -> str | os.PathLike[str]:
 def skill_names(skills: Iterable[Any]) -> tuple[str, ...]:
     """The names of ``skills`` (``Skill`` values or skill paths), loading paths."""
     return tuple(s.name if isinstance(s, Skill) else skill_load(s).name for s in skills)
+
+
+# Resolve the annotations (and cache the decoder's type info on the class) here, at
+# import, with this module's real globals: the first decode may otherwise happen inside
+# the workflow sandbox, whose view of the modules cannot always resolve them.
+msgspec.json.Decoder(AgentExtras)
