@@ -458,6 +458,7 @@ INTERNAL = {
         "whitespace_losses",
     ],
     "deputy_runtime.runtime": [
+        "ALWAYS_FORWARDED",
         "Brief",
         "DELEGATE_DESCRIPTION",
         "Meter",
@@ -470,6 +471,8 @@ INTERNAL = {
         "delegate_parameters",
         "fanout_blocker",
         "first_message",
+        "hook_refusal",
+        "hook_warning",
         "record_outcome",
         "reserve_share",
         "routing_section",

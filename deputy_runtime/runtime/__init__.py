@@ -130,3 +130,9 @@ from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
 from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
+
+# isort: split
+# The hook rules the durable lead's workers apply around a tool call, as the gate does.
+from ._context import hook_warning as hook_warning
+from ._gate import hook_refusal as hook_refusal
+from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
