@@ -306,8 +306,10 @@ class WorkerExtras:
             if self.modes[server] == "exclusive":
                 key = f"{MCP_RESOURCE_PREFIX}{server}"
                 leases.append(ExclusiveResourceSpec(key=key, wait=self.waits[server]))
+            from ..mcp import SessionState  # the MCP SDK is an extra: servers are set here
+
             session = self._shared.get(server)
-            if session is None or session.state.name != "READY":
+            if session is None or session.state is not SessionState.READY:
                 session = await self._open_pool().shared(self.servers[server])
                 self._shared[server] = session
             try:
