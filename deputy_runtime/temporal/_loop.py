@@ -165,6 +165,7 @@ class AgentLoop:
         boundary: Boundary | None = None,
         tool_runner: ToolRunner | None = None,
         lead_hooks: LeadHooks | None = None,
+        skills: tuple[str, ...] = (),
         observers: tuple[str, ...] = (),
     ) -> None:
         self.ids = ids
@@ -186,6 +187,7 @@ class AgentLoop:
         self.lead_hooks = lead_hooks
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
+        self.skills = skills  # the worker builds their load_skill and finds their tools
         self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
         self.observers = observers  # a subagent's events forwarded beyond the usual ones
 
@@ -297,6 +299,7 @@ class AgentLoop:
             tools=self.tools,
             extra_tools=self.extra_tools,
             params=self.params,
+            skills=self.skills,
             extra_first=self.delegate is not None,  # a lead's delegate tool comes first
         )
         reply: ModelReply = await workflow.execute_activity(
@@ -357,6 +360,7 @@ class AgentLoop:
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
             **self.ids.fields(),
+            skills=self.skills,
             observers=self.observers,
         )
         if self.tool_runner is not None:  # routed to the delegation's resources

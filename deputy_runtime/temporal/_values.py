@@ -62,6 +62,10 @@ class AgentSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     max_requests: int | None = None
     permission_mode: str | None = None
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Skill names and MCP selections the worker resolves (see ``_agent_extras``).
+    skills: tuple[str, ...] = ()
+    mcp_tools: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
 
 
 class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -138,6 +142,8 @@ class ModelCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     tools: tuple[str, ...] = ()
     extra_tools: tuple[ToolSpec, ...] = ()
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: The agent's skills: the worker builds ``load_skill`` and finds their tools.
+    skills: tuple[str, ...] = ()
     #: Offer ``extra_tools`` before the registry tools (a lead's ``delegate_to_agent``
     #: comes first, as in-process).
     extra_first: bool = False
@@ -168,6 +174,8 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     delegation_id: str | None = None
     parent_agent_id: str | None = None
     parent_run_id: str | None = None
+    #: The agent's skills: the worker builds ``load_skill`` and finds their tools.
+    skills: tuple[str, ...] = ()
     #: A subagent's hook events forwarded to its lead's hooks beyond the ones always
     #: forwarded (its lead's ``DelegationPolicy.observers``).
     observers: tuple[str, ...] = ()
