@@ -506,3 +506,19 @@ async def test_a_batch_refuses_hook_events_it_never_fires(client: Client) -> Non
         await parallel_delegate(
             client, [("resp", "a")], [responder], observers=["SubagentStop"], **kw
         )
+
+
+async def test_a_deny_list_naming_delegate_to_agent_stops_delegations_as_in_process(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    permissions = Permissions(mode="readonly", deny=["delegate_to_agent"])
+    expected, lead, in_process = await _in_process(workdir, _hooks(), permissions)
+    async with _worker(client, task_queue, workdir, _hooks()):
+        out, durable, workflow_id = await _durable(client, task_queue, workdir, permissions)
+    assert _calls(out.result) == _calls(expected)
+    assert _errors(out.result)["seq_0_delegate_to_agent"] == (
+        "Permission denied: Tool 'delegate_to_agent' is denied by the deny list."
+    )
+    assert out.subagents == () == tuple(lead.list_subagents())
+    assert _per_agent(durable) == _per_agent(in_process)
+    assert await assert_replays(client, [workflow_id]) == 1
