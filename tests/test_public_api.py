@@ -474,6 +474,7 @@ INTERNAL = {
         "first_message",
         "hook_refusal",
         "hook_warning",
+        "normalize_tool_name",
         "record_outcome",
         "reserve_share",
         "routing_section",

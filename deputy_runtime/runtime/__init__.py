@@ -137,3 +137,4 @@ from ._context import hook_warning as hook_warning
 from ._gate import hook_refusal as hook_refusal
 from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
 from ._permissions import delegate_placeholder as delegate_placeholder
+from ._permissions import normalize_tool_name as normalize_tool_name

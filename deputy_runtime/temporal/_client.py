@@ -10,7 +10,7 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits
+from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits, normalize_tool_name
 from ._agent_extras import skill_names
 from ._hooks import hook_event_names, observer_names
 from ._resource_values import ResourceSpec, check_owned, resource_specs
@@ -64,7 +64,7 @@ def agent_spec(
         name=definition.name,
         description=definition.description,
         system_prompt=prompt,
-        tools=tuple(t.name for t in definition.tools),
+        tools=_offered(definition),
         model=model,
         disallowed_tools=tuple(definition.disallowed_tools or ()),
         initial_prompt=definition.initial_prompt,
@@ -75,6 +75,13 @@ def agent_spec(
         mcp_tools=tuple(definition.mcp_tools or ()),
         mcp_servers=tuple(definition.mcp_servers or ()),
     )
+
+
+def _offered(definition: AgentDefinition) -> tuple[str, ...]:
+    """The definition's tool names the model is offered: those its ``disallowed_tools``
+    name are left out, as in-process (its ceiling denies them as well)."""
+    hidden = {normalize_tool_name(n) for n in definition.disallowed_tools or ()}
+    return tuple(t.name for t in definition.tools if normalize_tool_name(t.name) not in hidden)
 
 
 def permission_spec(

@@ -522,3 +522,32 @@ async def test_a_deny_list_naming_delegate_to_agent_stops_delegations_as_in_proc
     assert out.subagents == () == tuple(lead.list_subagents())
     assert _per_agent(durable) == _per_agent(in_process)
     assert await assert_replays(client, [workflow_id]) == 1
+
+
+async def test_a_subagent_is_not_offered_its_disallowed_tools_on_either_path(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    files = {t.name: t for t in tools_file(workdir)}
+    reviewer = AgentDefinition(
+        "reviewer",
+        "Reviews.",
+        "You review.",
+        tools=(files["read_file"], files["list_files"], files["grep_files"]),
+        disallowed_tools=("List_Files",),
+        max_requests=4,
+    )
+    lead = LeadAgent(chat("test"), [reviewer], working_dir=workdir)
+    await lead.run(TASK)
+    [expected] = lead.get_subagent_results()
+    request = lead_input(TASK, [reviewer], model="test")
+    assert request.sub_agents[0].tools == ("read_file", "grep_files")
+    async with _worker(client, task_queue, workdir, None):
+        handle = await start_lead(
+            client, request, workflow_id=f"gate-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+        out = await handle.result()
+    [got] = out.subagent_results
+    assert expected is not None
+    assert got is not None
+    assert _calls(got) == _calls(expected)
+    assert [c[1] for c in _calls(got)][:2] == ["read_file", "grep_files"]  # no list_files
