@@ -11,6 +11,7 @@ from ._events import (
     ModelRequestEvent,
     ModelResponseEvent,
     PermissionEvent,
+    QuestionEvent,
     RunStart,
     StopEvent,
     TextDelta,
@@ -89,6 +90,7 @@ __all__ = [
     "PermissionEvent",
     "PermissionMode",
     "Permissions",
+    "QuestionEvent",
     "ResourceMode",
     "RunStart",
     "SharedResources",
@@ -130,3 +132,9 @@ from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
 from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
+
+# isort: split
+# Building blocks of the durable ``ask_user``: the same name matching as the permission
+# rules; not public API.
+from ._permissions import ASK_USER_TOOL_NAME as ASK_USER_TOOL_NAME
+from ._permissions import normalize_tool_name as normalize_tool_name

@@ -139,6 +139,7 @@ def lead_input(
     continue_as_new_after: int = 10_000,
     delegation_policy: DelegationPolicy | None = None,
     resources: Iterable[ResourceSpec] = (),
+    human_input: bool = False,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -162,6 +163,9 @@ def lead_input(
             workers).
         resources: Resource specs (:class:`OwnedResourceSpec`,
             :class:`ExclusiveResourceSpec`), after the policy's.
+        human_input: Whether delegations may ask a person (``ask_user``); without it a
+            delegation to a definition with ``ask_user`` fails with ``setup_error``
+            before it starts. Questions are answered with :func:`answer_question`.
 
     Returns:
         The input to pass to :func:`start_lead`.
@@ -169,7 +173,8 @@ def lead_input(
     Raises:
         ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
             ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
-            or ``None``, or a ``continue_as_new_after`` below 1.
+            or ``None``, a ``continue_as_new_after`` below 1, or a ``human_input``
+            that is not a bool.
         DefinitionError: Two definitions share a name, or one names skills or MCP
             servers, or lists tools while an owned resource supplies its tools.
         DelegationBindingError: A resource mode or policy setting cannot cross the
@@ -186,6 +191,8 @@ def lead_input(
             f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
     check_durable_limits(usage_limits)
+    if not isinstance(human_input, bool):
+        raise ValueError(f"human_input must be True or False, got {human_input!r}")
     if (
         isinstance(continue_as_new_after, bool)
         or not isinstance(continue_as_new_after, int)
@@ -216,6 +223,7 @@ def lead_input(
         max_active_delegations=max_active_delegations,
         continue_as_new_after=continue_as_new_after,
         resources=bound,
+        human_input=human_input,
     )
 
 

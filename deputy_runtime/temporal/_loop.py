@@ -20,6 +20,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
+from ._human import ask_tools
+
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
         AssistantTurn,
@@ -46,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._budget import Budget
     from ._cancel import cancelling
+    from ._human_values import asks_user
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
@@ -80,6 +83,8 @@ Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
 #: request) with the conversation and the requests sent so far; may continue as new.
 Boundary = Callable[[list[Turn], int], Awaitable[None]]
 ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
+#: Answers an ``ask_user`` call in workflow code (``HumanInput.ask``), given the loop.
+Ask = Callable[[ContentToolRequest, "AgentLoop"], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -163,7 +168,10 @@ class AgentLoop:
         delegate: Delegate | None = None,
         boundary: Boundary | None = None,
         tool_runner: ToolRunner | None = None,
+        ask: Ask | None = None,
     ) -> None:
+        if ask is not None:  # the workflow answers ask_user itself (see _human)
+            tools, extra_tools = ask_tools(tools, extra_tools)
         self.ids = ids
         self.model = model
         self.system_prompt = system_prompt
@@ -180,6 +188,7 @@ class AgentLoop:
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
         self.boundary = boundary
+        self.ask = ask
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -300,7 +309,10 @@ class AgentLoop:
             ToolStart(**ids, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments)
         )
         denied: str | None = None
-        if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
+        if self.ask is not None and asks_user(call.name) and call.name in self.offered:
+            reply = await self.ask(call, self)
+            result, denied = reply.result, reply.denied
+        elif self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
             result = await self.delegate(call)
         else:
             reply = await self._run_tool(call)

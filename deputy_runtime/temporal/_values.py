@@ -80,6 +80,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: by the lead itself; ``None`` when starting a run).
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: Whether delegations may ask a person (``ask_user``); see ``_human``.
+    human_input: bool = False
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -102,6 +104,8 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: The loop's state when this run continues an earlier run of the chain as new.
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: Whether delegations may ask a person (``ask_user``); see ``_human``.
+    human_input: bool = False
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
