@@ -26,6 +26,17 @@ __all__ = ["QuestionDesk"]
 T = TypeVar("T")
 
 
+def _read_line(prompt: str) -> str:
+    """One line of standard input, the prompt on standard output (``input`` would write
+    it to standard error on a terminal)."""
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError("standard input ended")
+    return line.rstrip("\n")
+
+
 async def _in_daemon_thread(fn: Callable[[], T]) -> T:
     """``fn()`` in a daemon thread: a prompt still waiting for a line when the command
     ends must not keep the process (``asyncio.to_thread``'s pool would be waited for)."""
@@ -109,7 +120,7 @@ class QuestionDesk:
             try:
                 answers = await _in_daemon_thread(
                     lambda: prompt_answers(
-                        event.questions, input, sys.stdout, asker=event.agent_name or "agent"
+                        event.questions, _read_line, sys.stdout, asker=event.agent_name or "agent"
                     )
                 )
             except EOFError:

@@ -5,7 +5,12 @@ run completes with the answer in the delegation's conversation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import pty
+import re
+import select
 import subprocess
 import sys
 import time
@@ -13,9 +18,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from deputy_runtime import QuestionEvent, decode_event
+from deputy_runtime.chat import ContentToolResult
 from deputy_runtime.runtime import DelegationEnd, StopEvent, ToolEnd
+from deputy_runtime.temporal import LeadOutput, LeadWorkflow, data_converter
 from tests.temporal import ask_plugin
 from tests.temporal.test_run_cli import REPO_ROOT, _env
 
@@ -114,3 +122,77 @@ def test_a_question_is_answered_from_another_process(temporal_address: str, tmp_
     last = events[-1]
     assert isinstance(last, StopEvent)
     assert (last.delegation_id, last.stop_reason) == (None, "complete")
+
+
+def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float) -> None:
+    """Read the terminal's output into ``seen`` until it holds ``needle``."""
+    while needle not in seen:
+        assert time.monotonic() < deadline, seen.decode(errors="replace")[-2000:]
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the command exited and closed the terminal
+                chunk = b""
+            assert chunk, f"the terminal closed: {seen.decode(errors='replace')[-2000:]}"
+            seen.extend(chunk)
+
+
+def test_on_a_terminal_run_asks_and_sends_the_answer(temporal_address: str, tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "asker.yaml").write_text(
+        "version: 1\nname: asker\ndescription: Asks the user.\nprompt: You ask.\n"
+        "tools: [ask_user]\nmax_requests: 3\n"
+    )
+    plugin = ["--plugin", ask_plugin.__file__]
+    queue = f"deputy-cli-{uuid.uuid4().hex}"
+    worker_log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "deputy_runtime", "worker", "--temporal", temporal_address,
+         "--agents", str(agents), "--task-queue", queue, *plugin],
+        cwd=tmp_path, env=_env(), stdout=worker_log, stderr=worker_log,
+    )  # fmt: skip
+    worker_log.close()
+    main, side = pty.openpty()
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "deputy_runtime", "run", "--agents", str(agents),
+         "--temporal", temporal_address, "--task-queue", queue, *plugin, "Ask away"],
+        cwd=tmp_path, env={**_env(), "NO_COLOR": "1"}, stdin=side, stdout=side,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    os.close(side)
+    seen = bytearray()
+    try:
+        deadline = time.monotonic() + 180
+        _read_until(main, b"asker asks:", seen, deadline)
+        _read_until(main, b"answer (1-2 or text): ", seen, deadline)
+        assert b"    2. B" in seen
+        os.write(main, b"2\n")
+        _read_until(main, b"\nAnswer:", seen, deadline)
+        runner.wait(timeout=180)
+        stderr = runner.stderr.read().decode() if runner.stderr else ""
+    finally:
+        for p in (runner, worker):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        os.close(main)
+    assert runner.returncode == 0, stderr
+    [workflow_id] = set(re.findall(r"workflow (deputy-run-\w+)", seen.decode(errors="replace")))
+    out = asyncio.run(_result(temporal_address, workflow_id))
+    [result] = out.subagent_results
+    assert result is not None
+    values = [
+        c.value
+        for t in result.turns
+        for c in t.contents
+        if isinstance(c, ContentToolResult) and c.value and "Which option" in str(c.value)
+    ]
+    assert values == ['{"Which option should I use?":"B"}']
+
+
+async def _result(address: str, workflow_id: str) -> LeadOutput:
+    client = await Client.connect(address, data_converter=data_converter)
+    out: LeadOutput = await client.get_workflow_handle_for(LeadWorkflow.run, workflow_id).result()
+    return out
