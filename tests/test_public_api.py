@@ -466,6 +466,7 @@ INTERNAL = {
         "whitespace_losses",
     ],
     "deputy_runtime.runtime": [
+        "ALWAYS_FORWARDED",
         "ASK_USER_TOOL_NAME",
         "Brief",
         "DELEGATE_DESCRIPTION",
@@ -479,6 +480,8 @@ INTERNAL = {
         "delegate_parameters",
         "fanout_blocker",
         "first_message",
+        "hook_refusal",
+        "hook_warning",
         "normalize_tool_name",
         "record_outcome",
         "reserve_share",

@@ -134,6 +134,12 @@ from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
 
 # isort: split
+# The hook rules the durable lead's workers apply around a tool call, as the gate does.
+from ._context import hook_warning as hook_warning
+from ._gate import hook_refusal as hook_refusal
+from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
+
+# isort: split
 # Building blocks of the durable ``ask_user``: the same name matching as the permission
 # rules; not public API.
 from ._permissions import ASK_USER_TOOL_NAME as ASK_USER_TOOL_NAME
