@@ -48,6 +48,12 @@ __all__ = [
 QUESTION_SIGNAL = "question"
 #: Signal from the lead to a child workflow: the checked answers to one of its questions.
 ANSWERS_SIGNAL = "answers"
+#: The answer to an ``ask_user`` call of a run that does not take answers for it (a
+#: ``parallel_delegate`` responder), worded as the in-process unbound tool's failure.
+NOT_ALLOWED = (
+    "Tool calling failed with error ask_user has no answer handler bound: this run does "
+    "not allow delegated human input (lead_input(human_input=True))"
+)
 #: The answer to an ``ask_user`` call whose wait an interrupt ended.
 INTERRUPTED = "The run was interrupted before the user answered; the question is withdrawn."
 
@@ -82,7 +88,8 @@ def ask_tools(
 def human_input_refusal(spec: AgentSpec, allowed: bool) -> str | None:
     """Why a delegation to ``spec`` cannot start (it has ``ask_user`` and the run does
     not allow delegated human input), or ``None``."""
-    if allowed or not any(asks_user(t) for t in spec.tools):
+    disallowed = any(asks_user(t) for t in spec.disallowed_tools)  # removed, as in-process
+    if allowed or disallowed or not any(asks_user(t) for t in spec.tools):
         return None
     return (
         f"Subagent '{spec.name}' has ask_user: delegated human input requires "
@@ -117,11 +124,13 @@ class HumanInput:
     ones and the ids already answered.
 
     ``announce`` makes a new question known where answers are taken (a child: signal the
-    lead; a lead: nothing more, :meth:`register` already did).
+    lead; a lead: nothing more, :meth:`register` already did). ``allowed`` is whether
+    questions may be asked at all (set from the child's input before its loop runs).
     """
 
     def __init__(self, announce: Callable[[PendingQuestion], Any] | None = None) -> None:
         self._announce = announce
+        self.allowed = True
         self._answers: dict[str, str] = {}  # question id -> the encoded answers
         self.pending: dict[str, PendingQuestion] = {}  # the run's, in asking order
         self.answered: set[str] = set()
@@ -141,6 +150,8 @@ class HumanInput:
             questions = tool_validator(ask_user)(call.arguments)["questions"]
         except ToolArgumentError as exc:
             return ToolReply(ContentToolResult(call.id, error=f"Invalid arguments: {exc}"))
+        if not self.allowed:
+            return ToolReply(ContentToolResult(call.id, error=NOT_ALLOWED))
         ids = loop.ids.fields()
         pending = PendingQuestion(
             question_id=f"question_{workflow.uuid4().hex}",

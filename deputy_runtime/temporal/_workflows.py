@@ -280,6 +280,7 @@ class SubagentWorkflow:
         )
         scope = ResourceScope(request)
         self._request, checkpoint = request, request.checkpoint
+        self._human.allowed = request.human_input  # a lead's delegation is gated before
 
         async def run_loop() -> AgentResult:
             loop = self._loop = AgentLoop(
@@ -297,7 +298,7 @@ class SubagentWorkflow:
                 # would release its leases and owned resources and bind fresh ones.
                 boundary=None if request.resources else self._boundary,
                 tool_runner=scope.run_tool if request.resources else None,
-                ask=self._human.ask if request.human_input else None,
+                ask=self._human.ask,
             )
             turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
             if self._lead_permissions is not None:  # signalled before the loop was built
