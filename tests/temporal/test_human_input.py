@@ -21,10 +21,12 @@ from deputy_runtime import (
     DelegationBindingError,
     DelegationPolicy,
     LeadAgent,
+    Permissions,
     QuestionEvent,
     UsageLimits,
     ask_user,
     chat,
+    decode_event,
     tools_file,
 )
 from deputy_runtime.chat import ContentToolResult
@@ -262,3 +264,36 @@ def test_lead_input_refuses_a_human_input_handler_and_a_non_bool() -> None:
         lead_input("task", [_asker()], model="test", delegation_policy=policy)
     with pytest.raises(ValueError, match="human_input must be True or False"):
         lead_input("task", [_asker()], model="test", human_input="yes")  # type: ignore[arg-type]
+
+
+async def test_a_denied_question_is_refused_as_in_process(
+    client: Client, task_queue: str, worker: None
+) -> None:
+    # Under a readonly lead the subagent inherits readonly, where ask_user is refused.
+    asked: list[Any] = []
+    lead = LeadAgent(
+        chat("test"),
+        [_asker()],
+        usage_limits=LIMITS,
+        permissions=Permissions(mode="readonly"),
+        delegation_policy=DelegationPolicy(human_input=lambda q, c: asked.append(q) or {}),
+    )
+    await lead.run("Do the work")
+    [expected_result] = lead.get_subagent_results()
+    assert expected_result is not None
+    [expected] = _ask_results(expected_result.turns)
+    assert asked == []
+    handle = await _start(
+        client, task_queue, [_asker()], human_input=True, permissions=Permissions(mode="readonly")
+    )
+    with anyio.fail_after(WAIT_SECONDS):
+        out = await handle.result()
+    [result] = out.subagent_results
+    assert result is not None
+    [answer] = _ask_results(result.turns)
+    assert (answer.value, answer.error) == (expected.value, expected.error)
+    assert answer.error is not None
+    assert "permission mode 'readonly'" in answer.error
+    events = [decode_event(e) for e in await handle.query("events", 0)]
+    assert not [e for e in events if isinstance(e, QuestionEvent)]
+    assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 2
