@@ -48,8 +48,10 @@ __all__ = [
 QUESTION_SIGNAL = "question"
 #: Signal from the lead to a child workflow: the checked answers to one of its questions.
 ANSWERS_SIGNAL = "answers"
-#: The answer to an ``ask_user`` call of a run that does not take answers for it (a
-#: ``parallel_delegate`` responder), worded as the in-process unbound tool's failure.
+#: The answer to an ``ask_user`` call of a child workflow started without delegated
+#: human input (a lead refuses to start such a delegation unless ``ask_user`` is
+#: disallowed, and then the deny list refuses the call first), worded as the in-process
+#: unbound tool's failure.
 NOT_ALLOWED = (
     "Tool calling failed with error ask_user has no answer handler bound: this run does "
     "not allow delegated human input (lead_input(human_input=True))"

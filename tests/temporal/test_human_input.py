@@ -297,3 +297,26 @@ async def test_a_denied_question_is_refused_as_in_process(
     events = [decode_event(e) for e in await handle.query("events", 0)]
     assert not [e for e in events if isinstance(e, QuestionEvent)]
     assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 2
+
+
+async def test_a_disallowed_ask_user_needs_no_human_input(
+    client: Client, task_queue: str, worker: None
+) -> None:
+    # In-process the disallowed tool is removed before the human-input check, so the
+    # delegation starts; here it starts too, and the deny list refuses the call.
+    asker = AgentDefinition(
+        "asker", "Asks.", "You ask.", tools=(ask_user,), disallowed_tools=("ask_user",)
+    )
+    lead = LeadAgent(chat("test"), [asker], usage_limits=LIMITS)
+    await lead.run("Do the work")
+    [expected] = lead.list_subagents()
+    handle = await _start(client, task_queue, [asker])
+    with anyio.fail_after(WAIT_SECONDS):
+        out = await handle.result()
+    [record] = out.subagents
+    assert (record.status, record.stop_reason) == (expected.status, expected.stop_reason)
+    assert (record.status, record.stop_reason) == ("completed", "complete")
+    [result] = out.subagent_results
+    assert result is not None
+    [answer] = _ask_results(result.turns)
+    assert answer.error == "Permission denied: Tool 'ask_user' is denied by the deny list."
