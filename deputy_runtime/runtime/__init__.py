@@ -11,6 +11,7 @@ from ._events import (
     ModelRequestEvent,
     ModelResponseEvent,
     PermissionEvent,
+    QuestionEvent,
     RunStart,
     StopEvent,
     TextDelta,
@@ -89,6 +90,7 @@ __all__ = [
     "PermissionEvent",
     "PermissionMode",
     "Permissions",
+    "QuestionEvent",
     "ResourceMode",
     "RunStart",
     "SharedResources",
@@ -137,4 +139,9 @@ from ._context import hook_warning as hook_warning
 from ._gate import hook_refusal as hook_refusal
 from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
 from ._permissions import delegate_placeholder as delegate_placeholder
+
+# isort: split
+# Building blocks of the durable ``ask_user``: the same name matching as the permission
+# rules; not public API.
+from ._permissions import ASK_USER_TOOL_NAME as ASK_USER_TOOL_NAME
 from ._permissions import normalize_tool_name as normalize_tool_name

@@ -156,6 +156,7 @@ def lead_input(
     delegation_policy: DelegationPolicy | None = None,
     resources: Iterable[ResourceSpec] = (),
     hook_events: Iterable[HookEvent | str] = (),
+    human_input: bool = False,
     worker_can_use_tool: bool = False,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
@@ -186,6 +187,9 @@ def lead_input(
             SubagentStop, and PreToolUse / PostToolUse / PostToolUseFailure around the
             lead's ``delegate_to_agent`` calls). Hooks around tool calls run in the tool
             activity whatever this says; a run without these events pays no activity.
+        human_input: Whether delegations may ask a person (``ask_user``); without it a
+            delegation to a definition with ``ask_user`` fails with ``setup_error``
+            before it starts. Questions are answered with :func:`answer_question`.
         worker_can_use_tool: Put every tool call of the run (the lead's and, through the
             permission ceiling, its subagents') to the workers' ``can_use_tool``
             callback after the static checks, as ``Permissions(can_use_tool=...)`` does
@@ -197,8 +201,8 @@ def lead_input(
     Raises:
         ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
             ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
-            or ``None``, a ``continue_as_new_after`` below 1, or a ``hook_events``
-            entry that is not a hook event.
+            or ``None``, a ``continue_as_new_after`` below 1, a ``hook_events``
+            entry that is not a hook event, or a ``human_input`` that is not a bool.
         DefinitionError: Two definitions share a name, or one lists tools while an
             owned resource supplies its tools.
         DelegationBindingError: A resource mode or policy setting cannot cross the
@@ -216,6 +220,8 @@ def lead_input(
             f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
     check_durable_limits(usage_limits)
+    if not isinstance(human_input, bool):
+        raise ValueError(f"human_input must be True or False, got {human_input!r}")
     if (
         isinstance(continue_as_new_after, bool)
         or not isinstance(continue_as_new_after, int)
@@ -249,6 +255,7 @@ def lead_input(
         continue_as_new_after=continue_as_new_after,
         resources=bound,
         hook_events=events,
+        human_input=human_input,
         observers=observer_names(delegation_policy),
     )
 

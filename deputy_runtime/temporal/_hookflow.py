@@ -31,11 +31,13 @@ with workflow.unsafe.imports_passed_through():
         HookEvent,
         HookInput,
         PermissionEvent,
+        Permissions,
         StopReason,
         WarningEvent,
         hook_refusal,
         hook_warning,
     )
+    from ..tools import ask_user
     from ._cancel import cancelling
     from ._gate_report import GatePassed, GateReport, GateStep, GateStepKind
     from ._hooks import HOOK_ACTIVITY, HookCall, HookReply
@@ -50,9 +52,11 @@ __all__ = [
     "LeadHooks",
     "ToolStarts",
     "after_tool_reply",
+    "ask_denied",
     "batch_hooks",
     "delegate_with_hooks",
     "expect_start",
+    "log_denial",
     "observed_hooks",
     "run_hooks",
     "subagent_hooks",
@@ -127,6 +131,27 @@ def after_tool_reply(
     if reply.stop is not None:
         stop(loop)
     return started
+
+
+def ask_denied(loop: AgentLoop, call: ContentToolRequest) -> bool:
+    """Whether an ``ask_user`` call is denied by the agent's permissions or its lead's
+    current ones (the static rules, as ``_human`` checks it before asking)."""
+    specs = (loop.permissions, loop.lead_permissions)
+    return any(
+        Permissions(
+            mode=spec.mode,  # type: ignore[arg-type]
+            allow=frozenset(spec.allow),
+            deny=frozenset(spec.deny),
+        ).check_static(ask_user, call.arguments)
+        is not None
+        for spec in specs
+        if spec is not None
+    )
+
+
+def log_denial(loop: AgentLoop, call: ContentToolRequest, reason: str) -> None:
+    """Log a denial decided in workflow code (an ``ask_user`` call's)."""
+    _log_gate(loop, call, GateReport(False, (GateStep(GateStepKind.DENY, reason),)))
 
 
 def _log_gate(loop: AgentLoop, call: ContentToolRequest, gate: GateReport) -> int:

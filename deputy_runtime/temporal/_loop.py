@@ -20,7 +20,16 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
-from ._hookflow import LeadHooks, ToolStarts, after_tool_reply, delegate_with_hooks, expect_start
+from ._hookflow import (
+    LeadHooks,
+    ToolStarts,
+    after_tool_reply,
+    ask_denied,
+    delegate_with_hooks,
+    expect_start,
+    log_denial,
+)
+from ._human import ask_tools
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
@@ -47,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._budget import Budget
     from ._cancel import cancelling
+    from ._human_values import asks_user
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
@@ -81,6 +91,8 @@ Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
 #: request) with the conversation and the requests sent so far; may continue as new.
 Boundary = Callable[[list[Turn], int], Awaitable[None]]
 ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
+#: Answers an ``ask_user`` call in workflow code (``HumanInput.ask``), given the loop.
+Ask = Callable[[ContentToolRequest, "AgentLoop"], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -166,8 +178,11 @@ class AgentLoop:
         tool_runner: ToolRunner | None = None,
         lead_hooks: LeadHooks | None = None,
         skills: tuple[str, ...] = (),
+        ask: Ask | None = None,
         observers: tuple[str, ...] = (),
     ) -> None:
+        if ask is not None:  # the workflow answers ask_user itself (see _human)
+            tools, extra_tools = ask_tools(tools, extra_tools)
         self.ids = ids
         self.model = model
         self.system_prompt = system_prompt
@@ -188,6 +203,7 @@ class AgentLoop:
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
         self.skills = skills  # the worker builds their load_skill and finds their tools
+        self.ask = ask
         self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
         self.observers = observers  # a subagent's events forwarded beyond the usual ones
 
@@ -331,7 +347,16 @@ class AgentLoop:
                 )
             )
 
-        if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
+        if self.ask is not None and asks_user(call.name) and call.name in self.offered:
+            # Answered in workflow code; its permission check is pure, so tool_start goes
+            # in first (before the question) only when the call passes it.
+            if not ask_denied(self, call):
+                start()
+            reply = await self.ask(call, self)
+            result, ran = reply.result, reply.denied is None
+            if reply.denied is not None:
+                log_denial(self, call, reply.denied)
+        elif self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
             result, ran = await delegate_with_hooks(self, call, self.delegate, start)
         else:
             expect_start(self, call, start)

@@ -90,6 +90,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     resources: tuple[ResourceSpec, ...] = ()
     #: Lead-side hook events the workers' hooks run for (``deputy_hook`` activities).
     hook_events: tuple[str, ...] = ()
+    #: Whether delegations may ask a person (``ask_user``); see ``_human``.
+    human_input: bool = False
     #: Hook events forwarded from subagents to the workers' hooks beyond the ones always
     #: forwarded (``DelegationPolicy.observers``).
     observers: tuple[str, ...] = ()
@@ -115,6 +117,8 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: The loop's state when this run continues an earlier run of the chain as new.
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: Whether delegations may ask a person (``ask_user``); see ``_human``.
+    human_input: bool = False
     #: Hook events forwarded to the lead's hooks beyond the ones always forwarded.
     observers: tuple[str, ...] = ()
 
