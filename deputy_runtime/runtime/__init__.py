@@ -130,3 +130,8 @@ from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
 from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
+
+# isort: split
+# Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and
+# the same limit rule as in-process; not public API.
+from ._result import raise_for_limit as raise_for_limit

@@ -24,6 +24,7 @@ from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
+from ._limits import DelegationLimits, raise_on_exceed
 from ._parallel import ParallelDelegateWorkflow
 from ._parallel_client import parallel_delegate, parallel_result
 from ._resource_records import OwnedResourceRecord
@@ -58,6 +59,7 @@ __all__ = [
     "SET_PERMISSION_MODE_UPDATE",
     "AgentSpec",
     "Budget",
+    "DelegationLimits",
     "DeputyActivities",
     "DevServer",
     "ExclusiveResourceSpec",
@@ -92,6 +94,7 @@ __all__ = [
     "parallel_delegate",
     "parallel_result",
     "permission_spec",
+    "raise_on_exceed",
     "run_in_asyncio_thread",
     "start_lead",
     "temporal_cli_path",

@@ -110,6 +110,7 @@ def checkpoint_of(
         events=tuple(encoded[keep:]),
         events_base=(previous.events_base if previous else 0) + keep,
         runs=(previous.runs if previous else 1) + 1,
+        deadline=loop.deadline.at,
     )
 
 
@@ -132,6 +133,7 @@ def resume(checkpoint: LoopCheckpoint, loop: AgentLoop, events: list[Event]) -> 
     if checkpoint.interrupt is not None:
         loop.interrupt(checkpoint.interrupt)
     events.extend(decode_event(e) for e in checkpoint.events)
+    loop.deadline.at = checkpoint.deadline
     return list(checkpoint.turns)
 
 

@@ -11,12 +11,13 @@ from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
 from ..runtime import DelegationPolicy, Permissions, UsageLimits
+from ._limits import delegation_limits
 from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
 
-__all__ = ["agent_spec", "check_durable_limits", "lead_input", "permission_spec", "start_lead"]
+__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
 
 
 def agent_spec(
@@ -103,27 +104,6 @@ def permission_spec(permissions: Permissions) -> PermissionSpec:
     )
 
 
-def check_durable_limits(usage_limits: UsageLimits | None) -> None:
-    """Refuse limits a durable run cannot keep.
-
-    Args:
-        usage_limits: The run's limits, if any.
-
-    Raises:
-        ValueError: ``max_seconds`` or ``on_exceed="error"`` is set.
-    """
-    if usage_limits is not None and usage_limits.max_seconds is not None:
-        raise ValueError(
-            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
-            "no wall-clock limit (use start_lead's execution_timeout)"
-        )
-    if usage_limits is not None and usage_limits.on_exceed != "stop":
-        raise ValueError(
-            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
-            "stops at its limits; read LeadOutput.result.stop_reason instead"
-        )
-
-
 def lead_input(
     task: str,
     sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
@@ -148,7 +128,9 @@ def lead_input(
         model: The lead's ``provider/model`` spec (the workers resolve it).
         tools: Names of the lead's own tools in the workers' registry.
         system_prompt: The lead's base prompt (the routing section is added).
-        usage_limits: The whole run's limits, delegations included.
+        usage_limits: The whole run's limits, delegations included. ``max_seconds`` is
+            kept in workflow time (a durable timer); with ``on_exceed="error"`` the run
+            still returns its output: pass its result to :func:`raise_on_exceed`.
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
@@ -159,7 +141,8 @@ def lead_input(
         delegation_policy: Its resource modes bind every delegation: shared needs
             nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
             owned factories and in-process lease backends are refused (they live on the
-            workers).
+            workers). Its ``max_seconds`` and ``max_delegations`` travel as
+            :class:`DelegationLimits`.
         resources: Resource specs (:class:`OwnedResourceSpec`,
             :class:`ExclusiveResourceSpec`), after the policy's.
 
@@ -167,9 +150,10 @@ def lead_input(
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
-            ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
-            or ``None``, or a ``continue_as_new_after`` below 1.
+        ValueError: A blank task, a ``can_use_tool`` callback,
+            ``max_active_delegations`` not a positive int or ``None``, or a
+            ``continue_as_new_after`` below 1.
+        TypeError: ``usage_limits`` is not a ``UsageLimits``.
         DefinitionError: Two definitions share a name, or one names skills or MCP
             servers, or lists tools while an owned resource supplies its tools.
         DelegationBindingError: A resource mode or policy setting cannot cross the
@@ -185,7 +169,10 @@ def lead_input(
         raise ValueError(
             f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
-    check_durable_limits(usage_limits)
+    if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+        raise TypeError(
+            f"usage_limits must be a UsageLimits or None, got {type(usage_limits).__name__}"
+        )
     if (
         isinstance(continue_as_new_after, bool)
         or not isinstance(continue_as_new_after, int)
@@ -216,6 +203,7 @@ def lead_input(
         max_active_delegations=max_active_delegations,
         continue_as_new_after=continue_as_new_after,
         resources=bound,
+        delegation=delegation_limits(delegation_policy),
     )
 
 

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._budget import Budget
     from ._cancel import cancelling
+    from ._deadline import Deadline, close_cut_turn, outlive
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
@@ -180,6 +181,7 @@ class AgentLoop:
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
         self.boundary = boundary
+        self.deadline = Deadline()  # UsageLimits.max_seconds in workflow time
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -197,7 +199,11 @@ class AgentLoop:
         if turns is None:
             self.events.append(RunStart(**ids, task=task, limits=self.limits))
             turns = [Turn("user", (ContentText(task),))]
-        stop_reason, error = await self._steps(turns, requests)
+        self.deadline.start(self.limits)
+        steps = await self.deadline.run(self._steps(turns, requests))
+        if steps is None:  # cut off by the time limit
+            close_cut_turn(turns, self.deadline, self.events)
+        stop_reason, error = steps or (StopReason.TIME_LIMIT, None)
         if turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
@@ -301,7 +307,7 @@ class AgentLoop:
         )
         denied: str | None = None
         if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
-            result = await self.delegate(call)
+            result = await outlive(self.delegate(call))
         else:
             reply = await self._run_tool(call)
             result, denied = reply.result, reply.denied
@@ -324,7 +330,7 @@ class AgentLoop:
                 result_preview=_preview(result.value) if result.error is None else None,
             )
         )
-        return result
+        return self.deadline.note(call.id, result)
 
     async def _run_tool(self, call: ContentToolRequest) -> ToolReply:
         request = ToolCall(

@@ -114,7 +114,8 @@ def resource_specs(
         policy: A delegation policy whose ``resource_modes`` are converted: shared
             modes need nothing, ``ExclusiveResource(key, wait, backend)`` becomes an
             :class:`ExclusiveResourceSpec` (the backend stays behind: the workers use
-            theirs). Nothing else of the policy may be set.
+            theirs). Its limits travel apart (``_limits``); nothing else of the policy
+            may be set.
         resources: Specs given directly.
 
     Returns:
@@ -130,7 +131,7 @@ def resource_specs(
             raise TypeError(
                 f"delegation_policy must be a DelegationPolicy, got {type(policy).__name__}"
             )
-        for field in ("human_input", "chat", "max_seconds", "max_delegations"):
+        for field in ("human_input", "chat"):
             if getattr(policy, field) is not None:
                 raise DelegationBindingError(
                     f"delegation_policy.{field} is not supported on Temporal yet"

@@ -13,6 +13,7 @@ import msgspec
 
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._limits import DelegationLimits
 from ._resource_values import ResourceSpec, ToolRoute
 
 __all__ = [
@@ -80,6 +81,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: by the lead itself; ``None`` when starting a run).
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: The delegation policy's time limit and per-agent caps (see ``_limits``).
+    delegation: DelegationLimits = DelegationLimits()
 
 
 class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -190,3 +193,5 @@ class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     events: tuple[str, ...] = ()
     events_base: int = 0
     runs: int = 1
+    #: When the run's ``max_seconds`` runs out (a ``workflow.now()`` timestamp).
+    deadline: float | None = None

@@ -23,7 +23,7 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
 # that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
-# ``_checkpoint``) and the packages above them.
+# ``_checkpoint``, ``_deadline``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
 _PASSTHROUGH = (
@@ -51,6 +51,7 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._converter",
     "deputy_runtime.temporal._devserver",
     "deputy_runtime.temporal._idempotency",
+    "deputy_runtime.temporal._limits",
     "deputy_runtime.temporal._resource_records",
     "deputy_runtime.temporal._resource_values",
     "deputy_runtime.temporal._resource_worker",

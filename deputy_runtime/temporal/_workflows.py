@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._limits import DelegationCounts, DelegationLimits, child_seconds, out_of_time
     from ._resource_values import applies_to
     from ._slots import Slots, take_slot
     from ._values import (
@@ -362,6 +363,7 @@ class LeadWorkflow:
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
         self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
         self._slots = Slots(None)
+        self._counts = DelegationCounts(DelegationLimits(), (), ())
 
     @workflow.run
     async def run(self, request: LeadInput) -> LeadOutput:
@@ -379,6 +381,8 @@ class LeadWorkflow:
         self._slots = Slots(request.max_active_delegations)
         names = tuple(self._specs)
         checkpoint = request.checkpoint
+        carried = checkpoint.subagents if checkpoint else ()
+        self._counts = DelegationCounts(request.delegation, carried, names)
         if checkpoint is None:
             ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
         else:
@@ -533,8 +537,18 @@ class LeadWorkflow:
         )
         self._delegations.append(d)
         delegation_id = d.ids.delegation_id or ""
+        spent = self._counts.take(key) if spec is not None else None
+        if spent is not None:  # the agent's max_delegations: refused softly, as in-process
+            d.status, d.stop_reason, d.error = NOT_STARTED, StopReason.DELEGATION_LIMIT, spent
+            d.completed_at = _now()
+            return ContentToolResult(call.id, value=d.outcome())
         # Queued behind max_active_delegations; the budget is reserved once a slot is held.
-        blocker = await take_slot(self._slots, loop.budget, lambda: self._interrupt is not None)
+        # A queued delegation leaves the queue when the lead is interrupted or out of time.
+        blocker = await take_slot(
+            self._slots,
+            loop.budget,
+            lambda: self._interrupt is not None or loop.deadline.expired,
+        )
         if blocker is not None:  # told not to start while queued, as in-process
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
@@ -546,7 +560,10 @@ class LeadWorkflow:
         # Without slots there is no interrupt check here: the loop answers a turn's calls
         # with "interrupted" before handing them over, and nothing awaits until this point.
         d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
-        empty = exhausted(d.limits) if spec is not None else None
+        seconds = child_seconds(request.delegation.max_seconds, loop.deadline.left())
+        if seconds is not None:  # its own limit, tightened by the time the lead has left
+            d.limits = msgspec.structs.replace(d.limits, max_seconds=seconds)
+        empty = (exhausted(d.limits) or out_of_time(d.limits)) if spec is not None else None
         if empty is not None:
             # Granted nothing to run on (running siblings hold the rest): settled before
             # anything starts or is announced, holding no budget, as in-process.
