@@ -73,6 +73,7 @@ class _Responder:
         self.error: str | None = None
         self.result: AgentResult | None = None
         self.settled = False
+        self.cleanup_error: str | None = None
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -94,7 +95,7 @@ class _Responder:
             completed_at=self.completed_at,
             error=self.error,
             hook_error=None,
-            cleanup_error=None,
+            cleanup_error=self.cleanup_error,
         )
 
 
@@ -225,7 +226,7 @@ class ParallelDelegateWorkflow:
                 if self._interrupt is not None:  # arrived while the child was starting
                     await _tell(handle, self._interrupt)
                 out: SubagentOutput = await handle
-                d.result = out.result
+                d.result, d.cleanup_error = out.result, out.cleanup_error
                 self._events.extend(decode_event(e) for e in out.events)
         except PermissionCeilingError as exc:  # the client checks this before starting
             failed = True
