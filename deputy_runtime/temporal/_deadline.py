@@ -15,7 +15,9 @@ result.
 Delegations are not cut off by their lead's timer: each child workflow has its own time
 limit, at most the time its lead had left when it started, so it ends ``time_limit`` by
 itself at (or a moment after) the lead's deadline and the lead settles it as usual;
-:func:`outlive` keeps the lead's cancellation away from it. A delegation still queued for
+:func:`outlive` keeps the lead's cancellation away from it. The lead also sends its
+running children the ``interrupt`` signal then (:attr:`Deadline.on_expiry`), which stops
+one waiting outside its loop (for a lease). A delegation still queued for
 a slot at the deadline leaves the queue ``not_started`` (:attr:`Deadline.expired`).
 """
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -60,12 +62,15 @@ class Deadline:
             id (what a cut-off turn keeps).
     """
 
-    __slots__ = ("answered", "at", "expired")
+    __slots__ = ("answered", "at", "expired", "on_expiry")
 
     def __init__(self) -> None:
         self.at: float | None = None
         self.expired = False
         self.answered: dict[str, ContentToolResult] = {}
+        #: Called once when the timer fires (a lead interrupts its running children, so
+        #: one waiting outside its loop, e.g. for a lease, stops too).
+        self.on_expiry: Callable[[], Awaitable[None]] | None = None
 
     def start(self, limits: UsageLimits) -> None:
         """Fix the deadline from ``limits`` at the run's start (kept when carried)."""
@@ -106,6 +111,7 @@ class Deadline:
         if task.done():
             return task.result()
         self.expired = True
+        told = asyncio.ensure_future(self.on_expiry()) if self.on_expiry is not None else None
         task.cancel()
         try:
             await task
@@ -114,6 +120,9 @@ class Deadline:
             # workflow cancellation arriving meanwhile, or a real error, goes on.
             if workflow.cancellation_reason() is not None or not is_cancelled_exception(exc):
                 raise
+        finally:
+            if told is not None:
+                await told
         return None
 
     def note(self, call_id: str, result: ContentToolResult) -> ContentToolResult:

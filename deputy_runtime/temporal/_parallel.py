@@ -167,6 +167,9 @@ class ParallelDelegateWorkflow:
             running.append(asyncio.create_task(self._respond(d, spec, request, meter, slots, stop)))
         gathered = asyncio.gather(*running)
         await deadline.run(outlive(gathered))
+        if deadline.expired:  # running responders stop (their own limits end them too)
+            for handle in tuple(self._children.values()):
+                await _tell(handle, "time limit reached")
         await gathered  # also when the time ran out before this wait began
         if deadline.expired and not stop:
             stop.append(StopReason.TIME_LIMIT)

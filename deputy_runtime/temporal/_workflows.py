@@ -85,6 +85,8 @@ SET_PERMISSION_MODE_UPDATE = "set_permission_mode"
 LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
 #: Query returning a workflow's encoded events from an offset.
 EVENTS_QUERY = "events"
+#: The interrupt reason a lead's running children get when its time runs out.
+TIME_UP = "time limit reached"
 #: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
 ANSWER_MAX_BYTES = 8 * 1024
 
@@ -408,6 +410,7 @@ class LeadWorkflow:
             self._permissions = checkpoint.permissions
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
+        loop.deadline.on_expiry = self._out_of_time
         try:
             result = await loop.run(request.task, turns, checkpoint.requests if checkpoint else 0)
         except BaseException as exc:
@@ -456,6 +459,12 @@ class LeadWorkflow:
             self._loop.interrupt(reason)
         for handle in tuple(self._children.values()):
             await _tell(handle, INTERRUPT_SIGNAL, reason)
+
+    async def _out_of_time(self) -> None:
+        """The run's time ran out: its running children stop at their next boundary
+        (their own limits end them at the same time; this also stops a lease wait)."""
+        for handle in tuple(self._children.values()):
+            await _tell(handle, INTERRUPT_SIGNAL, TIME_UP)
 
     @workflow.update(name=SET_PERMISSION_MODE_UPDATE)
     async def set_permission_mode(self, mode: str) -> str:

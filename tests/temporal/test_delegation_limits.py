@@ -15,6 +15,7 @@ from temporalio.client import Client
 
 from deputy_runtime import (
     AgentDefinition,
+    AgentUsage,
     DelegationPolicy,
     DelegationResources,
     LeadAgent,
@@ -44,6 +45,12 @@ from deputy_runtime.temporal import (
     parallel_delegate,
     raise_on_exceed,
     start_lead,
+)
+from deputy_runtime.temporal._limits import (
+    DelegationCounts,
+    child_seconds,
+    out_of_time,
+    spent_message,
 )
 from tests.temporal.helpers import assert_replays, chain_run_ids, gated_model, run_workflow_ids
 
@@ -301,3 +308,53 @@ def test_delegation_limits_travel_from_the_policy() -> None:
         lead_input("t", definitions, model="test", usage_limits={"max_requests": 1})  # type: ignore[arg-type]
     with pytest.raises(msgspec.ValidationError, match="max_seconds"):
         msgspec.convert({"max_seconds": 0}, DelegationLimits)
+
+
+def _record(name: str, stop_reason: str) -> SubagentRecord:
+    return SubagentRecord(
+        delegation_id=f"delegation_{name}_{stop_reason}",
+        agent_name=name,
+        agent_id="agent_x",
+        run_id="run_x",
+        parent_agent_id="agent_lead",
+        parent_run_id="run_lead",
+        tool_call_id=None,
+        task="t",
+        status="not_started" if stop_reason == "delegation_limit" else "completed",  # type: ignore[arg-type]
+        stop_reason=stop_reason,  # type: ignore[arg-type]
+        usage=AgentUsage(),
+        limits=None,
+        admitted_at=0.0,
+        started_at=None,
+        completed_at=None,
+        error=None,
+        hook_error=None,
+        cleanup_error=None,
+    )
+
+
+def test_delegation_counts_resume_from_carried_records() -> None:
+    carried = [
+        _record("reviewer", "complete"),
+        _record("reviewer", "delegation_limit"),  # refused: never counted
+        _record("ghost", "setup_error"),  # an unknown agent: never counted
+    ]
+    counts = DelegationCounts(
+        DelegationLimits(max_delegations={"reviewer": 2, "ghost": 0}), carried, ["reviewer"]
+    )
+    assert counts.take("reviewer") is None  # the second of two
+    spent = counts.take("reviewer")
+    assert spent == spent_message("reviewer", 2)
+    assert "2 of 2 delegations" in spent
+    assert counts.take("explorer") is None  # not named: unlimited
+    assert DelegationCounts(DelegationLimits(max_delegations=0), (), ["a"]).take("a")
+
+
+def test_child_seconds_and_out_of_time() -> None:
+    assert child_seconds(None, None) is None
+    assert child_seconds(5.0, None) == 5.0
+    assert child_seconds(None, 2.5) == 2.5
+    assert child_seconds(5.0, 2.5) == 2.5
+    assert out_of_time(UsageLimits(max_seconds=0)) == "time_limit"
+    assert out_of_time(UsageLimits(max_seconds=0.5)) is None
+    assert out_of_time(UsageLimits()) is None
