@@ -10,6 +10,7 @@ limits and answers, and every history replays.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -26,6 +27,7 @@ from deputy_runtime import (
     SubagentRecord,
     UsageLimits,
     chat,
+    tool,
 )
 from deputy_runtime.chat import ContentToolResult, Turn
 from deputy_runtime.runtime import StopEvent, decode_event
@@ -33,6 +35,7 @@ from deputy_runtime.temporal import (
     EVENTS_QUERY,
     DeputyActivities,
     LeadOutput,
+    deputy_worker,
     lead_input,
     parallel_delegate,
     raise_on_exceed,
@@ -271,3 +274,56 @@ async def test_policy_max_seconds_bounds_each_responder(
     assert [x.max_seconds for x in limits] == [CHILD_SECONDS, CHILD_SECONDS]
     ids = [workflow_id] + [f"{workflow_id}/{d}" for d in result.delegation_ids]
     assert await assert_replays(client, ids) == 3
+
+
+@tool(read_only=True)
+async def hold() -> str:
+    """Wait for a release that never comes (only a time limit ends it)."""
+    await asyncio.Event().wait()
+    return "released"
+
+
+@tool(read_only=True)
+async def ping() -> str:
+    """Answer at once."""
+    return "pong"
+
+
+async def test_a_tool_running_at_the_deadline_is_answered_as_cut_off(
+    client: Client, task_queue: str, workdir: Path
+) -> None:
+    definitions = [_definition("helper", "test")]
+    limits = UsageLimits(max_requests=5, max_seconds=CHILD_SECONDS)
+    lead = LeadAgent(
+        chat("test"), definitions, tools=[hold, ping], usage_limits=limits, working_dir=workdir
+    )
+    expected = await lead.run(TASK)
+    activities = DeputyActivities([hold, ping], working_dir=workdir)
+    async with deputy_worker(client, activities, task_queue=task_queue):
+        workflow_id, out = await _durable(
+            client,
+            task_queue,
+            "time-tool",
+            sub_agents=definitions,
+            usage_limits=limits,
+            tools=("hold", "ping"),
+        )
+    result = out.result
+    assert result.stop_reason == expected.stop_reason == "time_limit"
+    assert result.usage == expected.usage
+
+    def answers(turns: tuple[Turn, ...]) -> dict[str, tuple[object, ...]]:
+        names = {c.id: c.name for c in turns[-2].tool_requests}
+        return {
+            names[r.request_id]: (r.error, r.value if names[r.request_id] == "ping" else None)
+            for r in _tool_results(turns[-1])
+        }
+
+    got = answers(result.turns)
+    assert got == answers(expected.turns)
+    assert got["ping"] == (None, "pong")  # finished before the deadline: its result stays
+    assert str(got["hold"][0]).startswith(CUT_OFF)
+    # The delegation finished before the deadline too, so the model keeps its outcome.
+    assert got["delegate_to_agent"][0] is None
+    assert [r.status for r in out.subagents] == ["completed"]
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
