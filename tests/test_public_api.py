@@ -460,6 +460,7 @@ INTERNAL = {
         "whitespace_losses",
     ],
     "deputy_runtime.runtime": [
+        "ALWAYS_FORWARDED",
         "Brief",
         "DELEGATE_DESCRIPTION",
         "Meter",
@@ -472,6 +473,8 @@ INTERNAL = {
         "delegate_parameters",
         "fanout_blocker",
         "first_message",
+        "hook_refusal",
+        "hook_warning",
         "raise_for_limit",
         "record_outcome",
         "reserve_share",

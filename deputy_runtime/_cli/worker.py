@@ -3,7 +3,8 @@
 The worker serves the lead and subagent workflows and the model-request and tool-call
 activities on one task queue. Its tool registry is ``run``'s: the file tools confined to
 the current directory, then each ``--plugin`` module's ``tools``; providers are the
-registered ones (a plugin may ``register_provider``). The definitions under ``--agents``
+registered ones (a plugin may ``register_provider``); its hooks are the plugins' ``hooks``
+(every worker of a task queue must have the same). The definitions under ``--agents``
 are read and checked at start, as ``run`` reads them: each tool they name must be in the
 registry, so a worker that could not serve them refuses to start. (The definitions a run
 uses travel in the run's input; every worker of a task queue must be able to resolve
@@ -29,7 +30,9 @@ from types import ModuleType
 from typing import Any
 
 from ..definitions import AgentDefinition
+from ..runtime import Hooks
 from ..tools import Tool
+from .hookplugins import plugin_hooks
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 from .otlp import start_otlp
 
@@ -43,7 +46,7 @@ SHUTDOWN_GRACE = timedelta(seconds=10)
 def worker(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl-C or SIGTERM; returns the exit status."""
     try:
-        registry, definitions, resources = _setup(args)
+        registry, definitions, resources, hooks, hook_count = _setup(args)
         stop_tracing = start_otlp(args.otlp) if args.otlp is not None else None
     except UsageError as exc:
         print(f"deputy-runtime worker: {exc}", file=sys.stderr)
@@ -51,11 +54,11 @@ def worker(args: argparse.Namespace) -> int:
     names = ", ".join(definitions) or "none"
     print(
         f"deputy-runtime worker: task queue {args.task_queue!r} at {args.temporal} "
-        f"(namespace {args.namespace!r}); definitions: {names}",
+        f"(namespace {args.namespace!r}); definitions: {names}; hooks: {hook_count}",
         flush=True,
     )
     try:
-        status = asyncio.run(_serve(args, registry, resources))
+        status = asyncio.run(_serve(args, registry, resources, hooks))
     except KeyboardInterrupt:
         status = EXIT_OK
     finally:
@@ -71,7 +74,7 @@ def worker(args: argparse.Namespace) -> int:
 
 def _setup(
     args: argparse.Namespace,
-) -> tuple[dict[str, Tool], dict[str, AgentDefinition], dict[str, Any]]:
+) -> tuple[dict[str, Tool], dict[str, AgentDefinition], dict[str, Any], Hooks, int]:
     try:
         import deputy_runtime.temporal  # noqa: F401
     except ImportError as exc:
@@ -82,7 +85,8 @@ def _setup(
     plugins = load_plugins(args.plugin or (), Path.cwd())
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
-    return plugins.tools, loaded.definitions, _plugin_resources(plugins.modules)
+    hooks, hook_count = plugin_hooks(plugins.modules)
+    return plugins.tools, loaded.definitions, _plugin_resources(plugins.modules), hooks, hook_count
 
 
 def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:
@@ -105,7 +109,7 @@ def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:
 
 
 async def _serve(
-    args: argparse.Namespace, registry: dict[str, Tool], resources: dict[str, Any]
+    args: argparse.Namespace, registry: dict[str, Tool], resources: dict[str, Any], hooks: Hooks
 ) -> int:
     from temporalio.client import Client
 
@@ -122,7 +126,9 @@ async def _serve(
         )
         return EXIT_FAILED
     try:
-        activities = DeputyActivities(registry.values(), working_dir=Path.cwd(), **resources)
+        activities = DeputyActivities(
+            registry.values(), working_dir=Path.cwd(), hooks=hooks, **resources
+        )
     except (TypeError, ValueError) as exc:
         print(f"deputy-runtime worker: --plugin: {exc}", file=sys.stderr)
         return EXIT_USAGE

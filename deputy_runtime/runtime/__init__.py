@@ -132,6 +132,12 @@ from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
 
 # isort: split
+# The hook rules the durable lead's workers apply around a tool call, as the gate does.
+from ._context import hook_warning as hook_warning
+from ._gate import hook_refusal as hook_refusal
+from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
+
+# isort: split
 # Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and
 # the same limit rule as in-process; not public API.
 from ._result import raise_for_limit as raise_for_limit

@@ -41,6 +41,7 @@ __all__ = [
     "add_task",
     "finish_run",
     "hook_input",
+    "hook_warning",
     "preview",
 ]
 
@@ -132,6 +133,11 @@ def hook_input(
         permission_mode=owner.permissions.mode,
         **fields,
     )
+
+
+def hook_warning(error: str) -> str:
+    """The text of the warning event announcing a hook error (``"EVENT: message"``)."""
+    return f"hook failed: {error}"
 
 
 def wants(owner: RunOwner, event: HookEvent) -> bool:
@@ -248,7 +254,7 @@ class RunContext:
         """Announce hook failures that did not stop the run (they are also in the result)."""
         if messages and self.emit is not None:
             for message in messages:
-                self.emit(WarningEvent(**self.event_ids(), message=f"hook failed: {message}"))
+                self.emit(WarningEvent(**self.event_ids(), message=hook_warning(message)))
 
     # -- hooks -----------------------------------------------------------------------------
 

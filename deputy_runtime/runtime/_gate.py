@@ -14,11 +14,11 @@ from ..chat import ContentToolRequest, ContentToolResult
 from ..tools import Tool
 from ._context import RunContext, RunOwner
 from ._events import PermissionEvent
-from ._hooks import HookEvent, HookInput
+from ._hooks import HookDecision, HookEvent, HookInput
 from ._permissions import PermissionDeny
 from ._states import StopReason
 
-__all__ = ["gate", "lead_denial", "refuse"]
+__all__ = ["gate", "hook_refusal", "lead_denial", "refuse"]
 
 
 async def gate(
@@ -58,17 +58,36 @@ async def gate(
         return ContentToolResult(call.id, error=denied)
     if pre is not None and ctx.wants(HookEvent.PreToolUse):
         decision = await ctx.fire(pre)
-        if decision is not None and decision.decision == "stop":
-            ctx.stop(StopReason.HOOK_REQUESTED_STOP)
-            return ContentToolResult(call.id, error=f"Run stopped by hook: {decision.reason}")
-        if decision is not None and decision.decision == "deny":
-            return ContentToolResult(call.id, error=f"Denied by hook: {decision.reason}")
+        refusal = hook_refusal(decision)
+        if refusal is not None:
+            if decision is not None and decision.decision == "stop":
+                ctx.stop(StopReason.HOOK_REQUESTED_STOP)
+            return ContentToolResult(call.id, error=refusal)
         # Hooks may await (a person, a policy service); the lead may have been
         # narrowed meanwhile, so its live permissions are checked once more.
         late = lead_denial(owner, tool, call)
         if late is not None:
             return ContentToolResult(call.id, error=await refuse(ctx, call, call_id, late))
     return tool
+
+
+def hook_refusal(decision: HookDecision | None) -> str | None:
+    """The model's error text for a PreToolUse decision that refuses the call.
+
+    Args:
+        decision: What the PreToolUse hooks decided (``None``: nothing).
+
+    Returns:
+        The error result's text for a stop or a deny, ``None`` when the call goes ahead.
+        A stop also ends the run at its next boundary (the caller's job).
+    """
+    if decision is None:
+        return None
+    if decision.decision == "stop":
+        return f"Run stopped by hook: {decision.reason}"
+    if decision.decision == "deny":
+        return f"Denied by hook: {decision.reason}"
+    return None
 
 
 def lead_denial(owner: RunOwner, tool: Tool, call: ContentToolRequest) -> PermissionDeny | None:

@@ -32,14 +32,26 @@ from ..chat import (
     resolve_provider,
 )
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
-from ..runtime import LeaseBackend, Permissions, chat_reply, chat_span, tool_span
+from ..runtime import (
+    HookEvent,
+    Hooks,
+    LeaseBackend,
+    PermissionDeny,
+    Permissions,
+    chat_reply,
+    chat_span,
+    hook_refusal,
+    tool_span,
+)
 from ..tools import Tool, invoke_tool
+from ._hooks import HOOK_ACTIVITY, HookCall, HookReply, ToolCallHooks, run_hook
 from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
 from ._resource_worker import OwnedResourceFactory, WorkerResources
 from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = [
     "HEARTBEAT_SECONDS",
+    "HOOK_ACTIVITY",
     "MODEL_ACTIVITY",
     "NON_RETRYABLE_ERRORS",
     "TOOL_ACTIVITY",
@@ -70,6 +82,8 @@ class DeputyActivities:
     ``owned_resources`` are the owned-resource factories delegations name
     (``OwnedResourceSpec(name=...)``); ``lease_backend`` keeps the leases of exclusive
     resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
+    ``hooks`` run around every tool call and for the lead-side events a run asks for
+    (see ``_hooks``); every worker of a task queue must register the same ones.
     """
 
     def __init__(
@@ -80,7 +94,11 @@ class DeputyActivities:
         provider_options: Mapping[str, Any] | None = None,
         owned_resources: Mapping[str, OwnedResourceFactory] | None = None,
         lease_backend: LeaseBackend | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
+        if hooks is not None and not isinstance(hooks, Hooks):
+            raise TypeError(f"DeputyActivities hooks must be a Hooks registry, got {hooks!r}")
+        self.hooks = hooks if hooks is not None else Hooks()
         registry: dict[str, Tool] = {}
         for t in tools:
             if not isinstance(t, Tool):
@@ -100,7 +118,12 @@ class DeputyActivities:
         Returns:
             The model-request and tool-call activities, bound to this registry.
         """
-        return [self.model_request, self.tool_call, *self.resources.shared_activities()]
+        return [
+            self.model_request,
+            self.tool_call,
+            self.hook,
+            *self.resources.shared_activities(),
+        ]
 
     def own_queue_activities(self) -> list[Any]:
         """The activities this worker's own task queue serves (its owned resources').
@@ -202,12 +225,13 @@ class DeputyActivities:
             The result the model sees (an error result when the tool is unknown, the call
             is denied, its arguments are invalid or it raised) and the denial reason.
         """
+        # The whole call heartbeats, its hooks included: a hook may wait on a person.
         with self.resources.scope(call.route, str(self.working_dir)):
             if STATE.tracer is None:
-                return await self._tool_call(call)
+                return await _heartbeating(self._tool_call(call))
             request = ContentToolRequest(call.request_id, call.name, call.arguments)
             with tool_span(request, call.request_id) as current:
-                return await self._tool_call(call, current)
+                return await _heartbeating(self._tool_call(call, current))
 
     async def _tool_call(self, call: ToolCall, traced: Any = None) -> ToolReply:
         """The tool call; ``traced``, when given, is its span (decision, failure)."""
@@ -215,33 +239,84 @@ class DeputyActivities:
         t = t or (self.tools.get(call.name) if call.name in call.offered else None)
         if t is None:
             names = ", ".join(call.offered) or "none"
-            error = f"Unknown tool: {call.name}. Available tools: {names}"
+            unknown = f"Unknown tool: {call.name}. Available tools: {names}"
             if traced is not None:
                 traced.set_attribute("deputy.permission.decision", "deny")
-            return ToolReply(ContentToolResult(call.request_id, error=error))
+            return ToolReply(ContentToolResult(call.request_id, error=unknown))
+        hooks = ToolCallHooks(self.hooks, call, self.working_dir)
         denial = self._permissions(call.permissions).check_static(t, call.arguments)
         suffix = ""
+        allowed_by_hook = False
         if denial is None and call.lead_permissions is not None:
             denial = self._permissions(call.lead_permissions).check_static(t, call.arguments)
             suffix = " (lead's current permissions)"
+        elif denial is not None and not denial.final and hooks.wants(HookEvent.PermissionRequest):
+            # An agent's own denied call may be approved (never a subagent's: the ceiling
+            # holds); final denials are never put to the hooks.
+            decision = await hooks.fire(
+                HookEvent.PermissionRequest, permission_reason=denial.reason
+            )
+            if decision is not None and decision.decision == "allow":
+                denial, allowed_by_hook = None, True
+            elif decision is not None and decision.reason:
+                denial = PermissionDeny(decision.reason, denial.interrupt)
         if traced is not None:
             traced.set_attribute("deputy.permission.decision", "deny" if denial else "allow")
         if denial is not None:
             reason = f"{denial.reason}{suffix}"
+            await hooks.fire(
+                HookEvent.Notification, tool=False, message=f"permission_denied: {reason}"
+            )
             result = ContentToolResult(call.request_id, error=f"Permission denied: {reason}")
-            return ToolReply(result, denied=reason)
+            return ToolReply(result, denied=reason, hook_errors=tuple(hooks.errors))
+        decision = await hooks.fire(HookEvent.PreToolUse)
+        refusal = hook_refusal(decision)
+        if refusal is not None:
+            stop = decision.reason if decision and decision.decision == "stop" else None
+            return ToolReply(
+                ContentToolResult(call.request_id, error=refusal),
+                stop=stop,
+                hook_errors=tuple(hooks.errors),
+                allowed_by_hook=allowed_by_hook,
+            )
+        value: Any = None
+        error: str | None = None
         try:
-            value = await _heartbeating(invoke_tool(t, call.arguments))
+            value = await invoke_tool(t, call.arguments)
         except ToolArgumentError as exc:
             if traced is not None:
                 mark_error(traced, exc)
-            return ToolReply(ContentToolResult(call.request_id, error=f"Invalid arguments: {exc}"))
+            error = f"Invalid arguments: {exc}"
         except Exception as exc:
             if traced is not None:
                 mark_error(traced, exc)
             error = f"Tool calling failed with error {exc}"
-            return ToolReply(ContentToolResult(call.request_id, error=error))
-        return ToolReply(ContentToolResult(call.request_id, value=_plain(value)))
+        event = HookEvent.PostToolUse if error is None else HookEvent.PostToolUseFailure
+        decision = await hooks.fire(event, tool_result=value, tool_error=error)
+        stop = decision.reason if decision and decision.decision == "stop" else None
+        result = (
+            ContentToolResult(call.request_id, value=_plain(value))
+            if error is None
+            else ContentToolResult(call.request_id, error=error)
+        )
+        return ToolReply(
+            result, stop=stop, hook_errors=tuple(hooks.errors), allowed_by_hook=allowed_by_hook
+        )
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    @activity.defn(name=HOOK_ACTIVITY)
+    async def hook(self, call: HookCall) -> HookReply:
+        """Run this worker's hooks for one lead-side or lifecycle event.
+
+        Args:
+            call: The event's hook input.
+
+        Returns:
+            The first decision of the hooks (``None``: none decided) and the
+            ``"EVENT: message"`` errors of those that raised.
+        """
+        return await _heartbeating(run_hook(self.hooks, call, self.working_dir))
 
 
 def _plain(value: Any) -> Any:

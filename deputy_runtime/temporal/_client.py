@@ -10,7 +10,8 @@ from temporalio.client import Client, WorkflowHandle
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
-from ..runtime import DelegationPolicy, Permissions, UsageLimits
+from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits
+from ._hooks import hook_event_names
 from ._limits import delegation_limits
 from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
@@ -119,6 +120,7 @@ def lead_input(
     continue_as_new_after: int = 10_000,
     delegation_policy: DelegationPolicy | None = None,
     resources: Iterable[ResourceSpec] = (),
+    hook_events: Iterable[HookEvent | str] = (),
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -145,14 +147,20 @@ def lead_input(
             :class:`DelegationLimits`.
         resources: Resource specs (:class:`OwnedResourceSpec`,
             :class:`ExclusiveResourceSpec`), after the policy's.
+        hook_events: The lead-side hook events the workers' hooks run for, each in a
+            ``deputy_hook`` activity (SessionStart, UserPromptSubmit, Stop, SubagentStart,
+            SubagentStop, and PreToolUse / PostToolUse / PostToolUseFailure around the
+            lead's ``delegate_to_agent`` calls). Hooks around tool calls run in the tool
+            activity whatever this says; a run without these events pays no activity.
 
     Returns:
         The input to pass to :func:`start_lead`.
 
     Raises:
         ValueError: A blank task, a ``can_use_tool`` callback,
-            ``max_active_delegations`` not a positive int or ``None``, or a
-            ``continue_as_new_after`` below 1.
+            ``max_active_delegations`` not a positive int or ``None``, a
+            ``continue_as_new_after`` below 1, or a ``hook_events`` entry that is not a
+            hook event.
         TypeError: ``usage_limits`` is not a ``UsageLimits``.
         DefinitionError: Two definitions share a name, or one names skills or MCP
             servers, or lists tools while an owned resource supplies its tools.
@@ -161,6 +169,7 @@ def lead_input(
     """
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-blank string")
+    events = hook_event_names(hook_events)
     if max_active_delegations is not None and (
         isinstance(max_active_delegations, bool)
         or not isinstance(max_active_delegations, int)
@@ -203,6 +212,7 @@ def lead_input(
         max_active_delegations=max_active_delegations,
         continue_as_new_after=continue_as_new_after,
         resources=bound,
+        hook_events=events,
         delegation=delegation_limits(delegation_policy),
     )
 

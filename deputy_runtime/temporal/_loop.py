@@ -20,6 +20,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
+from ._hookflow import LeadHooks, after_tool_reply, delegate_with_hooks
+
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
         AssistantTurn,
@@ -164,6 +166,7 @@ class AgentLoop:
         delegate: Delegate | None = None,
         boundary: Boundary | None = None,
         tool_runner: ToolRunner | None = None,
+        lead_hooks: LeadHooks | None = None,
     ) -> None:
         self.ids = ids
         self.model = model
@@ -181,6 +184,9 @@ class AgentLoop:
         self.interrupt_reason: str | None = None
         self.offered = (*tools, *(s.name for s in extra_tools))
         self.boundary = boundary
+        self.lead_hooks = lead_hooks
+        self.stop_reason: StopReason | None = None  # set by a hook's stop decision
+        self.hook_errors: list[str] = []
         self.deadline = Deadline()  # UsageLimits.max_seconds in workflow time
 
     def interrupt(self, reason: str) -> None:
@@ -196,15 +202,23 @@ class AgentLoop:
         ``RunStart`` is already in the log).
         """
         ids = self.ids.fields()
+        hooks = self.lead_hooks
+        stopped = False
+        self.deadline.start(self.limits)  # the run's hooks count against its time too
         if turns is None:
+            if hooks is not None:
+                await hooks.before_run(self)
             self.events.append(RunStart(**ids, task=task, limits=self.limits))
             turns = [Turn("user", (ContentText(task),))]
-        self.deadline.start(self.limits)
-        steps = await self.deadline.run(self._steps(turns, requests))
-        if steps is None:  # cut off by the time limit
-            close_cut_turn(turns, self.deadline, self.events)
-        stop_reason, error = steps or (StopReason.TIME_LIMIT, None)
-        if turns[-1].role == "assistant" and turns[-1].tool_requests:
+            stopped = hooks is not None and await hooks.prompt(self, task)
+        if stopped:
+            turns, stop_reason, error = [], StopReason.HOOK_REQUESTED_STOP, None
+        else:
+            steps = await self.deadline.run(self._steps(turns, requests))
+            if steps is None:  # cut off by the time limit
+                close_cut_turn(turns, self.deadline, self.events)
+            stop_reason, error = steps or (StopReason.TIME_LIMIT, None)
+        if turns and turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
                 Turn(
@@ -215,15 +229,20 @@ class AgentLoop:
         usage = self.budget.snapshot()
         self.events.append(UsageEvent(**ids, usage=usage, limits=self.limits))
         self.events.append(StopEvent(**ids, stop_reason=stop_reason, usage=usage, error=error))
-        return AgentResult(
+        result = AgentResult(
             response=_last_text(turns),
             turns=tuple(turns),
             usage=usage,
             stop_reason=stop_reason,
             limits=self.limits,
             error=error,
+            # A subagent's tool hooks are its lead's: their errors go to its record.
+            hook_errors=() if self.ids.delegation_id else tuple(self.hook_errors),
             **ids,
         )
+        if hooks is not None:
+            await hooks.after_run(self, stop_reason)
+        return result
 
     async def _steps(self, turns: list[Turn], requests: int) -> tuple[StopReason, str | None]:
         while True:
@@ -268,6 +287,8 @@ class AgentLoop:
                 *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
             )
             turns.append(Turn("user", tuple(results)))
+            if self.stop_reason is not None:
+                return self.stop_reason, None
             if self.boundary is not None:
                 await self.boundary(turns, requests)
 
@@ -307,10 +328,11 @@ class AgentLoop:
         )
         denied: str | None = None
         if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
-            result = await outlive(self.delegate(call))
+            result = await outlive(delegate_with_hooks(self, call, self.delegate))
         else:
             reply = await self._run_tool(call)
             result, denied = reply.result, reply.denied
+            after_tool_reply(self, call, reply)
         if denied is not None:
             self.events.append(
                 PermissionEvent(
@@ -340,6 +362,7 @@ class AgentLoop:
             offered=self.tools,
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
+            **self.ids.fields(),
         )
         if self.tool_runner is not None:  # routed to the delegation's resources
             return await self.tool_runner(request)

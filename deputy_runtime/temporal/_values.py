@@ -81,6 +81,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: by the lead itself; ``None`` when starting a run).
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: Lead-side hook events the workers' hooks run for (``deputy_hook`` activities).
+    hook_events: tuple[str, ...] = ()
     #: The delegation policy's time limit and per-agent caps (see ``_limits``).
     delegation: DelegationLimits = DelegationLimits()
 
@@ -150,6 +152,13 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec
     lead_permissions: PermissionSpec | None = None
     route: ToolRoute | None = None
+    # The calling agent's ids, for the hooks' input (a subagent's carry its delegation's).
+    agent_id: str | None = None
+    agent_name: str | None = None
+    run_id: str | None = None
+    delegation_id: str | None = None
+    parent_agent_id: str | None = None
+    parent_run_id: str | None = None
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):
@@ -158,6 +167,12 @@ class ToolReply(msgspec.Struct, frozen=True, gc=False):
 
     result: ContentToolResult
     denied: str | None = None
+    #: A hook asked to stop the run (its reason); the loop stops at its next boundary.
+    stop: str | None = None
+    #: ``"EVENT: message"`` lines of hooks that raised around the call.
+    hook_errors: tuple[str, ...] = ()
+    #: A PermissionRequest hook allowed a call the rules denied.
+    allowed_by_hook: bool = False
 
 
 class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
@@ -166,6 +181,8 @@ class SubagentOutput(msgspec.Struct, frozen=True, gc=False):
     result: AgentResult
     events: tuple[str, ...] = ()
     cleanup_error: str | None = None
+    #: Errors of the lead's hooks around this subagent's calls (its record's hook_error).
+    hook_errors: tuple[str, ...] = ()
 
 
 class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -193,5 +210,7 @@ class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     events: tuple[str, ...] = ()
     events_base: int = 0
     runs: int = 1
+    #: Errors of the hooks around the agent's calls so far (see ``_hookflow``).
+    hook_errors: tuple[str, ...] = ()
     #: When the run's ``max_seconds`` runs out (a ``workflow.now()`` timestamp).
     deadline: float | None = None

@@ -56,6 +56,7 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._resource_values",
     "deputy_runtime.temporal._resource_worker",
     "deputy_runtime.temporal._slots",
+    "deputy_runtime.temporal._hooks",
     "deputy_runtime.temporal._trace",
     "deputy_runtime.temporal._values",
     "deputy_runtime.temporal._worker",

@@ -25,6 +25,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
+from ._hookflow import LeadHooks
 from ._loop import AgentLoop, Ids, new_id
 from ._resource_flow import ResourceScope
 
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         DelegationStart,
         DelegationStatus,
         Event,
+        HookEvent,
         Permissions,
         StopReason,
         SubagentRecord,
@@ -144,6 +146,7 @@ class _Delegation:
         self.error: str | None = None
         self.result: AgentResult | None = None
         self.cleanup_error: str | None = None
+        self.hook_errors: list[str] = []
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -164,9 +167,21 @@ class _Delegation:
             started_at=self.started_at,
             completed_at=self.completed_at,
             error=self.error,
-            hook_error=None,
+            hook_error="\n".join(self.hook_errors) or None,
             cleanup_error=self.cleanup_error,
         )
+
+    def hook_fields(self) -> dict[str, Any]:
+        """The delegation's fields of a SubagentStart or SubagentStop hook input."""
+        ids = self.ids
+        return {
+            "tool_call_id": self.tool_call_id,
+            "task": self.task,
+            "delegation_id": ids.delegation_id,
+            "child_agent_id": ids.agent_id,
+            "child_agent_name": ids.agent_name,
+            "child_run_id": ids.run_id,
+        }
 
     def outcome(self) -> str:
         answer = self.result.response if self.result is not None else ""
@@ -293,7 +308,8 @@ class SubagentWorkflow:
                 await self.on_cancelled()
             raise
         events = tuple(encode_event(e).decode() for e in self._events)
-        return SubagentOutput(result, events, cleanup_error)
+        hook_errors = tuple(self._loop.hook_errors) if self._loop is not None else ()
+        return SubagentOutput(result, events, cleanup_error, hook_errors)
 
     async def _boundary(self, turns: list[Turn], requests: int) -> None:
         assert self._loop is not None
@@ -403,6 +419,7 @@ class LeadWorkflow:
             events=self._events,
             delegate=self._delegate,
             boundary=self._boundary,
+            lead_hooks=LeadHooks(request.hook_events) if request.hook_events else None,
         )
         turns, self._carried = None, checkpoint
         if checkpoint is not None:
@@ -592,6 +609,10 @@ class LeadWorkflow:
                 )
             child_input = self._child_input(d, spec, args, request)
             d.status, d.started_at = DelegationStatus.RUNNING, _now()
+            if loop.lead_hooks is not None:
+                d.hook_errors += await loop.lead_hooks.subagent(
+                    loop, HookEvent.SubagentStart, d.hook_fields(), status="running"
+                )
             handle = await workflow.start_child_workflow(
                 SubagentWorkflow.run,
                 child_input,
@@ -611,6 +632,7 @@ class LeadWorkflow:
             )
             d.error = out.result.error
             d.cleanup_error = out.cleanup_error
+            d.hook_errors += out.hook_errors
             self._events.extend(decode_event(e) for e in out.events)
         except _SetupFailure as exc:
             d.status, d.stop_reason, d.error = FAILED, StopReason.SETUP_ERROR, str(exc)
@@ -625,6 +647,16 @@ class LeadWorkflow:
             loop.budget.release(delegation_id)
             loop.budget.add_external(d.usage)
             d.completed_at = _now()
+        if loop.lead_hooks is not None and d.started_at is not None:
+            d.hook_errors += await loop.lead_hooks.subagent(
+                loop,
+                HookEvent.SubagentStop,
+                d.hook_fields(),
+                status=d.status,
+                reason=d.stop_reason,
+                result=d.result.response if d.result else None,
+                error=d.error,
+            )
         self._events.append(
             DelegationEnd(
                 **fields,
