@@ -15,6 +15,7 @@ import json
 import uuid
 from pathlib import Path
 
+import msgspec
 import pytest
 from temporalio.client import Client
 
@@ -28,20 +29,34 @@ from deputy_runtime import (
     UsageLimits,
     chat,
     tool,
+    tools_file,
 )
-from deputy_runtime.chat import ContentToolResult, Turn
+from deputy_runtime.chat import (
+    AssistantTurn,
+    ContentToolResult,
+    ModelRequest,
+    TestProvider,
+    Turn,
+    register_provider,
+)
 from deputy_runtime.runtime import StopEvent, decode_event
 from deputy_runtime.temporal import (
     EVENTS_QUERY,
     DeputyActivities,
     LeadOutput,
+    SubagentInput,
     deputy_worker,
     lead_input,
     parallel_delegate,
     raise_on_exceed,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, gated_model, run_workflow_ids
+from tests.temporal.helpers import (
+    assert_replays,
+    chain_run_ids,
+    gated_model,
+    run_workflow_ids,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -327,3 +342,69 @@ async def test_a_tool_running_at_the_deadline_is_answered_as_cut_off(
     assert got["delegate_to_agent"][0] is None
     assert [r.status for r in out.subagents] == ["completed"]
     assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
+
+
+class HangsAfterTools(TestProvider):
+    """The ``test`` model until its tool calls are answered; then it never answers."""
+
+    __test__ = False
+    __slots__ = ()
+
+    async def complete(self, request: ModelRequest) -> AssistantTurn:
+        if any(isinstance(c, ContentToolResult) for t in request.turns for c in t.contents):
+            await asyncio.Event().wait()
+        return await super().complete(request)
+
+
+async def test_a_delegation_keeps_its_deadline_across_continue_as_new(
+    client: Client, task_queue: str, running_worker: DeputyActivities, workdir: Path
+) -> None:
+    register_provider(
+        "hangs", lambda model, **_: HangsAfterTools(model=model, name="hangs"), replace=True
+    )
+    files = {t.name: t for t in tools_file(workdir)}
+    definitions = [
+        AgentDefinition(
+            "reader", "Reads.", "You read.", model="hangs/test", tools=(files["list_files"],)
+        )
+    ]
+    limits = UsageLimits(max_requests=10)
+    policy = DelegationPolicy(max_seconds=CHILD_SECONDS)
+    lead = LeadAgent(
+        chat("test"),
+        definitions,
+        usage_limits=limits,
+        working_dir=workdir,
+        delegation_policy=policy,
+    )
+    expected = await lead.run(TASK)
+    # The child continues as new after its tool turn, then its second request hangs
+    # until the deadline its first run set.
+    workflow_id, out = await _durable(
+        client,
+        task_queue,
+        "time-child-can",
+        sub_agents=definitions,
+        usage_limits=limits,
+        delegation_policy=policy,
+        continue_as_new_after=1,
+    )
+    assert out.result.stop_reason == expected.stop_reason == "complete"
+    assert [_comparable(r) for r in out.subagents] == [
+        _comparable(r) for r in lead.list_subagents()
+    ]
+    [record] = out.subagents
+    assert (record.status, record.stop_reason) == ("stopped", "time_limit")
+    child_id = f"{workflow_id}/{record.delegation_id}"
+    runs = await chain_run_ids(client, child_id)
+    assert len(runs) >= 2
+    deadlines = set()
+    for run_id in runs[1:]:
+        history = await client.get_workflow_handle(child_id, run_id=run_id).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        carried = msgspec.json.decode(started.input.payloads[0].data, type=SubagentInput)
+        assert carried.checkpoint is not None
+        deadlines.add(carried.checkpoint.deadline)
+    assert len(deadlines) == 1
+    assert None not in deadlines
+    assert await assert_replays(client, [child_id], run_ids=runs) == len(runs)
