@@ -17,8 +17,8 @@ limit, at most the time its lead had left when it started, so it ends ``time_lim
 itself at (or a moment after) the lead's deadline and the lead settles it as usual;
 :func:`outlive` keeps the lead's cancellation away from it. The lead also sends its
 running children the ``interrupt`` signal then (:attr:`Deadline.on_expiry`), which stops
-one waiting outside its loop (for a lease). A delegation still queued for
-a slot at the deadline leaves the queue ``not_started`` (:attr:`Deadline.expired`).
+one waiting outside its loop (for a lease). A delegation still queued for a slot at the
+deadline leaves the queue ``not_started`` (:attr:`Deadline.expired`).
 """
 
 from __future__ import annotations
