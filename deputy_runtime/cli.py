@@ -151,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import a module or .py file first (register_provider; its tools join the registry)",
     )
+    _mcp_arguments(p, modes=True)
     _otlp_argument(p)
 
     _serve_arguments(

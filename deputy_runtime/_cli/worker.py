@@ -8,7 +8,7 @@ registered ones (a plugin may ``register_provider``); its hooks are the plugins'
 are read and checked at start, as ``run`` reads them: each tool they name must be in the
 registry, so a worker that could not serve them refuses to start. (The definitions a run
 uses travel in the run's input; every worker of a task queue must be able to resolve
-their tool and model names.)
+their tool and model names.) Skills and MCP servers: :mod:`.worker_extras`.
 
 Exit status: 0 stopped by Ctrl-C or SIGTERM (after running activities finish, within
 the grace period); 1 the server could not be reached or the worker failed; 2 bad
@@ -35,6 +35,7 @@ from ..tools import Tool
 from .hookplugins import plugin_hooks
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 from .otlp import start_otlp
+from .worker_extras import worker_extras
 
 __all__ = ["worker"]
 
@@ -85,8 +86,12 @@ def _setup(
     plugins = load_plugins(args.plugin or (), Path.cwd())
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
+    resources = _plugin_resources(plugins.modules)
+    extras = worker_extras(
+        args, loaded.definitions, plugins.tools, plugins.skills, resources["lease_backend"]
+    )
     hooks, hook_count = plugin_hooks(plugins.modules)
-    return plugins.tools, loaded.definitions, _plugin_resources(plugins.modules), hooks, hook_count
+    return plugins.tools, loaded.definitions, {**resources, **extras}, hooks, hook_count
 
 
 def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:
@@ -141,6 +146,7 @@ async def _serve(
         async with contextlib.AsyncExitStack() as stack:
             if hasattr(backend, "__aenter__"):  # a backend owning its connection
                 await stack.enter_async_context(backend)
+            await stack.enter_async_context(activities)  # starts the shared MCP servers
             await stack.enter_async_context(
                 deputy_worker(
                     client,

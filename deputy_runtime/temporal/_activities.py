@@ -44,6 +44,7 @@ from ..runtime import (
     tool_span,
 )
 from ..tools import Tool, invoke_tool
+from ._agent_extras import WorkerExtras
 from ._hooks import HOOK_ACTIVITY, HookCall, HookReply, ToolCallHooks, run_hook
 from ._idempotency import IDEMPOTENCY_HEADER, idempotency_key
 from ._resource_worker import OwnedResourceFactory, WorkerResources
@@ -84,6 +85,11 @@ class DeputyActivities:
     resources (a cross-process backend such as ``RedisLeases``, shared by every worker).
     ``hooks`` run around every tool call and for the lead-side events a run asks for
     (see ``_hooks``); every worker of a task queue must register the same ones.
+    ``skills`` are the skills definitions may name (``Skill`` values or skill
+    directories, by their names); ``mcp`` the MCP servers they may name, as
+    ``McpResource(server, mode=...)`` (exclusive ones need ``lease_backend``). With MCP
+    servers, open the activities around the worker (``async with activities:``): that
+    starts the shared servers and stops every server when the worker stops.
     """
 
     def __init__(
@@ -95,6 +101,8 @@ class DeputyActivities:
         owned_resources: Mapping[str, OwnedResourceFactory] | None = None,
         lease_backend: LeaseBackend | None = None,
         hooks: Hooks | None = None,
+        skills: Iterable[Any] = (),
+        mcp: Iterable[Any] = (),
     ) -> None:
         if hooks is not None and not isinstance(hooks, Hooks):
             raise TypeError(f"DeputyActivities hooks must be a Hooks registry, got {hooks!r}")
@@ -110,7 +118,16 @@ class DeputyActivities:
         self.working_dir = Path(os.path.realpath(working_dir))
         self._provider_options = dict(provider_options or {})
         self._providers: dict[str, Provider] = {}
-        self.resources = WorkerResources(owned_resources, lease_backend, str(self.working_dir))
+        self.extras = WorkerExtras(skills, mcp, leases=lease_backend is not None)
+        owned = {**(owned_resources or {}), **self.extras.owned_factories()}
+        self.resources = WorkerResources(owned, lease_backend, str(self.working_dir))
+
+    async def __aenter__(self) -> DeputyActivities:
+        await self.extras.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.extras.close()
 
     def activities(self) -> list[Any]:
         """The bound activity functions to hand to a Temporal ``Worker``.
@@ -122,6 +139,7 @@ class DeputyActivities:
             self.model_request,
             self.tool_call,
             self.hook,
+            self.extras.resolve,
             *self.resources.shared_activities(),
         ]
 
@@ -147,11 +165,15 @@ class DeputyActivities:
             self._providers[spec] = provider
         return provider
 
-    def tool_specs(self, names: Iterable[str]) -> tuple[ToolSpec, ...]:
+    def tool_specs(
+        self, names: Iterable[str], skills: tuple[str, ...] = ()
+    ) -> tuple[ToolSpec, ...]:
         """The specs of registry tools ``names``.
 
         Args:
-            names: Tool names in this worker's registry.
+            names: Tool names in this worker's registry (or of ``skills``, or of its
+                shared MCP servers).
+            skills: The agent's skills (``load_skill`` and their tools).
 
         Returns:
             Their specs, in order.
@@ -161,7 +183,7 @@ class DeputyActivities:
         """
         specs = []
         for name in names:
-            t = self.tools.get(name)
+            t = self.tools.get(name) or self.extras.tool(name, skills)
             if t is None:
                 known = ", ".join(sorted(self.tools)) or "none"
                 raise ApplicationError(
@@ -187,7 +209,7 @@ class DeputyActivities:
                 bad-request errors or an unknown provider.
         """
         provider = self._provider(call.model)
-        specs = (*self.tool_specs(call.tools), *call.extra_tools)
+        specs = (*self.tool_specs(call.tools, call.skills), *call.extra_tools)
         request = ModelRequest(call.system_prompt, call.turns, specs, call.params)
         key = {IDEMPOTENCY_HEADER: idempotency_key(activity.info())}
         try:
@@ -237,6 +259,7 @@ class DeputyActivities:
         """The tool call; ``traced``, when given, is its span (decision, failure)."""
         t = self.resources.tool(call.route, call.name) if call.name in call.offered else None
         t = t or (self.tools.get(call.name) if call.name in call.offered else None)
+        t = t or (self.extras.tool(call.name, call.skills) if call.name in call.offered else None)
         if t is None:
             names = ", ".join(call.offered) or "none"
             unknown = f"Unknown tool: {call.name}. Available tools: {names}"

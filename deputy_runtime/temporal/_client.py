@@ -11,6 +11,7 @@ from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError
 from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits
+from ._agent_extras import skill_names
 from ._hooks import hook_event_names
 from ._limits import delegation_limits
 from ._resource_values import ResourceSpec, check_owned, resource_specs
@@ -35,19 +36,14 @@ def agent_spec(
         The definition as data.
 
     Raises:
-        DefinitionError: It names skills or MCP servers.
+        SkillError: A skill given as a path cannot be loaded (its name is read from it).
 
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
-    Skills and MCP servers cannot run on a worker yet, so a definition naming them is
-    refused here rather than running without them.
+    Skills travel by name (``Skill.name``) and MCP tools as written (``mcp_tools``,
+    ``mcp_servers``); the worker resolves them when the delegation starts.
     """
     if not isinstance(definition, AgentDefinition):
         raise TypeError(f"expected an AgentDefinition, got {type(definition).__name__}")
-    for field in ("skills", "mcp_servers"):
-        if getattr(definition, field):
-            raise DefinitionError(
-                f"definition {definition.name!r}: {field} are not supported on Temporal yet"
-            )
     provider, _ = parse_model_spec(lead_model)
     choice = resolve_model(
         definition.model,
@@ -76,6 +72,9 @@ def agent_spec(
         max_requests=definition.max_requests,
         permission_mode=definition.permission_mode,
         params=dict(definition.params or {}),
+        skills=skill_names(definition.skills),
+        mcp_tools=tuple(definition.mcp_tools or ()),
+        mcp_servers=tuple(definition.mcp_servers or ()),
     )
 
 
@@ -162,8 +161,8 @@ def lead_input(
             ``continue_as_new_after`` below 1, or a ``hook_events`` entry that is not a
             hook event.
         TypeError: ``usage_limits`` is not a ``UsageLimits``.
-        DefinitionError: Two definitions share a name, or one names skills or MCP
-            servers, or lists tools while an owned resource supplies its tools.
+        DefinitionError: Two definitions share a name, or one lists tools while an
+            owned resource supplies its tools.
         DelegationBindingError: A resource mode or policy setting cannot cross the
             durable boundary.
     """

@@ -167,6 +167,7 @@ class AgentLoop:
         boundary: Boundary | None = None,
         tool_runner: ToolRunner | None = None,
         lead_hooks: LeadHooks | None = None,
+        skills: tuple[str, ...] = (),
     ) -> None:
         self.ids = ids
         self.model = model
@@ -187,6 +188,7 @@ class AgentLoop:
         self.lead_hooks = lead_hooks
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
+        self.skills = skills  # the worker builds their load_skill and finds their tools
         self.deadline = Deadline()  # UsageLimits.max_seconds in workflow time
 
     def interrupt(self, reason: str) -> None:
@@ -301,6 +303,7 @@ class AgentLoop:
             tools=self.tools,
             extra_tools=self.extra_tools,
             params=self.params,
+            skills=self.skills,
         )
         reply: ModelReply = await workflow.execute_activity(
             MODEL_ACTIVITY,
@@ -363,6 +366,7 @@ class AgentLoop:
             permissions=self.permissions,
             lead_permissions=self.lead_permissions,
             **self.ids.fields(),
+            skills=self.skills,
         )
         if self.tool_runner is not None:  # routed to the delegation's resources
             return await self.tool_runner(request)

@@ -67,8 +67,8 @@ def parallel_input(
         The input :func:`parallel_delegate` starts the workflow with.
 
     Raises:
-        DefinitionError: A name is not among ``definitions``, two definitions share a
-            name, or one names skills or MCP servers.
+        DefinitionError: A name is not among ``definitions``, or two definitions share
+            a name.
         DelegationBindingError: A named definition has tools, skills or mcp_servers.
         PermissionCeilingError: A named definition asks for a mode ``permissions``
             cannot reach.

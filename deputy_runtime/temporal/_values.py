@@ -59,6 +59,10 @@ class AgentSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     max_requests: int | None = None
     permission_mode: str | None = None
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Skill names and MCP selections the worker resolves (see ``_agent_extras``).
+    skills: tuple[str, ...] = ()
+    mcp_tools: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
 
 
 class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -132,6 +136,8 @@ class ModelCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     tools: tuple[str, ...] = ()
     extra_tools: tuple[ToolSpec, ...] = ()
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: The agent's skills: the worker builds ``load_skill`` and finds their tools.
+    skills: tuple[str, ...] = ()
 
 
 class ModelReply(msgspec.Struct, frozen=True, gc=False):
@@ -159,6 +165,8 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     delegation_id: str | None = None
     parent_agent_id: str | None = None
     parent_run_id: str | None = None
+    #: The agent's skills: the worker builds ``load_skill`` and finds their tools.
+    skills: tuple[str, ...] = ()
 
 
 class ToolReply(msgspec.Struct, frozen=True, gc=False):

@@ -24,7 +24,7 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
 # that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
-# ``_checkpoint``, ``_deadline``) and the packages above them.
+# ``_checkpoint``, ``_agent_flow``, ``_deadline``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
 _PASSTHROUGH = (
@@ -44,6 +44,7 @@ _PASSTHROUGH = (
     "deputy_runtime.skills",
     "deputy_runtime.tools",
     "deputy_runtime.temporal._activities",
+    "deputy_runtime.temporal._agent_extras",
     "deputy_runtime.temporal._batch",
     "deputy_runtime.temporal._bridge",
     "deputy_runtime.temporal._budget",

@@ -23,6 +23,7 @@ import msgspec
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
+from ._agent_flow import resolve_agent
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
 from ._hookflow import LeadHooks
@@ -264,6 +265,9 @@ class SubagentWorkflow:
         Returns:
             The subagent's result and its encoded events.
         """
+        request, failed = await resolve_agent(request)
+        if failed is not None:
+            return SubagentOutput(failed)
         spec = request.spec
         ids = Ids(
             agent_id=request.agent_id,
@@ -292,6 +296,7 @@ class SubagentWorkflow:
                 # would release its leases and owned resources and bind fresh ones.
                 boundary=None if request.resources else self._boundary,
                 tool_runner=scope.run_tool if request.resources else None,
+                skills=spec.skills,
             )
             turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
             if self._lead_permissions is not None:  # signalled before the loop was built

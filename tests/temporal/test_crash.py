@@ -31,11 +31,12 @@ from temporalio.client import Client
 
 from deputy_runtime import UsageLimits, agent_definitions
 from deputy_runtime.temporal import OwnedResourceSpec, lead_input, start_lead
-from tests.temporal import resource_plugin
 from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = Path(resource_plugin.__file__)
+# Loaded by the worker processes only: importing it here would register its provider
+# in the test process for the rest of the session.
+PLUGIN = Path(__file__).with_name("resource_plugin.py")
 FANOUT = 20
 WAIT_SECONDS = 240.0
 

@@ -13,9 +13,11 @@ from deputy_runtime import (
     DefinitionError,
     PermissionAllow,
     Permissions,
+    Skill,
     UsageLimits,
     tools_file,
 )
+from deputy_runtime.errors import SkillError
 from deputy_runtime.temporal import LeadInput, agent_spec, data_converter, lead_input
 
 
@@ -73,8 +75,17 @@ def test_lead_input_refuses_what_cannot_cross(
         lead_input(task, [_definition(tmp_path)], **arguments)  # type: ignore[arg-type]
 
 
-def test_definitions_with_skills_or_duplicates_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(DefinitionError, match="'reader': skills are not supported"):
+def test_skills_and_mcp_names_travel_by_name_and_duplicates_are_refused(tmp_path: Path) -> None:
+    skill = Skill(name="citing", description="Citing.", instructions="Cite.")
+    spec = agent_spec(
+        _definition(tmp_path, skills=(skill,), mcp_tools=("mcp__notes__add_note",)), "test"
+    )
+    assert (spec.skills, spec.mcp_tools, spec.mcp_servers) == (
+        ("citing",),
+        ("mcp__notes__add_note",),
+        (),
+    )
+    with pytest.raises(SkillError, match="some-skill: skill file not found"):
         agent_spec(_definition(tmp_path, skills=("some-skill",)), "test")
     with pytest.raises(DefinitionError, match="'reader' is given twice"):
         lead_input("Read it", [_definition(tmp_path), _definition(tmp_path)], model="test")

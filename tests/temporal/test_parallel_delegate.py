@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from deputy_runtime import (
     chat,
     tools_file,
 )
-from deputy_runtime.chat import ModelRequest, TestProvider, register_provider
+from deputy_runtime.chat import ModelRequest, TestProvider, register_provider, unregister_provider
 from deputy_runtime.errors import BadRequestError
 from deputy_runtime.runtime import DelegationEnd, DelegationStart, decode_event
 from deputy_runtime.temporal import (
@@ -58,7 +59,13 @@ class _Refusing(TestProvider):
         raise BadRequestError("refused by the test provider", status=400)
 
 
-register_provider("refusing", lambda model, **_: _Refusing(model=model), replace=True)
+@pytest.fixture(autouse=True, scope="module")
+def _refusing_provider() -> Iterator[None]:
+    """The ``refusing`` provider for this module, removed afterwards so later tests see
+    the registry as it was."""
+    register_provider("refusing", lambda model, **_: _Refusing(model=model), replace=True)
+    yield
+    unregister_provider("refusing")
 
 
 def _definitions(**models: str) -> list[AgentDefinition]:

@@ -7,7 +7,7 @@ in-process lead's, and the in-process worker's (``DeputyActivities(hooks=...)``)
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from deputy_runtime.chat import (
     ContentToolResult,
     ModelRequest,
     TestProvider,
+    unregister_provider,
 )
 from deputy_runtime.runtime import Event, WarningEvent, decode_event
 from deputy_runtime.temporal import (
@@ -67,12 +68,18 @@ class GhostProvider(TestProvider):
         return await super().complete(request)
 
 
-register_provider(
-    "parity",
-    lambda model="ghost", **kw: GhostProvider(model=model, **kw),
-    default_model="ghost",
-    replace=True,
-)
+@pytest.fixture(autouse=True, scope="module")
+def _parity_provider() -> Iterator[None]:
+    """The ``parity`` provider for this module's in-process workers, removed afterwards so
+    later tests see the registry as it was."""
+    register_provider(
+        "parity",
+        lambda model="ghost", **kw: GhostProvider(model=model, **kw),
+        default_model="ghost",
+        replace=True,
+    )
+    yield
+    unregister_provider("parity")
 
 
 def _definitions(
