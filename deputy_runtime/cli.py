@@ -29,6 +29,7 @@ _COMMANDS = {
     "worker": "deputy_runtime._cli.worker:worker",
     "run-temporal": "deputy_runtime._cli.run_temporal:run_temporal",
     "attach": "deputy_runtime._cli.run_temporal:attach",
+    "answer": "deputy_runtime._cli.answer:answer",
     "serve": "deputy_runtime._cli.serve:serve",
 }
 
@@ -138,6 +139,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the run's lead workflow id")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
     p.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+
+    p = sub.add_parser(
+        "answer", help="answer a durable run's pending ask_user question (temporal extra)"
+    )
+    p.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the run's lead workflow id")
+    p.add_argument("question_id", nargs="?", metavar="QUESTION_ID", help="omit to list them")
+    p.add_argument(
+        "answers", nargs="?", metavar="ANSWERS", help='JSON object: {"question": "answer"}'
+    )
+    p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
 
     p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")

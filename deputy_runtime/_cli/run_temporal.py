@@ -49,6 +49,7 @@ from .leadsetup import (
     select_model,
 )
 from .otlp import start_otlp
+from .questions import QuestionDesk
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
 __all__ = ["attach", "run_temporal"]
@@ -120,6 +121,7 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
             usage_limits=UsageLimits(max_requests=args.max_requests),
             permissions=Permissions(mode=args.permission_mode),
             model_aliases=aliases,
+            human_input=True,  # questions are answered here or with deputy-runtime answer
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
@@ -201,9 +203,15 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
     loop = asyncio.get_running_loop()
     background: set[asyncio.Task[None]] = set()
 
+    interactive = not args.json and sys.stdin.isatty() and sys.stdout.isatty()
+    desk = QuestionDesk(
+        client, args.temporal, workflow_id, interactive=interactive, view=view, prog=prog
+    )
+
     async def draw() -> None:
         async for event in follow_run(client, workflow_id, poll_interval=POLL_SECONDS):
             view.handle(event)
+            desk.handle(event)
 
     following = loop.create_task(draw())
 
@@ -244,6 +252,7 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
         print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     finally:
+        desk.close()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
     view.close()

@@ -27,6 +27,7 @@ from ..runtime import (
     McpServerEvent,
     ModelRequestEvent,
     ModelResponseEvent,
+    QuestionEvent,
     RunStart,
     StopEvent,
     StopReason,
@@ -197,6 +198,8 @@ def _update(node: Node, event: Event, now: float) -> None:
         node.last_tool = f"{event.tool_name} failed"
     elif isinstance(event, McpServerEvent):
         node.last_tool = _mcp_text(event)
+    elif isinstance(event, QuestionEvent):
+        node.last_tool = "ask_user: waiting for an answer"
     elif isinstance(event, UsageEvent) and event.delegation_id is None:
         node.usage = event.usage
     elif isinstance(event, StopEvent):
@@ -496,7 +499,20 @@ class LiveView:
         self._drawn = 0  # lines of the previous frame, to move back over
         self._last_draw = 0.0
         self._closed = False
+        self._held = False
         self.on_closed: Callable[[], None] | None = None  # called once if the reader leaves
+
+    def hold(self) -> None:
+        """Stop redrawing (events are still folded in), e.g. while a prompt owns the
+        terminal; :meth:`resume` draws again below whatever was written meanwhile."""
+        self.draw()
+        self._held = True
+
+    def resume(self) -> None:
+        """Draw again after :meth:`hold`, a fresh frame below the text written since."""
+        self._held = False
+        self._drawn = 0
+        self.draw()
 
     def handle(self, event: Event) -> None:
         """Fold an event in and redraw (at most every few hundredths of a second)."""
@@ -507,7 +523,7 @@ class LiveView:
 
     def draw(self) -> None:
         """Replace the previous frame with the current tree, cut to fit the terminal."""
-        if self._closed:
+        if self._closed or self._held:
             return
         columns, rows = self._size()
         # One column spare: some terminals wrap as soon as the last column is written.
@@ -534,6 +550,7 @@ class LiveView:
 
     def close(self) -> None:
         """Draw the final frame and give the cursor back."""
+        self._held = False
         self.draw()
         if not self._closed:
             self._closed = True
@@ -641,6 +658,9 @@ def plain_line(event: Event, node: Node | None) -> str | None:
         return f"{who}: tool {event.tool_name} failed: {_one_line(event.error)}"
     if isinstance(event, WarningEvent):
         return f"{who}: warning: {_one_line(event.message)}"
+    if isinstance(event, QuestionEvent):
+        asked = "; ".join(str(q.get("question", "")) for q in event.questions)
+        return f"{who}: asks the user [{event.question_id}]: {_one_line(asked, 200)}"
     if isinstance(event, McpServerEvent):
         return f"{who}: {_mcp_text(event)}"
     if isinstance(event, DelegationEnd):

@@ -11,6 +11,7 @@ from ._events import (
     ModelRequestEvent,
     ModelResponseEvent,
     PermissionEvent,
+    QuestionEvent,
     RunStart,
     StopEvent,
     TextDelta,
@@ -89,6 +90,7 @@ __all__ = [
     "PermissionEvent",
     "PermissionMode",
     "Permissions",
+    "QuestionEvent",
     "ResourceMode",
     "RunStart",
     "SharedResources",
@@ -136,6 +138,12 @@ from ._usage import Reservation as Reservation
 from ._context import hook_warning as hook_warning
 from ._gate import hook_refusal as hook_refusal
 from ._hooks import ALWAYS_FORWARDED as ALWAYS_FORWARDED
+
+# isort: split
+# Building blocks of the durable ``ask_user``: the same name matching as the permission
+# rules; not public API.
+from ._permissions import ASK_USER_TOOL_NAME as ASK_USER_TOOL_NAME
+from ._permissions import normalize_tool_name as normalize_tool_name
 
 # isort: split
 # Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and

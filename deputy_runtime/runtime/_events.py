@@ -29,6 +29,7 @@ __all__ = [
     "ModelRequestEvent",
     "ModelResponseEvent",
     "PermissionEvent",
+    "QuestionEvent",
     "RunStart",
     "StopEvent",
     "TextDelta",
@@ -177,6 +178,20 @@ class McpServerEvent(_Base, frozen=True, gc=False, tag="mcp_server"):
     error: str | None = None
 
 
+class QuestionEvent(_Base, frozen=True, gc=False, tag="question"):
+    """An ``ask_user`` call is waiting for a person's answers (a durable run).
+
+    ``questions`` are ``{"question": str, "options": list[str] | None}`` objects, as an
+    ``ask_user`` handler receives them; ``question_id`` names the question in the lead
+    workflow's ``answer`` update. The ``tool_end`` of ``tool_call_id`` follows once the
+    answers arrived (or the wait ended).
+    """
+
+    question_id: str
+    tool_call_id: str
+    questions: tuple[dict[str, Any], ...]
+
+
 #: Any event a run emits: the union of the event classes, tagged by ``type`` in JSON.
 Event: TypeAlias = (
     RunStart
@@ -192,6 +207,7 @@ Event: TypeAlias = (
     | DelegationStart
     | DelegationEnd
     | McpServerEvent
+    | QuestionEvent
 )
 
 EventSink: TypeAlias = Callable[[Event], None]

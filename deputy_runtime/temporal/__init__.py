@@ -24,6 +24,8 @@ from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
+from ._human_client import answer_question, pending_questions
+from ._human_values import ANSWER_UPDATE, PENDING_QUESTIONS_QUERY, AskedQuestion, PendingQuestion
 from ._limits import DelegationLimits, raise_on_exceed
 from ._parallel import ParallelDelegateWorkflow
 from ._parallel_client import parallel_delegate, parallel_result
@@ -52,12 +54,15 @@ from ._workflows import (
 )
 
 __all__ = [
+    "ANSWER_UPDATE",
     "DEFAULT_TASK_QUEUE",
     "EVENTS_QUERY",
     "INTERRUPT_SIGNAL",
     "LEAD_PERMISSIONS_SIGNAL",
+    "PENDING_QUESTIONS_QUERY",
     "SET_PERMISSION_MODE_UPDATE",
     "AgentSpec",
+    "AskedQuestion",
     "Budget",
     "DelegationLimits",
     "DeputyActivities",
@@ -75,6 +80,7 @@ __all__ = [
     "ParallelDelegateWorkflow",
     "ParallelInput",
     "ParallelOutput",
+    "PendingQuestion",
     "PermissionSpec",
     "SubagentInput",
     "SubagentOutput",
@@ -83,6 +89,7 @@ __all__ = [
     "TemporalUnavailableError",
     "ToolCall",
     "agent_spec",
+    "answer_question",
     "child_permissions",
     "current_delegation",
     "data_converter",
@@ -93,6 +100,7 @@ __all__ = [
     "lead_input",
     "parallel_delegate",
     "parallel_result",
+    "pending_questions",
     "permission_spec",
     "raise_on_exceed",
     "run_in_asyncio_thread",

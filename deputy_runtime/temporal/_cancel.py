@@ -28,4 +28,8 @@ def cancelling(exc: BaseException) -> bool:
         (then re-raise it); ``False`` for a failure, or for an activity or child workflow
         cancelled while this workflow was not.
     """
+    if isinstance(exc, GeneratorExit):
+        # A worker evicting the run closes its coroutines: not a cancellation, and the
+        # workflow's state cannot be read then.
+        return False
     return workflow.cancellation_reason() is not None and is_cancelled_exception(exc)

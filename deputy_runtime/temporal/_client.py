@@ -120,6 +120,7 @@ def lead_input(
     delegation_policy: DelegationPolicy | None = None,
     resources: Iterable[ResourceSpec] = (),
     hook_events: Iterable[HookEvent | str] = (),
+    human_input: bool = False,
 ) -> LeadInput:
     """The lead workflow's input for ``task`` over ``sub_agents``.
 
@@ -151,6 +152,9 @@ def lead_input(
             SubagentStop, and PreToolUse / PostToolUse / PostToolUseFailure around the
             lead's ``delegate_to_agent`` calls). Hooks around tool calls run in the tool
             activity whatever this says; a run without these events pays no activity.
+        human_input: Whether delegations may ask a person (``ask_user``); without it a
+            delegation to a definition with ``ask_user`` fails with ``setup_error``
+            before it starts. Questions are answered with :func:`answer_question`.
 
     Returns:
         The input to pass to :func:`start_lead`.
@@ -158,8 +162,8 @@ def lead_input(
     Raises:
         ValueError: A blank task, a ``can_use_tool`` callback,
             ``max_active_delegations`` not a positive int or ``None``, a
-            ``continue_as_new_after`` below 1, or a ``hook_events`` entry that is not a
-            hook event.
+            ``continue_as_new_after`` below 1, a ``hook_events`` entry that is not a
+            hook event, or a ``human_input`` that is not a bool.
         TypeError: ``usage_limits`` is not a ``UsageLimits``.
         DefinitionError: Two definitions share a name, or one lists tools while an
             owned resource supplies its tools.
@@ -181,6 +185,8 @@ def lead_input(
         raise TypeError(
             f"usage_limits must be a UsageLimits or None, got {type(usage_limits).__name__}"
         )
+    if not isinstance(human_input, bool):
+        raise ValueError(f"human_input must be True or False, got {human_input!r}")
     if (
         isinstance(continue_as_new_after, bool)
         or not isinstance(continue_as_new_after, int)
@@ -212,6 +218,7 @@ def lead_input(
         continue_as_new_after=continue_as_new_after,
         resources=bound,
         hook_events=events,
+        human_input=human_input,
         delegation=delegation_limits(delegation_policy),
     )
 

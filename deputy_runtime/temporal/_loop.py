@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityCancellationType
 
 from ._hookflow import LeadHooks, after_tool_reply, delegate_with_hooks
+from ._human import ask_tools
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     from ._budget import Budget
     from ._cancel import cancelling
     from ._deadline import Deadline, close_cut_turn, outlive
+    from ._human_values import asks_user
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
 __all__ = ["MODEL_RETRY", "TOOL_RETRY", "AgentLoop", "Ids", "new_id"]
@@ -83,6 +85,8 @@ Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
 #: request) with the conversation and the requests sent so far; may continue as new.
 Boundary = Callable[[list[Turn], int], Awaitable[None]]
 ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
+#: Answers an ``ask_user`` call in workflow code (``HumanInput.ask``), given the loop.
+Ask = Callable[[ContentToolRequest, "AgentLoop"], Awaitable[ToolReply]]
 
 
 def new_id(prefix: str) -> str:
@@ -168,7 +172,10 @@ class AgentLoop:
         tool_runner: ToolRunner | None = None,
         lead_hooks: LeadHooks | None = None,
         skills: tuple[str, ...] = (),
+        ask: Ask | None = None,
     ) -> None:
+        if ask is not None:  # the workflow answers ask_user itself (see _human)
+            tools, extra_tools = ask_tools(tools, extra_tools)
         self.ids = ids
         self.model = model
         self.system_prompt = system_prompt
@@ -189,6 +196,7 @@ class AgentLoop:
         self.stop_reason: StopReason | None = None  # set by a hook's stop decision
         self.hook_errors: list[str] = []
         self.skills = skills  # the worker builds their load_skill and finds their tools
+        self.ask = ask
         self.deadline = Deadline()  # UsageLimits.max_seconds in workflow time
 
     def interrupt(self, reason: str) -> None:
@@ -330,7 +338,10 @@ class AgentLoop:
             ToolStart(**ids, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments)
         )
         denied: str | None = None
-        if self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
+        if self.ask is not None and asks_user(call.name) and call.name in self.offered:
+            reply = await self.ask(call, self)
+            result, denied = reply.result, reply.denied
+        elif self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
             result = await outlive(delegate_with_hooks(self, call, self.delegate))
         else:
             reply = await self._run_tool(call)

@@ -131,7 +131,13 @@ def resource_specs(
             raise TypeError(
                 f"delegation_policy must be a DelegationPolicy, got {type(policy).__name__}"
             )
-        for field in ("human_input", "chat"):
+        if policy.human_input is not None:
+            raise DelegationBindingError(
+                "delegation_policy.human_input: a handler cannot cross the durable "
+                "boundary; pass lead_input(human_input=True) and answer the questions "
+                "with answer_question (deputy_runtime.temporal)"
+            )
+        for field in ("chat",):
             if getattr(policy, field) is not None:
                 raise DelegationBindingError(
                     f"delegation_policy.{field} is not supported on Temporal yet"

@@ -87,6 +87,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     resources: tuple[ResourceSpec, ...] = ()
     #: Lead-side hook events the workers' hooks run for (``deputy_hook`` activities).
     hook_events: tuple[str, ...] = ()
+    #: Whether delegations may ask a person (``ask_user``); see ``_human``.
+    human_input: bool = False
     #: The delegation policy's time limit and per-agent caps (see ``_limits``).
     delegation: DelegationLimits = DelegationLimits()
 
@@ -111,6 +113,8 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     #: The loop's state when this run continues an earlier run of the chain as new.
     checkpoint: LoopCheckpoint | None = None
     resources: tuple[ResourceSpec, ...] = ()
+    #: Whether delegations may ask a person (``ask_user``); see ``_human``.
+    human_input: bool = False
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -27,6 +27,7 @@ from ._agent_flow import resolve_agent
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
 from ._hookflow import LeadHooks
+from ._human import ANSWERS_SIGNAL, QUESTION_SIGNAL, HumanInput, human_input_refusal, tell_lead
 from ._loop import AgentLoop, Ids, new_id
 from ._resource_flow import ResourceScope
 
@@ -55,6 +56,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
+    from ._human_values import (
+        ANSWER_UPDATE,
+        PENDING_QUESTIONS_QUERY,
+        AnswerDelivery,
+        PendingQuestion,
+    )
     from ._limits import DelegationCounts, DelegationLimits, child_seconds, out_of_time
     from ._resource_values import applies_to
     from ._slots import Slots, take_slot
@@ -254,6 +261,7 @@ class SubagentWorkflow:
         self._loop: AgentLoop | None = None
         self._lead_permissions: PermissionSpec | None = None
         self._request: SubagentInput | None = None
+        self._human = HumanInput(tell_lead)
 
     @workflow.run
     async def run(self, request: SubagentInput) -> SubagentOutput:
@@ -279,6 +287,7 @@ class SubagentWorkflow:
         )
         scope = ResourceScope(request)
         self._request, checkpoint = request, request.checkpoint
+        self._human.allowed = request.human_input  # a lead's delegation is gated before
 
         async def run_loop() -> AgentResult:
             loop = self._loop = AgentLoop(
@@ -297,6 +306,7 @@ class SubagentWorkflow:
                 boundary=None if request.resources else self._boundary,
                 tool_runner=scope.run_tool if request.resources else None,
                 skills=spec.skills,
+                ask=self._human.ask,
             )
             turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
             if self._lead_permissions is not None:  # signalled before the loop was built
@@ -358,6 +368,15 @@ class SubagentWorkflow:
         if self._loop is not None:
             self._loop.lead_permissions = permissions
 
+    @workflow.signal(name=ANSWERS_SIGNAL)
+    def answers(self, delivery: AnswerDelivery) -> None:
+        """The lead took answers to one of this delegation's questions.
+
+        Args:
+            delivery: The question's id and the answers as the model receives them.
+        """
+        self._human.deliver(delivery)
+
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
         """The encoded events from ``offset`` on.
@@ -387,6 +406,7 @@ class LeadWorkflow:
         self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
         self._slots = Slots(None)
         self._counts = DelegationCounts(DelegationLimits(), (), ())
+        self._human = HumanInput()  # the run's questions: the lead's and its children's
 
     @workflow.run
     async def run(self, request: LeadInput) -> LeadOutput:
@@ -425,6 +445,7 @@ class LeadWorkflow:
             delegate=self._delegate,
             boundary=self._boundary,
             lead_hooks=LeadHooks(request.hook_events) if request.hook_events else None,
+            ask=self._human.ask,
         )
         turns, self._carried = None, checkpoint
         if checkpoint is not None:
@@ -522,6 +543,47 @@ class LeadWorkflow:
         if self._request is not None:
             return self._request.permissions
         return PermissionSpec()
+
+    @workflow.signal(name=QUESTION_SIGNAL)
+    def question(self, pending: PendingQuestion) -> None:
+        """A running delegation asks a person; its question is pending until answered.
+
+        Args:
+            pending: The question, with the ids of the agent asking.
+        """
+        self._human.register(pending)
+
+    @workflow.update(name=ANSWER_UPDATE)
+    async def answer(self, question_id: Any, answers: Any) -> str:
+        """Answer a pending question of the run (the lead's or a delegation's).
+
+        Args:
+            question_id: The ``question_id`` of its ``QuestionEvent``.
+            answers: Each question's text -> a string or a list of strings.
+
+        Returns:
+            What the asking model receives: the answers as a JSON object.
+        """
+        pending, value = self._human.answer(question_id, answers)
+        handle = self._children.get(pending.delegation_id or "")
+        if handle is not None:
+            await _tell(handle, ANSWERS_SIGNAL, AnswerDelivery(pending.question_id, value))
+        return value
+
+    @answer.validator
+    def _check_answer(self, question_id: Any, answers: Any) -> None:
+        # Raises ValueError naming the field, which rejects the update before it is
+        # written to the history.
+        self._human.check(question_id, answers)
+
+    @workflow.query(name=PENDING_QUESTIONS_QUERY)
+    def pending_questions(self) -> list[PendingQuestion]:
+        """The run's questions waiting for answers, in the order they were asked.
+
+        Returns:
+            One entry per pending question.
+        """
+        return list(self._human.pending.values())
 
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
@@ -649,9 +711,12 @@ class LeadWorkflow:
         finally:
             self._slots.release()
             self._children.pop(delegation_id, None)
+            self._human.forget(delegation_id)
             loop.budget.release(delegation_id)
             loop.budget.add_external(d.usage)
-            d.completed_at = _now()
+        # Not in the finally: a worker evicting the run closes this coroutine, and the
+        # workflow's clock cannot be read then.
+        d.completed_at = _now()
         if loop.lead_hooks is not None and d.started_at is not None:
             d.hook_errors += await loop.lead_hooks.subagent(
                 loop,
@@ -684,6 +749,9 @@ class LeadWorkflow:
             permissions = child_permissions(self._current_permissions(), spec)
         except PermissionCeilingError as exc:
             raise _SetupFailure(str(exc)) from exc
+        refusal = human_input_refusal(spec, request.human_input)
+        if refusal is not None:
+            raise _SetupFailure(refusal)
         brief = _Brief(
             task=args.task,
             constraints=tuple(args.constraints or ()),
@@ -706,4 +774,5 @@ class LeadWorkflow:
             parent_run_id=d.ids.parent_run_id or "",
             continue_as_new_after=request.continue_as_new_after,
             resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
+            human_input=request.human_input,
         )

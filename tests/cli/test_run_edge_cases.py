@@ -62,6 +62,7 @@ def test_commands_and_run_options_match_design() -> None:
         "serve",
         "worker",
         "attach",
+        "answer",
     }  # type: ignore[arg-type]
     run = sub.choices["run"]  # type: ignore[index]
     options = {o for a in run._actions for o in a.option_strings}
