@@ -15,8 +15,11 @@ it stops (the lead and every running delegation stop at their next boundary); a 
 Ctrl-C stops following and leaves the run to finish on the server. A run cancelled on the
 server (``handle.cancel()``) ends the command with status 130. Plugins, model
 aliases and definitions are read as ``run`` reads them (a plugin's ``tools`` only name
-tools here; the workers must have them); a plugin's ``delegation_policy``,
-``--test-fanout`` and ``--backend trio`` are refused with this option.
+tools here; the workers must have them). A plugin's ``delegation_policy`` travels in
+the run's input as far as it can cross the durable boundary (resource modes as specs,
+``max_seconds``, ``max_delegations``); a setting that cannot (a resource factory, an
+in-process lease backend, a ``human_input`` or ``chat`` callable) is refused, as are
+``--test-fanout`` and ``--backend trio``.
 
 Exit status: 0 the lead completed; 1 it failed, or the server could not be reached;
 2 bad arguments or definitions, or the ``temporal`` extra is missing; 3 it stopped early
@@ -106,8 +109,6 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
         raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
     check_agents(args.agents)
     plugins = load_plugins(args.plugin or (), Path.cwd())
-    if plugins.policy is not None:
-        raise UsageError("a plugin's delegation_policy is not supported with --temporal yet")
     aliases = {**plugins.aliases, **alias_options(args.model_alias or ())}
     spec, announcement = lead_alias(*select_model(args.model, os.environ))
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
@@ -122,6 +123,7 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
             permissions=Permissions(mode=args.permission_mode),
             model_aliases=aliases,
             human_input=True,  # questions are answered here or with deputy-runtime answer
+            delegation_policy=plugins.policy,
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc

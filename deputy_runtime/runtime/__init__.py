@@ -145,3 +145,8 @@ from ._permissions import delegate_placeholder as delegate_placeholder
 # rules; not public API.
 from ._permissions import ASK_USER_TOOL_NAME as ASK_USER_TOOL_NAME
 from ._permissions import normalize_tool_name as normalize_tool_name
+
+# isort: split
+# Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and
+# the same limit rule as in-process; not public API.
+from ._result import raise_for_limit as raise_for_limit

@@ -26,6 +26,7 @@ from ._converter import MsgspecPayloadConverter, data_converter
 from ._follow import follow_run
 from ._human_client import answer_question, pending_questions
 from ._human_values import ANSWER_UPDATE, PENDING_QUESTIONS_QUERY, AskedQuestion, PendingQuestion
+from ._limits import DelegationLimits, raise_on_exceed
 from ._parallel import ParallelDelegateWorkflow
 from ._parallel_client import parallel_delegate, parallel_result
 from ._resource_records import OwnedResourceRecord
@@ -63,6 +64,7 @@ __all__ = [
     "AgentSpec",
     "AskedQuestion",
     "Budget",
+    "DelegationLimits",
     "DeputyActivities",
     "DevServer",
     "ExclusiveResourceSpec",
@@ -100,6 +102,7 @@ __all__ = [
     "parallel_result",
     "pending_questions",
     "permission_spec",
+    "raise_on_exceed",
     "run_in_asyncio_thread",
     "start_lead",
     "temporal_cli_path",

@@ -11,6 +11,8 @@ from typing import Annotated
 import msgspec
 
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ._limits import DelegationLimits
+from ._resource_values import ResourceSpec
 from ._values import AgentSpec, PermissionSpec
 
 __all__ = ["ParallelInput", "ParallelOutput", "ResponderTask"]
@@ -40,10 +42,14 @@ class ParallelInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     permissions: PermissionSpec
     max_active: Annotated[int, msgspec.Meta(ge=1)]
     name: str = "lead"
+    #: The delegation policy's limits (its ``max_seconds`` bounds each responder).
+    delegation: DelegationLimits = DelegationLimits()
+    #: Resource specs binding the responders, as a lead's bind its delegations.
+    resources: tuple[ResourceSpec, ...] = ()
     #: Batch hook events the workers' hooks run for (SubagentStart, SubagentStop).
     hook_events: tuple[str, ...] = ()
     #: The responders' own run events forwarded to the workers' hooks (SessionStart,
-    #: UserPromptSubmit, Stop), as a ``DelegationPolicy``'s observers in-process.
+    #: UserPromptSubmit, Stop): the policy's observers, as in-process.
     observers: tuple[str, ...] = ()
 
 

@@ -111,6 +111,7 @@ def checkpoint_of(
         events_base=(previous.events_base if previous else 0) + keep,
         runs=(previous.runs if previous else 1) + 1,
         hook_errors=tuple(loop.hook_errors),
+        deadline=loop.deadline.at,
     )
 
 
@@ -134,6 +135,7 @@ def resume(checkpoint: LoopCheckpoint, loop: AgentLoop, events: list[Event]) -> 
         loop.interrupt(checkpoint.interrupt)
     events.extend(decode_event(e) for e in checkpoint.events)
     loop.hook_errors.extend(checkpoint.hook_errors)
+    loop.deadline.at = checkpoint.deadline
     return list(checkpoint.turns)
 
 

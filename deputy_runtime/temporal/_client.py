@@ -13,12 +13,13 @@ from ..errors import DefinitionError
 from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits, normalize_tool_name
 from ._agent_extras import skill_names
 from ._hooks import hook_event_names, observer_names
+from ._limits import delegation_limits
 from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 from ._values import AgentSpec, LeadInput, LeadOutput, PermissionSpec
 from ._workflows import LeadWorkflow
 
-__all__ = ["agent_spec", "check_durable_limits", "lead_input", "permission_spec", "start_lead"]
+__all__ = ["agent_spec", "lead_input", "permission_spec", "start_lead"]
 
 
 def agent_spec(
@@ -119,27 +120,6 @@ def permission_spec(
     )
 
 
-def check_durable_limits(usage_limits: UsageLimits | None) -> None:
-    """Refuse limits a durable run cannot keep.
-
-    Args:
-        usage_limits: The run's limits, if any.
-
-    Raises:
-        ValueError: ``max_seconds`` or ``on_exceed="error"`` is set.
-    """
-    if usage_limits is not None and usage_limits.max_seconds is not None:
-        raise ValueError(
-            "usage_limits.max_seconds is not supported on Temporal yet: a durable run has "
-            "no wall-clock limit (use start_lead's execution_timeout)"
-        )
-    if usage_limits is not None and usage_limits.on_exceed != "stop":
-        raise ValueError(
-            "usage_limits.on_exceed='error' is not supported on Temporal yet: a durable run "
-            "stops at its limits; read LeadOutput.result.stop_reason instead"
-        )
-
-
 def lead_input(
     task: str,
     sub_agents: Sequence[AgentDefinition] | Mapping[str, AgentDefinition],
@@ -167,7 +147,9 @@ def lead_input(
         model: The lead's ``provider/model`` spec (the workers resolve it).
         tools: Names of the lead's own tools in the workers' registry.
         system_prompt: The lead's base prompt (the routing section is added).
-        usage_limits: The whole run's limits, delegations included.
+        usage_limits: The whole run's limits, delegations included. ``max_seconds`` is
+            kept in workflow time (a durable timer); with ``on_exceed="error"`` the run
+            still returns its output: pass its result to :func:`raise_on_exceed`.
         permissions: The lead's permissions, every delegation's ceiling.
         name: The lead's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
@@ -178,8 +160,9 @@ def lead_input(
         delegation_policy: Its resource modes bind every delegation: shared needs
             nothing, ``ExclusiveResource`` becomes an :class:`ExclusiveResourceSpec`;
             owned factories and in-process lease backends are refused (they live on the
-            workers). Its ``observers`` are forwarded from the subagents to the workers'
-            hooks, as in-process.
+            workers). Its ``max_seconds`` and ``max_delegations`` travel as
+            :class:`DelegationLimits`; its ``observers`` are forwarded from the subagents
+            to the workers' hooks, as in-process.
         resources: Resource specs (:class:`OwnedResourceSpec`,
             :class:`ExclusiveResourceSpec`), after the policy's.
         hook_events: The lead-side hook events the workers' hooks run for, each in a
@@ -199,10 +182,11 @@ def lead_input(
         The input to pass to :func:`start_lead`.
 
     Raises:
-        ValueError: A blank task, ``max_seconds``, ``on_exceed="error"``, a
-            ``can_use_tool`` callback, ``max_active_delegations`` not a positive int
-            or ``None``, a ``continue_as_new_after`` below 1, a ``hook_events``
-            entry that is not a hook event, or a ``human_input`` that is not a bool.
+        ValueError: A blank task, a ``can_use_tool`` callback,
+            ``max_active_delegations`` not a positive int or ``None``, a
+            ``continue_as_new_after`` below 1, a ``hook_events`` entry that is not a
+            hook event, or a ``human_input`` that is not a bool.
+        TypeError: ``usage_limits`` is not a ``UsageLimits``.
         DefinitionError: Two definitions share a name, or one lists tools while an
             owned resource supplies its tools.
         DelegationBindingError: A resource mode or policy setting cannot cross the
@@ -219,7 +203,10 @@ def lead_input(
         raise ValueError(
             f"max_active_delegations must be a positive int or None, got {max_active_delegations!r}"
         )
-    check_durable_limits(usage_limits)
+    if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+        raise TypeError(
+            f"usage_limits must be a UsageLimits or None, got {type(usage_limits).__name__}"
+        )
     if not isinstance(human_input, bool):
         raise ValueError(f"human_input must be True or False, got {human_input!r}")
     if (
@@ -256,6 +243,7 @@ def lead_input(
         resources=bound,
         hook_events=events,
         human_input=human_input,
+        delegation=delegation_limits(delegation_policy),
         observers=observer_names(delegation_policy),
     )
 

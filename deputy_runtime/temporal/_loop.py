@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._budget import Budget
     from ._cancel import cancelling
+    from ._deadline import Deadline, close_cut_turn, outlive
     from ._human_values import asks_user
     from ._values import ModelCall, ModelReply, PermissionSpec, ToolCall, ToolReply
 
@@ -204,6 +205,7 @@ class AgentLoop:
         self.hook_errors: list[str] = []
         self.skills = skills  # the worker builds their load_skill and finds their tools
         self.ask = ask
+        self.deadline = Deadline()  # UsageLimits.max_seconds in workflow time
         self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
         self.observers = observers  # a subagent's events forwarded beyond the usual ones
 
@@ -222,6 +224,7 @@ class AgentLoop:
         ids = self.ids.fields()
         hooks = self.lead_hooks
         stopped = False
+        self.deadline.start(self.limits)  # the run's hooks count against its time too
         if turns is None:
             if hooks is not None:
                 await hooks.before_run(self)
@@ -231,7 +234,10 @@ class AgentLoop:
         if stopped:
             turns, stop_reason, error = [], StopReason.HOOK_REQUESTED_STOP, None
         else:
-            stop_reason, error = await self._steps(turns, requests)
+            steps = await self.deadline.run(self._steps(turns, requests))
+            if steps is None:  # cut off by the time limit
+                close_cut_turn(turns, self.deadline, self.events)
+            stop_reason, error = steps or (StopReason.TIME_LIMIT, None)
         if turns and turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
@@ -357,14 +363,14 @@ class AgentLoop:
             if reply.denied is not None:
                 log_denial(self, call, reply.denied)
         elif self.delegate is not None and call.name in {s.name for s in self.extra_tools}:
-            result, ran = await delegate_with_hooks(self, call, self.delegate, start)
+            result, ran = await outlive(delegate_with_hooks(self, call, self.delegate, start))
         else:
             expect_start(self, call, start)
             reply = await self._run_tool(call)
             result = reply.result
             ran = after_tool_reply(self, call, reply, start)
         if not ran:  # refused: no tool_start, no tool_end
-            return result
+            return self.deadline.note(call.id, result)
         self.events.append(
             ToolEnd(
                 **ids,
@@ -374,7 +380,7 @@ class AgentLoop:
                 result_preview=_preview(result.value) if result.error is None else None,
             )
         )
-        return result
+        return self.deadline.note(call.id, result)
 
     async def _run_tool(self, call: ContentToolRequest) -> ToolReply:
         request = ToolCall(

@@ -23,6 +23,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
+from ._deadline import Deadline, outlive
 from ._hookflow import batch_hooks
 from ._loop import Ids, new_id
 from ._workflows import EVENTS_QUERY, INTERRUPT_SIGNAL, SubagentWorkflow
@@ -50,6 +51,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._batch import ParallelInput, ParallelOutput, ResponderTask
     from ._ceiling import child_permissions
+    from ._limits import child_seconds
+    from ._resource_values import applies_to
     from ._slots import Slots
     from ._values import AgentSpec, PermissionSpec, SubagentInput, SubagentOutput
 
@@ -73,6 +76,7 @@ class _Responder:
         self.result: AgentResult | None = None
         self.settled = False
         self.hook_errors: list[str] = []
+        self.cleanup_error: str | None = None
 
     def record(self) -> SubagentRecord:
         ids = self.ids
@@ -94,7 +98,7 @@ class _Responder:
             completed_at=self.completed_at,
             error=self.error,
             hook_error="\n".join(self.hook_errors) or None,
-            cleanup_error=None,
+            cleanup_error=self.cleanup_error,
         )
 
 
@@ -146,8 +150,14 @@ class ParallelDelegateWorkflow:
         slots = Slots(request.max_active)
         stop: list[StopReason] = []
         running: list[asyncio.Task[None]] = []
+        # The batch's max_seconds: no responder starts once it ran out, and running ones
+        # end by their own limits (never later than the batch's), see ``_deadline``.
+        deadline = Deadline()
+        deadline.start(request.limits)
         for i, d in enumerate(batch):
-            await slots.acquire()
+            await deadline.run(slots.acquire())
+            if deadline.expired:
+                break
             interrupted = StopReason.INTERRUPTED if self._interrupt is not None else None
             reason = fanout_blocker(meter, interrupted or meter.exceeded(reaching=True))
             if stop or reason is not None:
@@ -157,9 +167,17 @@ class ParallelDelegateWorkflow:
                 break
             spec = specs[d.task.agent_name]
             parts = min(request.max_active, len(batch) - i)
-            d.reservation = reserve_share(meter, spec.max_requests, parts)
+            seconds = child_seconds(request.delegation.max_seconds, deadline.left())
+            d.reservation = reserve_share(meter, spec.max_requests, parts, seconds)
             running.append(asyncio.create_task(self._respond(d, spec, request, meter, slots, stop)))
-        await asyncio.gather(*running)
+        gathered = asyncio.gather(*running)
+        await deadline.run(outlive(gathered))
+        if deadline.expired:  # running responders stop (their own limits end them too)
+            for handle in tuple(self._children.values()):
+                await _tell(handle, "time limit reached")
+        await gathered  # also when the time ran out before this wait began
+        if deadline.expired and not stop:
+            stop.append(StopReason.TIME_LIMIT)
         for d in batch:
             if not d.settled:  # never dispatched
                 d.settled = True
@@ -220,7 +238,7 @@ class ParallelDelegateWorkflow:
                 if self._interrupt is not None:  # arrived while the child was starting
                     await _tell(handle, self._interrupt)
                 out: SubagentOutput = await handle
-                d.result = out.result
+                d.result, d.cleanup_error = out.result, out.cleanup_error
                 d.hook_errors += out.hook_errors
                 self._events.extend(decode_event(e) for e in out.events)
         except PermissionCeilingError as exc:  # the client checks this before starting
@@ -307,6 +325,7 @@ class ParallelDelegateWorkflow:
             delegation_id=d.ids.delegation_id or "",
             parent_agent_id=d.ids.parent_agent_id or "",
             parent_run_id=d.ids.parent_run_id or "",
+            resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
             observers=request.observers,
         )
 

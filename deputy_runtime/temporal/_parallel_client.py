@@ -23,9 +23,11 @@ from ..runtime import (
 )
 from ._batch import ParallelInput, ParallelOutput, ResponderTask
 from ._ceiling import child_permissions
-from ._client import agent_spec, check_durable_limits, permission_spec
+from ._client import agent_spec, permission_spec
 from ._hooks import batch_hook_events, observer_names
+from ._limits import delegation_limits, raise_on_exceed
 from ._parallel import ParallelDelegateWorkflow
+from ._resource_values import ResourceSpec, check_owned, resource_specs
 from ._trace import traced_client
 
 __all__ = ["DEFAULT_MAX_ACTIVE", "parallel_delegate", "parallel_input", "parallel_result"]
@@ -44,8 +46,9 @@ def parallel_input(
     max_active: int | None = None,
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
+    delegation_policy: DelegationPolicy | None = None,
+    resources: Sequence[ResourceSpec] = (),
     hook_events: Iterable[HookEvent | str] = (),
-    observers: Iterable[HookEvent | str] = (),
 ) -> ParallelInput:
     """The batch workflow's input, checked as in-process before anything starts.
 
@@ -58,12 +61,15 @@ def parallel_input(
         max_active: How many responders run at once (``None``: 4, as in-process).
         name: The batch's agent name (its ``run`` result's ``agent_name``).
         model_aliases: Model aliases for the definitions' ``model``.
+        delegation_policy: As for :func:`lead_input`: its resource modes bind every
+            responder, its ``max_seconds`` bounds each responder's time (tightened by
+            the time the batch has left); ``max_delegations`` does not apply to a batch.
+        resources: Resource specs binding the responders, after the policy's.
         hook_events: The batch's hook events the workers' hooks run for, each in a
             ``deputy_hook`` activity: SubagentStart and SubagentStop per responder (the
-            only ones a batch fires in-process).
-        observers: The responders' own run events forwarded to the workers' hooks, as
-            ``DelegationPolicy(observers=...)`` forwards them in-process (SessionStart,
-            UserPromptSubmit, Stop; responders have no tools, so no tool event).
+            only ones a batch fires in-process). The policy's ``observers`` forward the
+            responders' own run events (SessionStart, UserPromptSubmit, Stop; responders
+            have no tools, so no tool event), as in-process.
 
     Returns:
         The input :func:`parallel_delegate` starts the workflow with.
@@ -74,9 +80,8 @@ def parallel_input(
         DelegationBindingError: A named definition has tools, skills or mcp_servers.
         PermissionCeilingError: A named definition asks for a mode ``permissions``
             cannot reach.
-        ValueError: ``tasks`` is empty, ``max_active`` is not a positive int, or the
-            limits set ``max_seconds`` or ``on_exceed="error"``, or ``permissions``
-            carry a ``can_use_tool`` callback.
+        ValueError: ``tasks`` is empty, ``max_active`` is not a positive int, or
+            ``permissions`` carry a ``can_use_tool`` callback.
         TypeError: ``tasks`` or ``usage_limits`` has the wrong type.
     """
     values = definitions.values() if isinstance(definitions, Mapping) else definitions
@@ -90,11 +95,12 @@ def parallel_input(
     active = DEFAULT_MAX_ACTIVE if max_active is None else max_active
     pairs, chosen = check_batch(registered, tasks, active)
     limits = batch_limits(UsageLimits(), usage_limits)
-    check_durable_limits(limits)
     ceiling = permission_spec(permissions or Permissions())
     specs = {d.name: agent_spec(d, model, model_aliases) for d in chosen}
     for spec in specs.values():
         child_permissions(ceiling, spec)  # the in-process batch refuses this up front too
+    bound = resource_specs(delegation_policy, resources)
+    check_owned(bound, specs.values())
     responders = tuple(
         ResponderTask(
             agent_name=definition.name,
@@ -111,9 +117,10 @@ def parallel_input(
         permissions=ceiling,
         max_active=active,
         name=name,
+        delegation=delegation_limits(delegation_policy),
+        resources=bound,
         hook_events=batch_hook_events(hook_events),
-        # The policy checks the names (and converts them) as in-process.
-        observers=observer_names(DelegationPolicy(observers=tuple(observers))),  # type: ignore[arg-type]
+        observers=observer_names(delegation_policy),
     )
 
 
@@ -155,8 +162,9 @@ async def parallel_delegate(
     name: str = "lead",
     model_aliases: Mapping[str, str] | None = None,
     execution_timeout: timedelta | None = None,
+    delegation_policy: DelegationPolicy | None = None,
+    resources: Sequence[ResourceSpec] = (),
     hook_events: Iterable[HookEvent | str] = (),
-    observers: Iterable[HookEvent | str] = (),
 ) -> ParallelResult:
     """Fan tasks out to stateless responders on Temporal and wait for the batch.
 
@@ -180,8 +188,9 @@ async def parallel_delegate(
         name: The batch's agent name.
         model_aliases: Model aliases for the definitions' ``model``.
         execution_timeout: Fail the batch if it has not finished by then.
+        delegation_policy: See :func:`parallel_input`.
+        resources: See :func:`parallel_input`.
         hook_events: See :func:`parallel_input`.
-        observers: See :func:`parallel_input`.
 
     Returns:
         The same :class:`~deputy_runtime.ParallelResult` as ``LeadAgent.parallel_delegate``.
@@ -192,6 +201,9 @@ async def parallel_delegate(
         PermissionCeilingError: See :func:`parallel_input`.
         ValueError: See :func:`parallel_input`.
         TypeError: See :func:`parallel_input`.
+        RequestLimitExceeded: The batch stopped at its request limit with
+            ``on_exceed="error"``, as in-process.
+        BudgetExceeded: The batch stopped at another limit with ``on_exceed="error"``.
     """
     request = parallel_input(
         tasks,
@@ -202,8 +214,9 @@ async def parallel_delegate(
         max_active=max_active,
         name=name,
         model_aliases=model_aliases,
+        delegation_policy=delegation_policy,
+        resources=resources,
         hook_events=hook_events,
-        observers=observers,
     )
     handle = await traced_client(client).start_workflow(
         ParallelDelegateWorkflow.run,
@@ -212,4 +225,6 @@ async def parallel_delegate(
         task_queue=task_queue,
         execution_timeout=execution_timeout,
     )
-    return parallel_result(await handle.result())
+    result = parallel_result(await handle.result())
+    raise_on_exceed(result.run)
+    return result

@@ -114,7 +114,8 @@ def resource_specs(
         policy: A delegation policy whose ``resource_modes`` are converted: shared
             modes need nothing, ``ExclusiveResource(key, wait, backend)`` becomes an
             :class:`ExclusiveResourceSpec` (the backend stays behind: the workers use
-            theirs). Nothing else of the policy may be set.
+            theirs). Its limits travel apart (``_limits``); nothing else of the policy
+            may be set.
         resources: Specs given directly.
 
     Returns:
@@ -136,7 +137,7 @@ def resource_specs(
                 "boundary; pass lead_input(human_input=True) and answer the questions "
                 "with answer_question (deputy_runtime.temporal)"
             )
-        for field in ("chat", "max_seconds", "max_delegations"):
+        for field in ("chat",):
             if getattr(policy, field) is not None:
                 raise DelegationBindingError(
                     f"delegation_policy.{field} is not supported on Temporal yet"

@@ -411,5 +411,8 @@ def paired_worker(
         activities=own_activities,
         interceptors=options.get("interceptors", ()),
         graceful_shutdown_timeout=options.get("graceful_shutdown_timeout", timedelta(0)),
+        max_heartbeat_throttle_interval=options.get(
+            "max_heartbeat_throttle_interval", timedelta(seconds=60)
+        ),
     )
     return _PairedWorker(client, own=own, **options)

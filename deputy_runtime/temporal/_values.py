@@ -14,6 +14,7 @@ import msgspec
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
 from ..runtime import AgentResult, SubagentRecord, UsageLimits
 from ._gate_report import GateReport
+from ._limits import DelegationLimits
 from ._resource_values import ResourceSpec, ToolRoute
 
 __all__ = [
@@ -92,6 +93,8 @@ class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     hook_events: tuple[str, ...] = ()
     #: Whether delegations may ask a person (``ask_user``); see ``_human``.
     human_input: bool = False
+    #: The delegation policy's time limit and per-agent caps (see ``_limits``).
+    delegation: DelegationLimits = DelegationLimits()
     #: Hook events forwarded from subagents to the workers' hooks beyond the ones always
     #: forwarded (``DelegationPolicy.observers``).
     observers: tuple[str, ...] = ()
@@ -239,3 +242,5 @@ class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     runs: int = 1
     #: Errors of the hooks around the agent's calls so far (see ``_hookflow``).
     hook_errors: tuple[str, ...] = ()
+    #: When the run's ``max_seconds`` runs out (a ``workflow.now()`` timestamp).
+    deadline: float | None = None

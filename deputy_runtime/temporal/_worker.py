@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from ._activities import DeputyActivities
+from ._activities import HEARTBEAT_SECONDS, DeputyActivities
 from ._parallel import ParallelDelegateWorkflow
 from ._resource_worker import paired_worker
 from ._trace import tracing_interceptors
@@ -23,7 +24,7 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
 # that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
-# ``_checkpoint``, ``_agent_flow``) and the packages above them.
+# ``_checkpoint``, ``_agent_flow``, ``_deadline``) and the packages above them.
 # Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
 # fails the workflow task instead of silently breaking replay.
 _PASSTHROUGH = (
@@ -53,6 +54,7 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._devserver",
     "deputy_runtime.temporal._gate_report",
     "deputy_runtime.temporal._idempotency",
+    "deputy_runtime.temporal._limits",
     "deputy_runtime.temporal._resource_records",
     "deputy_runtime.temporal._resource_values",
     "deputy_runtime.temporal._resource_worker",
@@ -104,6 +106,10 @@ def deputy_worker(
     stops both.
     """
     interceptors = list(options.pop("interceptors", ()))
+    # Every heartbeat reaches the server (Temporal's default sends one per 80% of the
+    # 20 s heartbeat timeout), so a cancelled activity, e.g. one cut off by a time
+    # limit, learns it within HEARTBEAT_SECONDS instead of 16 s.
+    options.setdefault("max_heartbeat_throttle_interval", timedelta(seconds=HEARTBEAT_SECONDS))
     interceptors += tracing_interceptors([*client.config()["interceptors"], *interceptors])
     return paired_worker(
         client,

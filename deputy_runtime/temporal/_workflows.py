@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         AnswerDelivery,
         PendingQuestion,
     )
+    from ._limits import DelegationCounts, DelegationLimits, child_seconds, out_of_time
     from ._resource_values import applies_to
     from ._slots import Slots, take_slot
     from ._values import (
@@ -95,6 +96,8 @@ SET_PERMISSION_MODE_UPDATE = "set_permission_mode"
 LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
 #: Query returning a workflow's encoded events from an offset.
 EVENTS_QUERY = "events"
+#: The interrupt reason a lead's running children get when its time runs out.
+TIME_UP = "time limit reached"
 #: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
 ANSWER_MAX_BYTES = 8 * 1024
 
@@ -414,6 +417,7 @@ class LeadWorkflow:
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
         self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
         self._slots = Slots(None)
+        self._counts = DelegationCounts(DelegationLimits(), (), ())
         self._human = HumanInput()  # the run's questions: the lead's and its children's
 
     @workflow.run
@@ -432,6 +436,8 @@ class LeadWorkflow:
         self._slots = Slots(request.max_active_delegations)
         names = tuple(self._specs)
         checkpoint = request.checkpoint
+        carried = checkpoint.subagents if checkpoint else ()
+        self._counts = DelegationCounts(request.delegation, carried, names)
         if checkpoint is None:
             ids = Ids(agent_id=new_id("agent"), agent_name=request.name, run_id=new_id("run"))
         else:
@@ -459,6 +465,7 @@ class LeadWorkflow:
             self._permissions = checkpoint.permissions
         if self._interrupt is not None:
             loop.interrupt(self._interrupt)
+        loop.deadline.on_expiry = self._out_of_time
         try:
             result = await loop.run(request.task, turns, checkpoint.requests if checkpoint else 0)
         except BaseException as exc:
@@ -507,6 +514,12 @@ class LeadWorkflow:
             self._loop.interrupt(reason)
         for handle in tuple(self._children.values()):
             await _tell(handle, INTERRUPT_SIGNAL, reason)
+
+    async def _out_of_time(self) -> None:
+        """The run's time ran out: its running children stop at their next boundary
+        (their own limits end them at the same time; this also stops a lease wait)."""
+        for handle in tuple(self._children.values()):
+            await _tell(handle, INTERRUPT_SIGNAL, TIME_UP)
 
     @workflow.update(name=SET_PERMISSION_MODE_UPDATE)
     async def set_permission_mode(self, mode: str) -> str:
@@ -638,8 +651,18 @@ class LeadWorkflow:
         )
         self._delegations.append(d)
         delegation_id = d.ids.delegation_id or ""
+        spent = self._counts.take(key) if spec is not None else None
+        if spent is not None:  # the agent's max_delegations: refused softly, as in-process
+            d.status, d.stop_reason, d.error = NOT_STARTED, StopReason.DELEGATION_LIMIT, spent
+            d.completed_at = _now()
+            return ContentToolResult(call.id, value=d.outcome())
         # Queued behind max_active_delegations; the budget is reserved once a slot is held.
-        blocker = await take_slot(self._slots, loop.budget, lambda: self._interrupt is not None)
+        # A queued delegation leaves the queue when the lead is interrupted or out of time.
+        blocker = await take_slot(
+            self._slots,
+            loop.budget,
+            lambda: self._interrupt is not None or loop.deadline.expired,
+        )
         if blocker is not None:  # told not to start while queued, as in-process
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
@@ -651,7 +674,10 @@ class LeadWorkflow:
         # Without slots there is no interrupt check here: the loop answers a turn's calls
         # with "interrupted" before handing them over, and nothing awaits until this point.
         d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
-        empty = exhausted(d.limits) if spec is not None else None
+        seconds = child_seconds(request.delegation.max_seconds, loop.deadline.left())
+        if seconds is not None:  # its own limit, tightened by the time the lead has left
+            d.limits = msgspec.structs.replace(d.limits, max_seconds=seconds)
+        empty = (exhausted(d.limits) or out_of_time(d.limits)) if spec is not None else None
         if empty is not None:
             # Granted nothing to run on (running siblings hold the rest): settled before
             # anything starts or is announced, holding no budget, as in-process.

@@ -60,8 +60,6 @@ def test_lead_input_round_trips_through_the_data_converter(tmp_path: Path) -> No
     ("kwargs", "message"),
     [
         ({"task": "  "}, "task must be a non-blank string"),
-        ({"usage_limits": UsageLimits(on_exceed="error")}, "on_exceed='error' is not supported"),
-        ({"usage_limits": UsageLimits(max_seconds=5.0)}, "max_seconds is not supported"),
         (
             {"permissions": Permissions(can_use_tool=lambda *a: PermissionAllow())},
             "can_use_tool callbacks cannot cross",

@@ -207,7 +207,7 @@ def test_lead_input_converts_policy_modes_to_specs() -> None:
             DelegationPolicy(resource_modes=(OwnedResources(lambda a, d, c: None),)),  # type: ignore[arg-type,return-value]
             "OwnedResourceSpec",
         ),
-        (DelegationPolicy(max_delegations=2), "max_delegations"),
+        (DelegationPolicy(human_input=lambda q, c: "yes"), "human_input"),
     ],
 )
 def test_lead_input_refuses_what_cannot_travel(policy: DelegationPolicy, needle: str) -> None:

@@ -119,6 +119,22 @@ def test_run_on_temporal_refuses_bad_options(extra: tuple[str, ...], message: st
     assert done.stdout == ""  # nothing announced before the mistake
 
 
+def test_run_on_temporal_refuses_a_policy_that_cannot_travel(tmp_path: Path) -> None:
+    # An owned-resource factory lives in this process; the workers could never call it.
+    plugin = tmp_path / "policy_plugin.py"
+    plugin.write_text(
+        "from deputy_runtime import DelegationPolicy, DelegationResources\n"
+        "delegation_policy = DelegationPolicy(\n"
+        "    resource_mode='owned', resources=lambda *a: DelegationResources()\n"
+        ")\n"
+    )
+    done = _cli("run", "--temporal", "127.0.0.1:1", "--agents", str(AGENTS),
+                "--plugin", str(plugin), TASK)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "OwnedResources" in done.stderr or "owned" in done.stderr
+    assert done.stdout == ""
+
+
 async def _wait_children_signalled(address: str, lead_id: str, count: int) -> None:
     client = await Client.connect(address, data_converter=data_converter)
     handle = client.get_workflow_handle(lead_id)
