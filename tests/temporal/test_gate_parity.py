@@ -10,7 +10,7 @@ place in the offer, so equal ids mean the model saw the same tools in the same o
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from deputy_runtime.chat import (
     ModelRequest,
     Usage,
     example_arguments,
+    unregister_provider,
 )
 from deputy_runtime.runtime import Event, PermissionEvent, TextDelta, WarningEvent, decode_event
 from deputy_runtime.temporal import (
@@ -87,7 +88,13 @@ class OneAtATime:
         return OneAtATime(model)
 
 
-register_provider("gateseq", lambda model="seq", **kw: OneAtATime(model), replace=True)
+@pytest.fixture(autouse=True, scope="module")
+def _gateseq_provider() -> Iterator[None]:
+    """The ``gateseq`` provider for this module, removed afterwards so later tests see the
+    registry as it was."""
+    register_provider("gateseq", lambda model="seq", **kw: OneAtATime(model), replace=True)
+    yield
+    unregister_provider("gateseq")
 
 
 def _setup(workdir: Path) -> tuple[list[AgentDefinition], list[str]]:
