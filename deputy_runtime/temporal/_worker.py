@@ -24,9 +24,11 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 # Modules the workflow sandbox shares with the worker instead of re-importing them for
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
 # that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
-# ``_checkpoint``, ``_agent_flow``, ``_deadline``) and the packages above them.
-# Those are imported inside the sandbox, so a clock, random or I/O call in workflow code
-# fails the workflow task instead of silently breaking replay.
+# ``_checkpoint``, ``_agent_flow``, ``_deadline``, ``_hookflow``, ``_human``,
+# ``_resource_flow``) and the packages above them. Those are imported inside the sandbox,
+# so a clock, random or I/O call in workflow code fails the workflow task instead of
+# silently breaking replay. ``_slots`` is workflow code too but is shared: it holds no
+# module state and calls nothing but ``workflow.wait_condition``.
 _PASSTHROUGH = (
     "msgspec",
     "anyio",
