@@ -24,6 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError, FailureError
 
 from ._deadline import Deadline, outlive
+from ._delegation import DelegationState, child_ids
 from ._hookflow import batch_hooks
 from ._loop import Ids, new_id
 from ._workflows import EVENTS_QUERY, INTERRUPT_SIGNAL, SubagentWorkflow
@@ -32,7 +33,6 @@ with workflow.unsafe.imports_passed_through():
     from ..errors import PermissionCeilingError
     from ..runtime import (
         AgentResult,
-        AgentUsage,
         DelegationEnd,
         DelegationStart,
         DelegationStatus,
@@ -41,7 +41,6 @@ with workflow.unsafe.imports_passed_through():
         Meter,
         Reservation,
         StopReason,
-        SubagentRecord,
         batch_reason,
         decode_event,
         delegation_status,
@@ -59,47 +58,19 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["ParallelDelegateWorkflow"]
 
 
-class _Responder:
-    """Workflow-side state of one responder until it is settled."""
+class _Responder(DelegationState):
+    """One responder: a delegation with its batch task and its share of the budget."""
 
     def __init__(self, ids: Ids, task: ResponderTask, admitted_at: float) -> None:
-        self.ids = ids
-        self.task = task
-        self.status = DelegationStatus.QUEUED
-        self.stop_reason: StopReason | None = None
-        self.usage = AgentUsage()
+        super().__init__(ids=ids, task=task.task, admitted_at=admitted_at)
+        self.responder = task
         self.reservation: Reservation | None = None
-        self.admitted_at = admitted_at
-        self.started_at: float | None = None
-        self.completed_at: float | None = None
-        self.error: str | None = None
-        self.result: AgentResult | None = None
         self.settled = False
-        self.hook_errors: list[str] = []
-        self.cleanup_error: str | None = None
 
-    def record(self) -> SubagentRecord:
-        ids = self.ids
-        return SubagentRecord(
-            delegation_id=ids.delegation_id or "",
-            agent_name=ids.agent_name or "",
-            agent_id=ids.agent_id,
-            run_id=ids.run_id,
-            parent_agent_id=ids.parent_agent_id or "",
-            parent_run_id=ids.parent_run_id,
-            tool_call_id=None,
-            task=self.task.task,
-            status=self.status,
-            stop_reason=self.stop_reason,
-            usage=self.usage,
-            limits=self.reservation.limits if self.reservation is not None else None,
-            admitted_at=self.admitted_at,
-            started_at=self.started_at,
-            completed_at=self.completed_at,
-            error=self.error,
-            hook_error="\n".join(self.hook_errors) or None,
-            cleanup_error=self.cleanup_error,
-        )
+    def reserve(self, reservation: Reservation) -> None:
+        """Hold ``reservation``; its limits are the responder's granted limits."""
+        self.reservation = reservation
+        self.limits = reservation.limits
 
 
 def _now() -> float:
@@ -133,18 +104,7 @@ class ParallelDelegateWorkflow:
         meter = Meter(request.limits)
         admitted = _now()
         batch = [
-            _Responder(
-                Ids(
-                    agent_id=new_id("agent"),
-                    agent_name=task.agent_name,
-                    run_id=new_id("run"),
-                    delegation_id=new_id("delegation"),
-                    parent_agent_id=agent_id,
-                    parent_run_id=run_id,
-                ),
-                task,
-                admitted,
-            )
+            _Responder(child_ids(self._ids, task.agent_name), task, admitted)
             for task in request.responders
         ]
         slots = Slots(request.max_active)
@@ -165,10 +125,10 @@ class ParallelDelegateWorkflow:
                 if reason is not None and not stop:
                     stop.append(reason)
                 break
-            spec = specs[d.task.agent_name]
+            spec = specs[d.responder.agent_name]
             parts = min(request.max_active, len(batch) - i)
             seconds = child_seconds(request.delegation.max_seconds, deadline.left())
-            d.reservation = reserve_share(meter, spec.max_requests, parts, seconds)
+            d.reserve(reserve_share(meter, spec.max_requests, parts, seconds))
             running.append(asyncio.create_task(self._respond(d, spec, request, meter, slots, stop)))
         gathered = asyncio.gather(*running)
         await deadline.run(outlive(gathered))
@@ -216,9 +176,7 @@ class ParallelDelegateWorkflow:
         fields = d.ids.fields()
         delegation_id = d.ids.delegation_id or ""
         failed = False
-        self._events.append(
-            DelegationStart(**fields, task=d.task.task, limits=d.reservation.limits)
-        )
+        self._events.append(DelegationStart(**fields, task=d.task, limits=d.limits))
         d.status, d.started_at = DelegationStatus.RUNNING, _now()
         # Interrupted between its reservation and its start: it settles without running
         # and ends the batch ``interrupted``, as in-process.
@@ -278,17 +236,10 @@ class ParallelDelegateWorkflow:
         self, request: ParallelInput, event: HookEvent, d: _Responder, **fields: Any
     ) -> tuple[str, ...]:
         """SubagentStart or SubagentStop for ``d``, when the batch asks for it."""
-        ids = d.ids
-        child = {
-            "tool_call_id": None,
-            "task": d.task.task,
-            "delegation_id": ids.delegation_id,
-            "child_agent_id": ids.agent_id,
-            "child_agent_name": ids.agent_name,
-            "child_run_id": ids.run_id,
-        }
         mode = request.permissions.mode
-        return await batch_hooks(request.hook_events, self._ids, mode, event, child, **fields)
+        return await batch_hooks(
+            request.hook_events, self._ids, mode, event, d.hook_fields(), **fields
+        )
 
     @staticmethod
     def _settle(d: _Responder, meter: Meter, failed: bool) -> None:
@@ -316,7 +267,7 @@ class ParallelDelegateWorkflow:
         return SubagentInput(
             spec=spec,
             model=request.model if spec.model == "inherit" else spec.model,
-            message=d.task.message,
+            message=d.responder.message,
             limits=d.reservation.limits,
             permissions=permissions,
             lead_permissions=request.permissions,

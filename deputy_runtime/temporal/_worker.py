@@ -25,9 +25,9 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 # every workflow run: the libraries deputy_runtime uses, and its own modules except those
 # that hold workflow code (``_workflows``, ``_loop``, ``_parallel``, ``_cancel``,
 # ``_checkpoint``, ``_agent_flow``, ``_deadline``, ``_hookflow``, ``_human``,
-# ``_resource_flow``) and the packages above them. Those are imported inside the sandbox,
-# so a clock, random or I/O call in workflow code fails the workflow task instead of
-# silently breaking replay. ``_slots`` is workflow code too but is shared: it holds no
+# ``_resource_flow``, ``_delegation``) and the packages above them. Those are imported
+# inside the sandbox, so a clock, random or I/O call in workflow code fails the workflow
+# task instead of silently breaking replay. ``_slots`` is workflow code too but is shared: it holds no
 # module state and calls nothing but ``workflow.wait_condition``.
 _PASSTHROUGH = (
     "msgspec",

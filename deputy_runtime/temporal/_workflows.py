@@ -26,6 +26,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError
 from ._agent_flow import resolve_agent
 from ._cancel import cancelling
 from ._checkpoint import EVENTS_CARRIED_BYTES, continue_as_new_if_due, resume
+from ._delegation import DelegationState, child_ids
 from ._hookflow import LeadHooks, observed_hooks, tool_started
 from ._human import ANSWERS_SIGNAL, QUESTION_SIGNAL, HumanInput, human_input_refusal, tell_lead
 from ._loop import AgentLoop, Ids, new_id
@@ -38,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         DELEGATE_DESCRIPTION,
         DELEGATE_TOOL_NAME,
         AgentResult,
-        AgentUsage,
         DelegationEnd,
         DelegationStart,
         DelegationStatus,
@@ -47,7 +47,6 @@ with workflow.unsafe.imports_passed_through():
         Permissions,
         StopReason,
         SubagentRecord,
-        UsageLimits,
         decode_event,
         delegate_parameters,
         delegation_status,
@@ -98,8 +97,6 @@ LEAD_PERMISSIONS_SIGNAL = "lead_permissions"
 EVENTS_QUERY = "events"
 #: The interrupt reason a lead's running children get when its time runs out.
 TIME_UP = "time limit reached"
-#: Bytes of a subagent's answer the lead's model sees (cut on a character boundary).
-ANSWER_MAX_BYTES = 8 * 1024
 
 
 def delegate_tool_spec(names: tuple[str, ...]) -> ToolSpec:
@@ -136,85 +133,6 @@ class _DelegateArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class _SetupFailure(Exception):
     """A delegation that cannot start; its message goes to the lead's model."""
-
-
-class _Delegation:
-    """Workflow-side state of one delegation until it is settled."""
-
-    def __init__(self, *, ids: Ids, tool_call_id: str, task: str, admitted_at: float) -> None:
-        self.ids = ids
-        self.tool_call_id = tool_call_id
-        self.task = task
-        self.status = DelegationStatus.QUEUED
-        self.stop_reason: StopReason | None = None
-        self.usage = AgentUsage()
-        self.limits: UsageLimits | None = None
-        self.admitted_at = admitted_at
-        self.started_at: float | None = None
-        self.completed_at: float | None = None
-        self.error: str | None = None
-        self.result: AgentResult | None = None
-        self.cleanup_error: str | None = None
-        self.hook_errors: list[str] = []
-
-    def record(self) -> SubagentRecord:
-        ids = self.ids
-        return SubagentRecord(
-            delegation_id=ids.delegation_id or "",
-            agent_name=ids.agent_name or "",
-            agent_id=ids.agent_id,
-            run_id=ids.run_id,
-            parent_agent_id=ids.parent_agent_id or "",
-            parent_run_id=ids.parent_run_id,
-            tool_call_id=self.tool_call_id,
-            task=self.task,
-            status=self.status,
-            stop_reason=self.stop_reason,
-            usage=self.usage,
-            limits=self.limits,
-            admitted_at=self.admitted_at,
-            started_at=self.started_at,
-            completed_at=self.completed_at,
-            error=self.error,
-            hook_error="\n".join(self.hook_errors) or None,
-            cleanup_error=self.cleanup_error,
-        )
-
-    def hook_fields(self) -> dict[str, Any]:
-        """The delegation's fields of a SubagentStart or SubagentStop hook input."""
-        ids = self.ids
-        return {
-            "tool_call_id": self.tool_call_id,
-            "task": self.task,
-            "delegation_id": ids.delegation_id,
-            "child_agent_id": ids.agent_id,
-            "child_agent_name": ids.agent_name,
-            "child_run_id": ids.run_id,
-        }
-
-    def outcome(self) -> str:
-        answer = self.result.response if self.result is not None else ""
-        raw = answer.encode()
-        truncated = len(raw) > ANSWER_MAX_BYTES
-        if truncated:
-            answer = raw[:ANSWER_MAX_BYTES].decode(errors="ignore")
-        ids = self.ids
-        outcome = {
-            "delegation_id": ids.delegation_id,
-            "agent_id": ids.agent_id,
-            "agent_name": ids.agent_name,
-            "run_id": ids.run_id,
-            "parent_agent_id": ids.parent_agent_id,
-            "parent_run_id": ids.parent_run_id,
-            "tool_call_id": self.tool_call_id,
-            "status": self.status,
-            "stop_reason": self.stop_reason,
-            "task_success": "not_assessed",
-            "answer": answer,
-            "answer_truncated": truncated,
-            "error": self.error,
-        }
-        return msgspec.json.encode(outcome).decode()
 
 
 FAILED = DelegationStatus.FAILED
@@ -413,7 +331,7 @@ class LeadWorkflow:
         self._request: LeadInput | None = None
         self._permissions: PermissionSpec | None = None  # the lead's current permissions
         self._specs: dict[str, AgentSpec] = {}
-        self._delegations: list[_Delegation] = []
+        self._delegations: list[DelegationState] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
         self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
         self._slots = Slots(None)
@@ -636,15 +554,8 @@ class LeadWorkflow:
             return ContentToolResult(call.id, error=error)
         key = args.agent_name.strip().lower()[:128]
         spec = self._specs.get(key)
-        d = _Delegation(
-            ids=Ids(
-                agent_id=new_id("agent"),
-                agent_name=key,
-                run_id=new_id("run"),
-                delegation_id=new_id("delegation"),
-                parent_agent_id=loop.ids.agent_id,
-                parent_run_id=loop.ids.run_id,
-            ),
+        d = DelegationState(
+            ids=child_ids(loop.ids, key),
             tool_call_id=call.id,
             task=args.task,
             admitted_at=_now(),
@@ -764,7 +675,7 @@ class LeadWorkflow:
         return ContentToolResult(call.id, value=d.outcome())
 
     def _child_input(
-        self, d: _Delegation, spec: AgentSpec, args: _DelegateArgs, request: LeadInput
+        self, d: DelegationState, spec: AgentSpec, args: _DelegateArgs, request: LeadInput
     ) -> SubagentInput:
         try:
             permissions = child_permissions(self._current_permissions(), spec)
