@@ -27,8 +27,8 @@ WORKFLOWS = (LeadWorkflow, SubagentWorkflow, ParallelDelegateWorkflow)
 # ``_checkpoint``, ``_agent_flow``, ``_deadline``, ``_hookflow``, ``_human``,
 # ``_resource_flow``, ``_delegation``) and the packages above them. Those are imported
 # inside the sandbox, so a clock, random or I/O call in workflow code fails the workflow
-# task instead of silently breaking replay. ``_slots`` is workflow code too but is shared: it holds no
-# module state and calls nothing but ``workflow.wait_condition``.
+# task instead of silently breaking replay. ``_slots`` is workflow code too but is
+# shared: it holds no module state and calls nothing but ``workflow.wait_condition``.
 _PASSTHROUGH = (
     "msgspec",
     "anyio",
