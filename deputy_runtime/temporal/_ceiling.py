@@ -9,7 +9,6 @@ permissions (in the tool activity), so a child can never do what its lead may no
 
 from __future__ import annotations
 
-from ..runtime import Permissions
 from ._values import AgentSpec, PermissionSpec
 
 __all__ = ["child_permissions"]
@@ -31,11 +30,7 @@ def child_permissions(lead: PermissionSpec, spec: AgentSpec) -> PermissionSpec:
     Raises:
         PermissionCeilingError: The definition's mode is wider than the lead allows.
     """
-    ceiling = Permissions(
-        mode=lead.mode,  # type: ignore[arg-type]
-        allow=frozenset(lead.allow),
-        deny=frozenset(lead.deny),
-    ).ceiling(spec.permission_mode, spec.disallowed_tools)
+    ceiling = lead.checkable().ceiling(spec.permission_mode, spec.disallowed_tools)
     return PermissionSpec(
         mode=ceiling.mode,
         allow=tuple(sorted(ceiling.allow)),

@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         HookEvent,
         HookInput,
         PermissionEvent,
-        Permissions,
         StopReason,
         WarningEvent,
         hook_refusal,
@@ -138,12 +137,7 @@ def ask_denied(loop: AgentLoop, call: ContentToolRequest) -> bool:
     current ones (the static rules, as ``_human`` checks it before asking)."""
     specs = (loop.permissions, loop.lead_permissions)
     return any(
-        Permissions(
-            mode=spec.mode,  # type: ignore[arg-type]
-            allow=frozenset(spec.allow),
-            deny=frozenset(spec.deny),
-        ).check_static(ask_user, call.arguments)
-        is not None
+        spec.checkable().check_static(ask_user, call.arguments) is not None
         for spec in specs
         if spec is not None
     )

@@ -22,7 +22,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
     from ..errors import ToolArgumentError
-    from ..runtime import Event, Permissions, QuestionEvent
+    from ..runtime import Event, QuestionEvent
     from ..tools import ask_user, tool_validator
     from ._human_values import (
         AnswerDelivery,
@@ -109,14 +109,6 @@ async def tell_lead(pending: PendingQuestion) -> None:
     await lead.signal(QUESTION_SIGNAL, pending)
 
 
-def _permissions(spec: PermissionSpec) -> Permissions:
-    return Permissions(
-        mode=spec.mode,  # type: ignore[arg-type]
-        allow=frozenset(spec.allow),
-        deny=frozenset(spec.deny),
-    )
-
-
 class _Args(msgspec.Struct, frozen=True):
     questions: list[Any]
 
@@ -143,7 +135,7 @@ class HumanInput:
         if loop.lead_permissions is not None:
             checks.append((loop.lead_permissions, " (lead's current permissions)"))
         for spec, suffix in checks:
-            denial = _permissions(spec).check_static(ask_user, call.arguments)
+            denial = spec.checkable().check_static(ask_user, call.arguments)
             if denial is not None:
                 reason = f"{denial.reason}{suffix}"
                 error = f"Permission denied: {reason}"

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import msgspec
 
 from ..chat import AssistantTurn, ContentToolResult, ToolSpec, Turn
-from ..runtime import AgentResult, SubagentRecord, UsageLimits
+from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits
 from ._gate_report import GateReport
 from ._limits import DelegationLimits
 from ._resource_values import ResourceSpec, ToolRoute
@@ -44,6 +44,15 @@ class PermissionSpec(msgspec.Struct, frozen=True, gc=False):
     #: The calls are put to the workers' ``can_use_tool`` callback after the static
     #: checks (``DeputyActivities(can_use_tool=...)``); a subagent's ceiling keeps it.
     can_use_tool: bool = False
+
+    def checkable(self) -> Permissions:
+        """The static rules as :class:`~deputy_runtime.Permissions` (mode, allow, deny), for
+        checks in workflow code: the write root is a path on the worker, left unresolved."""
+        return Permissions(
+            mode=self.mode,  # type: ignore[arg-type]
+            allow=frozenset(self.allow),
+            deny=frozenset(self.deny),
+        )
 
 
 class AgentSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -44,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
         DelegationStatus,
         Event,
         HookEvent,
-        Permissions,
         StopReason,
         SubagentRecord,
         decode_event,
@@ -137,15 +136,6 @@ class _SetupFailure(Exception):
 
 FAILED = DelegationStatus.FAILED
 NOT_STARTED = DelegationStatus.NOT_STARTED
-
-
-def _permissions(spec: PermissionSpec) -> Permissions:
-    """The checkable form of ``spec`` (its write root is not resolved in workflow code)."""
-    return Permissions(
-        mode=spec.mode,  # type: ignore[arg-type]
-        allow=frozenset(spec.allow),
-        deny=frozenset(spec.deny),
-    )
 
 
 async def _tell(handle: workflow.ChildWorkflowHandle[Any, Any], name: str, arg: Any) -> None:
@@ -453,7 +443,7 @@ class LeadWorkflow:
             The lead's mode now.
         """
         current = self._current_permissions()
-        narrowed = _permissions(current).narrow(mode)
+        narrowed = current.checkable().narrow(mode)
         self._permissions = msgspec.structs.replace(current, mode=narrowed.mode)
         if self._loop is not None:
             self._loop.permissions = self._permissions
@@ -465,7 +455,7 @@ class LeadWorkflow:
     def _check_permission_mode(self, mode: str) -> None:
         # Raises PermissionModeWideningError (or PermissionsError for an unknown mode),
         # which rejects the update before it is written to the history.
-        _permissions(self._current_permissions()).narrow(mode)
+        self._current_permissions().checkable().narrow(mode)
 
     def _current_permissions(self) -> PermissionSpec:
         if self._permissions is not None:
