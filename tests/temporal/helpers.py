@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
+from deputy_runtime import AgentDefinition, AgentResult, SubagentRecord, tools_file
 from deputy_runtime.chat import ModelRequest, TestProvider, register_provider
 from deputy_runtime.temporal import (
     LeadOutput,
@@ -131,3 +133,53 @@ def gated_model() -> Gate:
     gate = Gate()
     register_provider("gated", lambda model, **_: GatedProvider(gate, model), replace=True)
     return gate
+
+
+def comparable_record(record: SubagentRecord) -> tuple[object, ...]:
+    """What a delegation's record must share with the in-process run's (ids and times
+    differ between runs; whether it started does not)."""
+    return (
+        record.agent_name,
+        record.task,
+        record.status,
+        record.stop_reason,
+        record.usage,
+        record.limits,
+        record.error,
+        record.started_at is None,
+    )
+
+
+def comparable_result(result: AgentResult | None) -> tuple[object, ...] | None:
+    """What a delegation's result must share with the in-process run's."""
+    if result is None:
+        return None
+    return (result.agent_name, result.response, result.turns, result.usage, result.stop_reason)
+
+
+def review_definitions(workdir: Path, max_requests: int | None = 4) -> list[AgentDefinition]:
+    """A reviewer, an explorer and a summarizer over the file tools of ``workdir``."""
+    files = {t.name: t for t in tools_file(workdir)}
+    return [
+        AgentDefinition(
+            "reviewer",
+            "Reviews code.",
+            "You review code.",
+            tools=(files["read_file"], files["grep_files"]),
+            max_requests=max_requests,
+        ),
+        AgentDefinition(
+            "explorer",
+            "Lists files.",
+            "You explore.",
+            tools=(files["list_files"],),
+            max_requests=max_requests,
+        ),
+        AgentDefinition(
+            "summarizer",
+            "Summarises files.",
+            "You summarise.",
+            tools=(files["read_file"],),
+            max_requests=max_requests,
+        ),
+    ]

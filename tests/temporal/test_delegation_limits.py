@@ -52,7 +52,13 @@ from deputy_runtime.temporal._limits import (
     out_of_time,
     spent_message,
 )
-from tests.temporal.helpers import assert_replays, chain_run_ids, gated_model, run_workflow_ids
+from tests.temporal.helpers import (
+    assert_replays,
+    chain_run_ids,
+    comparable_record,
+    gated_model,
+    run_workflow_ids,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -103,19 +109,6 @@ def _definition(name: str, model: str = "inherit") -> AgentDefinition:
     )
 
 
-def _comparable(record: SubagentRecord) -> tuple[object, ...]:
-    return (
-        record.agent_name,
-        record.task,
-        record.status,
-        record.stop_reason,
-        record.usage,
-        record.limits,
-        record.error,
-        record.started_at is None,
-    )
-
-
 @pytest.mark.parametrize("caps", [{"Reviewer": 1}, 1])
 async def test_max_delegations_matches_in_process_across_continue_as_new(
     client: Client,
@@ -156,7 +149,9 @@ async def test_max_delegations_matches_in_process_across_continue_as_new(
     assert out.result.stop_reason == expected.stop_reason == "complete"
     assert out.result.usage == expected.usage
     records = out.subagents
-    assert [_comparable(r) for r in records] == [_comparable(r) for r in lead.list_subagents()]
+    assert [comparable_record(r) for r in records] == [
+        comparable_record(r) for r in lead.list_subagents()
+    ]
     assert [(r.task, r.status, r.stop_reason) for r in records] == [
         ("a", "completed", "complete"),
         ("b", "not_started", "delegation_limit"),
@@ -188,8 +183,8 @@ async def test_on_exceed_error_is_raised_from_the_output_as_in_process(
     with pytest.raises(RequestLimitExceeded, match="request limit reached") as durable:
         raise_on_exceed(out.result)
     assert durable.value.stop_reason == in_process.value.stop_reason == "request_limit"
-    assert [_comparable(r) for r in out.subagents] == [
-        _comparable(r) for r in lead.list_subagents()
+    assert [comparable_record(r) for r in out.subagents] == [
+        comparable_record(r) for r in lead.list_subagents()
     ]
     # A run that did not stop at a limit is handed back as it is.
     fine = msgspec.structs.replace(out.result, stop_reason="complete")

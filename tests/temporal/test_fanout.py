@@ -24,7 +24,12 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, run_workflow_ids
+from tests.temporal.helpers import (
+    assert_replays,
+    comparable_record,
+    comparable_result,
+    run_workflow_ids,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -77,24 +82,6 @@ async def _durable(
     return workflow_id, await handle.result()
 
 
-def _comparable(record: SubagentRecord) -> tuple[object, ...]:
-    return (
-        record.agent_name,
-        record.task,
-        record.status,
-        record.stop_reason,
-        record.usage,
-        record.limits,
-        record.error,
-    )
-
-
-def _comparable_result(result: AgentResult | None) -> tuple[object, ...] | None:
-    if result is None:
-        return None
-    return (result.agent_name, result.response, result.turns, result.usage, result.stop_reason)
-
-
 async def test_three_parallel_delegations_match_the_in_process_run(
     client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
 ) -> None:
@@ -104,9 +91,11 @@ async def test_three_parallel_delegations_match_the_in_process_run(
     _, out = await _durable(client, task_queue, definitions, limits)
 
     assert len(out.subagents) == 3
-    assert sorted(map(_comparable, out.subagents)) == sorted(map(_comparable, expected_records))
-    got_results = sorted(map(_comparable_result, out.subagent_results), key=repr)
-    assert got_results == sorted(map(_comparable_result, expected_results), key=repr)
+    assert sorted(map(comparable_record, out.subagents)) == sorted(
+        map(comparable_record, expected_records)
+    )
+    got_results = sorted(map(comparable_result, out.subagent_results), key=repr)
+    assert got_results == sorted(map(comparable_result, expected_results), key=repr)
     assert {r.status for r in out.subagents} == {"completed"}
     # The lead: same usage, same stop reason, same shape of answer (its text quotes each
     # delegation's outcome, whose ids differ between the two runs).
@@ -131,7 +120,9 @@ async def test_parallel_delegations_never_exceed_the_lead_budget(
     expected, expected_records, _ = await _in_process(workdir, definitions, limits)
     _, out = await _durable(client, task_queue, definitions, limits)
 
-    assert sorted(map(_comparable, out.subagents)) == sorted(map(_comparable, expected_records))
+    assert sorted(map(comparable_record, out.subagents)) == sorted(
+        map(comparable_record, expected_records)
+    )
     granted = [r.limits.max_requests for r in out.subagents if r.limits is not None]
     assert sorted(granted) == [0, 0, 4]  # 5 minus the lead's first request
     assert sum(r.usage.requests for r in out.subagents) <= 4

@@ -16,7 +16,6 @@ from deputy_runtime import (
     AgentDefinition,
     AgentResult,
     LeadAgent,
-    SubagentRecord,
     UsageLimits,
     chat,
     tools_file,
@@ -35,8 +34,11 @@ from deputy_runtime.temporal import (
 )
 from tests.temporal.helpers import (
     assert_replays,
+    comparable_record,
+    comparable_result,
     gated_model,
     most_children_open,
+    review_definitions,
     run_workflow_ids,
     was_signalled,
 )
@@ -44,52 +46,6 @@ from tests.temporal.helpers import (
 pytestmark = pytest.mark.anyio
 
 TASK = "Review the project and report every TODO."
-
-
-def _definitions(workdir: Path, max_requests: int | None = 4) -> list[AgentDefinition]:
-    files = {t.name: t for t in tools_file(workdir)}
-    return [
-        AgentDefinition(
-            "reviewer",
-            "Reviews code.",
-            "You review code.",
-            tools=(files["read_file"], files["grep_files"]),
-            max_requests=max_requests,
-        ),
-        AgentDefinition(
-            "explorer",
-            "Lists files.",
-            "You explore.",
-            tools=(files["list_files"],),
-            max_requests=max_requests,
-        ),
-        AgentDefinition(
-            "summarizer",
-            "Summarises files.",
-            "You summarise.",
-            tools=(files["read_file"],),
-            max_requests=max_requests,
-        ),
-    ]
-
-
-def _comparable(record: SubagentRecord) -> tuple[object, ...]:
-    return (
-        record.agent_name,
-        record.task,
-        record.status,
-        record.stop_reason,
-        record.usage,
-        record.limits,
-        record.error,
-        record.started_at is None,
-    )
-
-
-def _comparable_result(result: AgentResult | None) -> tuple[object, ...] | None:
-    if result is None:
-        return None
-    return (result.agent_name, result.response, result.turns, result.usage, result.stop_reason)
 
 
 async def _both(
@@ -126,13 +82,15 @@ async def test_capped_fan_out_matches_the_in_process_lead(
 ) -> None:
     limits = UsageLimits(max_requests=20)
     workflow_id, out, lead, expected = await _both(
-        client, task_queue, workdir, _definitions(workdir), limits, cap
+        client, task_queue, workdir, review_definitions(workdir), limits, cap
     )
     expected_records = lead.list_subagents()
     assert len(out.subagents) == 3
-    assert sorted(map(_comparable, out.subagents)) == sorted(map(_comparable, expected_records))
-    got = sorted(map(_comparable_result, out.subagent_results), key=repr)
-    assert got == sorted(map(_comparable_result, lead.get_subagent_results()), key=repr)
+    assert sorted(map(comparable_record, out.subagents)) == sorted(
+        map(comparable_record, expected_records)
+    )
+    got = sorted(map(comparable_result, out.subagent_results), key=repr)
+    assert got == sorted(map(comparable_result, lead.get_subagent_results()), key=repr)
     assert {r.status for r in out.subagents} == {"completed"}
     assert out.result.stop_reason == expected.stop_reason == "complete"
     assert out.result.usage == expected.usage
@@ -157,10 +115,12 @@ async def test_a_queued_delegation_stops_at_the_limit_its_elders_reached(
     # request_limit and the "Run limit reached" error for the model, as in-process.
     limits = UsageLimits(max_requests=5)
     workflow_id, out, lead, expected = await _both(
-        client, task_queue, workdir, _definitions(workdir, max_requests=None), limits, 1
+        client, task_queue, workdir, review_definitions(workdir, max_requests=None), limits, 1
     )
     expected_records = lead.list_subagents()
-    assert sorted(map(_comparable, out.subagents)) == sorted(map(_comparable, expected_records))
+    assert sorted(map(comparable_record, out.subagents)) == sorted(
+        map(comparable_record, expected_records)
+    )
     statuses = [(r.status, r.stop_reason) for r in out.subagents]
     assert statuses[2] == ("not_started", "request_limit")
     assert out.subagents[2].limits is None
@@ -232,7 +192,7 @@ async def test_queued_delegations_of_an_interrupted_lead_never_start(
         ("not_started", "not_started"),
         ("not_started", "not_started"),
     ]
-    assert sorted(map(_comparable, out.subagents)) == sorted(map(_comparable, records))
+    assert sorted(map(comparable_record, out.subagents)) == sorted(map(comparable_record, records))
     assert out.result.stop_reason == expected.stop_reason == "interrupted"
     assert out.result.usage == expected.usage
     assert _tool_errors(out.result.turns[2]) == _tool_errors(expected.turns[2])
@@ -242,9 +202,9 @@ async def test_queued_delegations_of_an_interrupted_lead_never_start(
 @pytest.mark.parametrize("cap", [0, -1, True, 1.5, "2"])
 def test_lead_input_refuses_a_bad_cap(workdir: Path, cap: object) -> None:
     with pytest.raises(ValueError, match="max_active_delegations must be a positive int"):
-        lead_input(TASK, _definitions(workdir), model="test", max_active_delegations=cap)  # type: ignore[arg-type]
+        lead_input(TASK, review_definitions(workdir), model="test", max_active_delegations=cap)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_active_delegations must be a positive int"):
-        LeadAgent(chat("test"), _definitions(workdir), max_active_delegations=cap)  # type: ignore[arg-type]
+        LeadAgent(chat("test"), review_definitions(workdir), max_active_delegations=cap)  # type: ignore[arg-type]
 
 
 def test_a_bad_cap_is_refused_at_the_durable_boundary() -> None:

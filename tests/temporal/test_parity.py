@@ -46,7 +46,12 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, chain_run_ids, run_workflow_ids
+from tests.temporal.helpers import (
+    assert_replays,
+    chain_run_ids,
+    review_definitions,
+    run_workflow_ids,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -86,29 +91,7 @@ def _definitions(
     workdir: Path, max_requests: int | None = 4, writer_mode: str | None = None
 ) -> list[AgentDefinition]:
     files = {t.name: t for t in tools_file(workdir)}
-    definitions = [
-        AgentDefinition(
-            "reviewer",
-            "Reviews code.",
-            "You review code.",
-            tools=(files["read_file"], files["grep_files"]),
-            max_requests=max_requests,
-        ),
-        AgentDefinition(
-            "explorer",
-            "Lists files.",
-            "You explore.",
-            tools=(files["list_files"],),
-            max_requests=max_requests,
-        ),
-        AgentDefinition(
-            "summarizer",
-            "Summarises files.",
-            "You summarise.",
-            tools=(files["read_file"],),
-            max_requests=max_requests,
-        ),
-    ]
+    definitions = review_definitions(workdir, max_requests)
     if writer_mode is not None:
         definitions.append(
             AgentDefinition(

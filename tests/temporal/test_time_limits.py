@@ -25,7 +25,6 @@ from deputy_runtime import (
     BudgetExceeded,
     DelegationPolicy,
     LeadAgent,
-    SubagentRecord,
     UsageLimits,
     chat,
     tool,
@@ -54,6 +53,7 @@ from deputy_runtime.temporal import (
 from tests.temporal.helpers import (
     assert_replays,
     chain_run_ids,
+    comparable_record,
     gated_model,
     run_workflow_ids,
 )
@@ -71,19 +71,6 @@ CUT_OFF = "The run was cancelled while this tool call was running"
 def _definition(name: str, model: str = "gated/test") -> AgentDefinition:
     return AgentDefinition(
         name, f"The {name}.", f"You are the {name}.", model=model, max_requests=2
-    )
-
-
-def _comparable(record: SubagentRecord) -> tuple[object, ...]:
-    return (
-        record.agent_name,
-        record.task,
-        record.status,
-        record.stop_reason,
-        record.usage,
-        record.limits,
-        record.error,
-        record.started_at is None,
     )
 
 
@@ -170,8 +157,8 @@ async def test_a_delegation_runs_out_of_its_own_time_softly(
     )
     assert out.result.stop_reason == expected.stop_reason == "complete"
     assert out.result.usage == expected.usage
-    assert [_comparable(r) for r in out.subagents] == [
-        _comparable(r) for r in lead.list_subagents()
+    assert [comparable_record(r) for r in out.subagents] == [
+        comparable_record(r) for r in lead.list_subagents()
     ]
     by_name = {r.agent_name: r for r in out.subagents}
     worker = by_name["worker"]
@@ -222,7 +209,7 @@ async def test_the_lead_time_limit_bounds_and_ends_its_delegations(
     assert worker.limits is not None
     assert worker.limits.max_seconds is not None
     assert 0 < worker.limits.max_seconds <= LEAD_SECONDS
-    assert _comparable(helper) == _comparable(in_helper)
+    assert comparable_record(helper) == comparable_record(in_helper)
     assert (helper.status, helper.stop_reason) == ("not_started", "not_started")
     # Both delegate calls were running (one queued) when the lead was cut off.
     last = _tool_results(result.turns[-1])
@@ -390,8 +377,8 @@ async def test_a_delegation_keeps_its_deadline_across_continue_as_new(
         continue_as_new_after=1,
     )
     assert out.result.stop_reason == expected.stop_reason == "complete"
-    assert [_comparable(r) for r in out.subagents] == [
-        _comparable(r) for r in lead.list_subagents()
+    assert [comparable_record(r) for r in out.subagents] == [
+        comparable_record(r) for r in lead.list_subagents()
     ]
     [record] = out.subagents
     assert (record.status, record.stop_reason) == ("stopped", "time_limit")
