@@ -40,8 +40,14 @@ from deputy_runtime.temporal import (
     lead_input,
     start_lead,
 )
-from tests.temporal.helpers import assert_replays, chain_run_ids, run_workflow_ids
-from tests.temporal.test_fanout import TASK, _comparable, _comparable_result, _definitions
+from tests.temporal.helpers import (
+    assert_replays,
+    chain_run_ids,
+    comparable_record,
+    comparable_result,
+    run_workflow_ids,
+)
+from tests.temporal.test_fanout import TASK, _definitions
 from tests.temporal.test_run_cli import REPO_ROOT, _env
 
 pytestmark = pytest.mark.anyio
@@ -276,9 +282,11 @@ async def test_continue_as_new_gives_the_unchained_output(
             child_runs += await assert_replays(client, [child], run_ids=runs)
         assert child_runs >= 3 * (2 if threshold == SMALL else 1)
     unchained, chained = outputs
-    assert list(map(_comparable, chained.subagents)) == list(map(_comparable, unchained.subagents))
-    assert list(map(_comparable_result, chained.subagent_results)) == list(
-        map(_comparable_result, unchained.subagent_results)
+    assert list(map(comparable_record, chained.subagents)) == list(
+        map(comparable_record, unchained.subagents)
+    )
+    assert list(map(comparable_result, chained.subagent_results)) == list(
+        map(comparable_result, unchained.subagent_results)
     )
     assert chained.result.usage == unchained.result.usage
     assert chained.result.stop_reason == unchained.result.stop_reason == "complete"
