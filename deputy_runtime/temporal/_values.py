@@ -47,7 +47,11 @@ class PermissionSpec(msgspec.Struct, frozen=True, gc=False):
 
     def checkable(self) -> Permissions:
         """The static rules as :class:`~deputy_runtime.Permissions` (mode, allow, deny), for
-        checks in workflow code: the write root is a path on the worker, left unresolved."""
+        checks in workflow code: the write root is a path on the worker, left unresolved.
+
+        Returns:
+            Permissions with this spec's mode, allow and deny lists.
+        """
         return Permissions(
             mode=self.mode,  # type: ignore[arg-type]
             allow=frozenset(self.allow),
