@@ -11,7 +11,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
+from . import __version__
 from ._cli import silence_stream
 from ._modes import PERMISSION_MODES
 
@@ -34,12 +36,26 @@ _COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are one line, not the whole usage.
+
+    ``run``'s usage is a dozen lines; the mistake is what the user needs to see, with a
+    pointer to ``--help``. The exit status stays argparse's 2.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="deputy-runtime",
         description="Run a lead agent that delegates to subagents built from definitions.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     p = sub.add_parser("validate", help="check definition files (YAML and markdown)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
@@ -84,7 +100,12 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a lead agent over the discovered definitions")
     p.add_argument("task", metavar="TASK")
-    p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
+    p.add_argument(
+        "--agents",
+        default=".deputy/agents",
+        metavar="DIR",
+        help="directory of definition files (default: .deputy/agents)",
+    )
     p.add_argument("--model", default=None, metavar="SPEC", help='e.g. "openai/gpt-4.1-mini"')
     p.add_argument(
         "--model-alias",
@@ -98,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         "--permission-mode",
         default="standard",
         choices=PERMISSION_MODES,
+        help="what subagents may do: readonly, plan, standard or full (default standard)",
     )
     p.add_argument(
         "--max-requests",
@@ -121,7 +143,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import a module or .py file first (e.g. to register_provider a custom model)",
     )
-    p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    p.add_argument(
+        "--backend",
+        default="asyncio",
+        choices=["asyncio", "trio"],
+        help="the event loop (default asyncio; trio needs the 'trio' extra)",
+    )
     _mcp_arguments(p, modes=True)
     p.add_argument(
         "--temporal",
@@ -129,7 +156,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="run durably on the Temporal server at HOST:PORT (workers: deputy-runtime worker)",
     )
-    p.add_argument("--task-queue", default="deputy", metavar="QUEUE", help="with --temporal")
+    p.add_argument(
+        "--task-queue",
+        default="deputy",
+        metavar="QUEUE",
+        help="with --temporal: the workers' task queue (default deputy)",
+    )
     _otlp_argument(p)
     _redis_arguments(p)
 
@@ -152,9 +184,21 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="run a Temporal worker for durable runs (temporal extra)")
     p.add_argument("--temporal", required=True, metavar="ADDRESS", help="HOST:PORT of Temporal")
-    p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
-    p.add_argument("--task-queue", default="deputy", metavar="QUEUE")
-    p.add_argument("--namespace", default="default", metavar="NAMESPACE")
+    p.add_argument(
+        "--agents",
+        default=".deputy/agents",
+        metavar="DIR",
+        help="directory of definition files (default: .deputy/agents)",
+    )
+    p.add_argument(
+        "--task-queue", default="deputy", metavar="QUEUE", help="task queue (default deputy)"
+    )
+    p.add_argument(
+        "--namespace",
+        default="default",
+        metavar="NAMESPACE",
+        help="Temporal namespace (default: default)",
+    )
     p.add_argument(
         "--plugin",
         action="append",
@@ -171,7 +215,8 @@ def _parser() -> argparse.ArgumentParser:
             help="serve leads over HTTP with a live web view (needs the 'serve' extra)",
             description="Serve leads over HTTP: POST /runs, server-sent events, a web view at "
             "/. The bearer token comes from DEPUTY_RUNTIME_TOKEN or --token-file, never from "
-            "the command line. See docs/service.md.",
+            "the command line. Reference: python -m pydoc deputy_runtime.service (and "
+            "docs/service.md in a checkout).",
         )
     )
 
@@ -204,7 +249,12 @@ def _mcp_arguments(p: argparse.ArgumentParser, *, modes: bool) -> None:
 
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
     _mcp_arguments(p, modes=True)
-    p.add_argument("--agents", default=".deputy/agents", metavar="DIR")
+    p.add_argument(
+        "--agents",
+        default=".deputy/agents",
+        metavar="DIR",
+        help="directory of definition files (default: .deputy/agents)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8765, help="TCP port (default 8765)")
     p.add_argument("--token-file", default=None, metavar="FILE", help="accepted tokens, one a line")
@@ -214,8 +264,20 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         help="serve without a token; refused unless --host is a loopback address",
     )
     p.add_argument("--model", default=None, metavar="SPEC", help='e.g. "openai/gpt-4.1-mini"')
-    p.add_argument("--model-alias", action="append", default=[], metavar="ALIAS=MODEL")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    p.add_argument(
+        "--model-alias",
+        action="append",
+        default=[],
+        metavar="ALIAS=MODEL",
+        help="run definitions saying ALIAS on MODEL; repeatable",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first; repeatable",
+    )
     p.add_argument(
         "--permission-mode",
         default="standard",
@@ -237,7 +299,11 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         help="ceiling of a run's tokens (default: none)",
     )
     p.add_argument(
-        "--max-runs", type=_whole_number, default=32, metavar="N", help="active runs at once"
+        "--max-runs",
+        type=_whole_number,
+        default=32,
+        metavar="N",
+        help="active runs at once (default 32)",
     )
     p.add_argument(
         "--keep-runs",
@@ -253,8 +319,20 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         metavar="R",
         help="requests per second per token, after --burst (default 20)",
     )
-    p.add_argument("--burst", type=_whole_number, default=60, metavar="N")
-    p.add_argument("--max-body-bytes", type=_whole_number, default=64 * 1024, metavar="N")
+    p.add_argument(
+        "--burst",
+        type=_whole_number,
+        default=60,
+        metavar="N",
+        help="requests a token may make at once before --rate applies (default 60)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=_whole_number,
+        default=64 * 1024,
+        metavar="N",
+        help="largest request body accepted (default 65536)",
+    )
     p.add_argument(
         "--event-log-size",
         type=_whole_number,
@@ -267,10 +345,22 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         type=_positive,
         default=5.0,
         metavar="SECONDS",
-        help="on SIGTERM, runs get this long to stop at a boundary before being cancelled",
+        help="on SIGTERM, runs get this long to stop at a boundary "
+        "before being cancelled (default 5)",
     )
-    p.add_argument("--test-fanout", type=_whole_number, default=None, metavar="N")
-    p.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    p.add_argument(
+        "--test-fanout",
+        type=_whole_number,
+        default=None,
+        metavar="N",
+        help="the offline test model delegates to at most N agents per turn (default 8)",
+    )
+    p.add_argument(
+        "--backend",
+        default="asyncio",
+        choices=["asyncio", "trio"],
+        help="the event loop (default asyncio; trio needs the 'trio' extra)",
+    )
     _otlp_argument(p)
     _redis_arguments(p)
 

@@ -2,7 +2,7 @@
 
 Tracing is off until :func:`configure` is called; while it is off the runtime imports no
 OpenTelemetry module and starts no span. It needs the ``otel`` extra
-(``pip install 'deputy-runtime[otel]'``, which installs ``opentelemetry-api``); the host
+(the ``otel`` extra, which installs ``opentelemetry-api``); the host
 brings the SDK and its exporter. The spans follow the OpenTelemetry GenAI semantic
 conventions (``invoke_agent``, ``chat``, ``execute_tool``); see docs/tracing.md for the
 span tree and every attribute.
@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
+from ._extras import install_hint
 from ._tracing import SCOPE, STATE
 
 __all__ = [
@@ -28,10 +29,7 @@ __all__ = [
     "is_enabled",
 ]
 
-_MISSING = (
-    "tracing needs the opentelemetry-api package: install it with "
-    "pip install 'deputy-runtime[otel]'"
-)
+_MISSING = "tracing needs the opentelemetry-api package: install it with " + install_hint("otel")
 
 
 def configure(tracer_provider: Any = None, *, capture_content: bool = False) -> None:

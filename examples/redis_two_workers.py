@@ -12,7 +12,7 @@ lease and the budget, so the exclusivity and the limit hold across the processes
 
     python examples/redis_two_workers.py redis://127.0.0.1:6379/0 [asyncio|trio]
 
-Needs the ``redis`` extra (``pip install 'deputy-runtime[redis]'``) and a Redis server.
+Needs the ``redis`` extra (``pip install '.[redis]'``) and a Redis server.
 Offline otherwise: the models are scripted, so no API key is needed.
 """
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 
+from .._extras import install_hint
+
 __all__ = ["answer", "answer_command"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -41,7 +43,7 @@ def answer(args: argparse.Namespace) -> int:
     try:
         import temporalio  # noqa: F401
     except ImportError:
-        print(f"{PROG}: needs the temporal extra (pip install 'deputy-runtime[temporal]')",
+        print(f"{PROG}: needs the temporal extra ({install_hint('temporal')})",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     if (args.question_id is None) != (args.answers is None):

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from .._extras import install_hint
 from ..chat import (
     Chat,
     TestProvider,
@@ -149,7 +150,7 @@ def check_backend(backend: str) -> None:
     except ImportError:
         raise UsageError(
             "--backend trio needs the trio package, which is not installed; install the "
-            "extra with: pip install 'deputy-runtime[trio]'"
+            f"extra with: {install_hint('trio')}"
         ) from None
 
 
@@ -237,7 +238,14 @@ def check_agents(directory: str) -> None:
     ``validate`` and ``list``), or a file."""
     reason = definitions_path_problem(directory)
     if reason is not None:
-        raise UsageError(reason)
+        # The path is the --agents default or the user's own: say which flag picks it.
+        named = repr(directory)
+        if reason.startswith(named):
+            reason = reason[len(named) :].lstrip()
+        raise UsageError(
+            f"--agents {named} {reason}; point --agents at a directory of "
+            "definition files, e.g. --agents examples/agents"
+        )
     if not Path(directory).is_dir():
         raise UsageError(
             f"--agents {directory!r} is a file; point it at a directory of definition "

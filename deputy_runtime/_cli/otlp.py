@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._extras import install_hint
 from ..tracing import configure, disable
 from .leadsetup import UsageError
 
@@ -37,7 +38,8 @@ def start_otlp(endpoint: str) -> Callable[[], None]:
     except ImportError as exc:
         raise UsageError(
             f"--otlp needs the OpenTelemetry SDK and OTLP/HTTP exporter ({exc.name} is not "
-            "installed); install them with: pip install 'deputy-runtime[otel]' "
+            "installed); install them with: "
+            f"{install_hint('otel')}, then pip install "
             "opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
         ) from None
     provider = TracerProvider(resource=Resource.create({"service.name": "deputy-runtime"}))

@@ -37,6 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .._extras import install_hint
 from ..errors import DeputyError
 from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits
 from .leadsetup import (
@@ -106,7 +107,7 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         from ..temporal import lead_input
     except ImportError as exc:
-        raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
+        raise UsageError(f"{exc} ({install_hint('temporal')})") from exc
     check_agents(args.agents)
     plugins = load_plugins(args.plugin or (), Path.cwd())
     aliases = {**plugins.aliases, **alias_options(args.model_alias or ())}
@@ -152,8 +153,7 @@ def attach(args: argparse.Namespace) -> int:
         import temporalio  # noqa: F401
     except ImportError:
         print(
-            "deputy-runtime attach: needs the temporal extra (pip install "
-            "'deputy-runtime[temporal]')",
+            f"deputy-runtime attach: needs the temporal extra ({install_hint('temporal')})",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import anyio
 
+from .._extras import install_hint
 from ..definitions import AgentDefinition
 from ..errors import DeputyError
 from ..runtime import LeadAgent, UsageLimits
@@ -115,7 +116,7 @@ def _check_extra() -> None:
     except ImportError as exc:
         raise UsageError(
             f"serve needs the 'serve' extra ({exc.name} is not installed); install it with: "
-            "pip install 'deputy-runtime[serve]'"
+            + install_hint("serve")
         ) from None
 
 

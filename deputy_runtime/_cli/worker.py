@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._extras import install_hint
 from ..definitions import AgentDefinition
 from ..runtime import Hooks
 from ..tools import Tool
@@ -80,7 +81,7 @@ def _setup(
     try:
         import deputy_runtime.temporal  # noqa: F401
     except ImportError as exc:
-        raise UsageError(f"{exc} (pip install 'deputy-runtime[temporal]')") from exc
+        raise UsageError(f"{exc} ({install_hint('temporal')})") from exc
     if not str(args.temporal).strip():
         raise UsageError("--temporal is empty: give the server's HOST:PORT, e.g. 127.0.0.1:7233")
     check_agents(args.agents)

@@ -1,15 +1,15 @@
 """MCP servers as tool sources: configs, sessions with guaranteed cleanup, and a pool.
 
-Needs the ``mcp`` extra (``pip install "deputy-runtime[mcp]"``), the official MCP SDK.
+Needs the ``mcp`` extra (``pip install '.[mcp]'`` from a checkout), the official MCP SDK.
 See ``docs/mcp.md``.
 """
+
+from .._extras import install_hint
 
 try:
     import mcp as _sdk  # noqa: F401  (checked here so the error says what to install)
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "deputy_runtime.mcp needs the MCP SDK: pip install 'deputy-runtime[mcp]'"
-    ) from exc
+    raise ImportError("deputy_runtime.mcp needs the MCP SDK: " + install_hint("mcp")) from exc
 
 from ._config import McpConfig, McpHttp, McpLimits, McpStdio
 from ._events import (

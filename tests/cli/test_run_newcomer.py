@@ -84,7 +84,7 @@ def test_trio_backend_without_trio_names_the_extra(tmp_path: Path, agents: Path)
         timeout=60,
         check=False,
     )
-    _usage_error(done, "pip install 'deputy-runtime[trio]'")
+    _usage_error(done, "pip install '.[trio]' from a checkout", "whl[trio]' from a wheel")
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     extras = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^trio = \["trio>=', extras, re.M), "pyproject has no trio extra"

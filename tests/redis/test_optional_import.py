@@ -43,4 +43,4 @@ def test_without_the_extra_the_error_names_it() -> None:
         """
     )
     assert result.returncode == 0, result.stderr
-    assert "pip install 'deputy-runtime[redis]'" in result.stdout
+    assert "pip install '.[redis]' from a checkout" in result.stdout

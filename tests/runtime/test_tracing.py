@@ -486,7 +486,7 @@ from deputy_runtime import Agent, Chat, ScriptedProvider, tracing
 try:
     tracing.configure()
 except ImportError as exc:
-    assert "deputy-runtime[otel]" in str(exc), exc
+    assert "pip install '.[otel]' from a checkout" in str(exc), exc
 else:
     raise AssertionError("configure() without opentelemetry did not raise")
 assert not tracing.is_enabled()
