@@ -133,7 +133,7 @@ def test_readme_embedding_example_runs(tmp_path: Path, backend: str) -> None:
     assert done.returncode == 0, done.stderr
     assert re.search(r"^reviewer completed complete 2$", done.stdout, re.M), done.stdout
     assert "  reviewer: ToolStart" in done.stdout
-    assert "I called" in done.stdout  # the lead's final answer
+    assert "Summary of 1 tool result(s):\n- reviewer found: " in done.stdout  # the answer
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

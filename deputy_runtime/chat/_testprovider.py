@@ -9,6 +9,7 @@ called. It makes no network calls and never varies, so it is the offline default
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
@@ -282,14 +283,69 @@ def _preview(result: ContentToolResult) -> str:
 
 
 def _summary(turns: tuple[Turn, ...]) -> str:
-    names: dict[str, str] = {}
+    """A short, readable answer built from the last turn's tool results.
+
+    One line per result that says what it found (a subagent's first line, a file's first
+    line, how many entries or matches), never a dump of the raw results.
+    """
+    requests: dict[str, tuple[str, dict[str, Any]]] = {}
     if len(turns) >= 2:
-        names = {r.id: r.name for r in turns[-2].tool_requests}
+        requests = {r.id: (r.name, r.arguments) for r in turns[-2].tool_requests}
     results = [c for c in turns[-1].contents if isinstance(c, ContentToolResult)]
-    called = sorted({names.get(r.request_id, r.request_id) for r in results})
-    lines = [f"I called {len(results)} tool call(s): {', '.join(called)}. Results:"]
-    lines += [f"- {names.get(r.request_id, r.request_id)}: {_preview(r)}" for r in results]
+    lines = [f"Summary of {len(results)} tool result(s):"]
+    for result in results:
+        name, arguments = requests.get(result.request_id, (result.request_id, {}))
+        lines.append(f"- {_finding(name, arguments, result)}")
     return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    """The first line of prose (headings only when there is nothing else)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    prose = [line for line in lines if not line.startswith("#")]
+    chosen = (prose or lines or ["(empty)"])[0]
+    return _clip(chosen.lstrip("#-* ").strip() or "(empty)")
+
+
+def _findings(answer: str) -> str:
+    """A subagent's own summary lines (this model's ``- ...`` bullets), joined."""
+    bullets = [line[2:].strip() for line in answer.splitlines() if line.startswith("- ")]
+    return _clip("; ".join(bullets), 160) if bullets else _first_line(answer)
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _finding(name: str, arguments: Mapping[str, Any], result: ContentToolResult) -> str:
+    if result.error is not None:
+        return f"{name} failed: {_clip(str(result.error))}"
+    value = result.value
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    elif isinstance(value, str) and value.startswith("{"):
+        # a delegation's result arrives as its JSON record
+        with contextlib.suppress(msgspec.DecodeError):
+            value = msgspec.json.decode(value)
+    if isinstance(value, Mapping) and "answer" in value and "agent_name" in value:
+        agent = value.get("agent_name") or name
+        if value.get("error"):
+            return f"{agent} failed: {_clip(str(value['error']))}"
+        return f"{agent} found: {_findings(str(value.get('answer') or ''))}"
+    text = value if isinstance(value, str) else _preview(result)
+    if name == "read_file":
+        return f"{arguments.get('path', 'the file')} begins: {_first_line(text)}"
+    if name == "list_files":
+        entries = [line for line in text.splitlines() if line.strip()]
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        return f"{len(entries)} entries listed: {shown}"
+    if name == "grep_files":
+        hits = [line for line in text.splitlines() if line.strip()]
+        pattern = arguments.get("pattern", "")
+        if not hits or text.strip().lower().startswith("no match"):
+            return f"no lines match {pattern!r}"
+        return f"{len(hits)} line(s) match {pattern!r}, first {_clip(hits[0], 80)}"
+    return f"{name}: {_first_line(text)}"
 
 
 def _echo(turns: tuple[Turn, ...]) -> str:
