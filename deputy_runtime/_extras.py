@@ -1,6 +1,6 @@
 """How to install an optional extra, said the same way by every message that needs one.
 
-The package is not on a package index, so ``pip install 'deputy-runtime[X]'`` fails; an
+The package is not on a package index, so installing ``deputy-runtime[X]`` by name fails; an
 extra comes either from a checkout (``pip install '.[X]'``) or from a built wheel
 (``pip install 'dist/deputy_runtime-VERSION-py3-none-any.whl[X]'``).
 """
