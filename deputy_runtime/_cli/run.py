@@ -37,7 +37,7 @@ from pathlib import Path
 
 import anyio
 
-from ..runtime import AgentResult, LeadAgent
+from ..runtime import AgentResult, DelegationStatus, LeadAgent
 from .leadsetup import (
     DEFAULT_MODELS,
     OFFLINE_MODEL,
@@ -69,6 +69,9 @@ INTERRUPT_GRACE_SECONDS = 1.0
 _TICK_SECONDS = 0.25
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: The lead completed, but it delegated and no delegation completed: its answer rests on
+#: nothing a subagent produced, which a script must be able to tell from success.
+EXIT_NO_DELEGATION_COMPLETED = 4
 EXIT_READER_GONE = 128 + 13  # as if killed by SIGPIPE, like Unix tools in a pipeline
 
 
@@ -155,7 +158,14 @@ def _run(args: argparse.Namespace) -> int:
         _print_summary(lead, result, interrupted)
     elif interrupted:
         print("deputy-runtime run: interrupted", file=sys.stderr)
-    return _exit_status(result, interrupted)
+    status = _exit_status(result, interrupted)
+    if status == EXIT_OK and _every_delegation_failed(lead):
+        print(
+            "deputy-runtime run: every delegation failed or stopped; none completed",
+            file=sys.stderr,
+        )
+        return EXIT_NO_DELEGATION_COMPLETED
+    return status
 
 
 async def _drive_with(
@@ -277,3 +287,9 @@ def _exit_status(result: AgentResult | None, interrupted: bool) -> int:
     if result.stop_reason != "complete":
         return EXIT_STOPPED
     return EXIT_OK
+
+
+def _every_delegation_failed(lead: LeadAgent) -> bool:
+    """True when the lead delegated at least once and no delegation completed."""
+    records = lead.list_subagents()
+    return bool(records) and all(r.status != DelegationStatus.COMPLETED for r in records)

@@ -331,6 +331,8 @@ def _finding(name: str, arguments: Mapping[str, Any], result: ContentToolResult)
         agent = value.get("agent_name") or name
         if value.get("error"):
             return f"{agent} failed: {_clip(str(value['error']))}"
+        if value.get("status", "completed") != "completed":
+            return f"{agent} {value['status']} ({value.get('stop_reason')}) without an answer"
         return f"{agent} found: {_findings(str(value.get('answer') or ''))}"
     text = value if isinstance(value, str) else _preview(result)
     if name == "read_file":
