@@ -19,8 +19,24 @@ from ._limits import FileToolLimits
 __all__ = ["BINARY_PROBE_BYTES", "SKIPPED_DIRS", "list_dir", "read_text", "walk"]
 
 BINARY_PROBE_BYTES = 8192
-#: Directories list_files (recursive) and grep_files skip: version control and caches.
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
+#: Directories list_files (recursive) and grep_files skip: version control, virtual
+#: environments and tool caches (searching them is slow and never what the task is about).
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+    }
+)
 _SKIP_CHUNK = 1024 * 1024
 _LINES_PER_CHECK = 4096
 

@@ -102,7 +102,8 @@ def test_a_child_wider_than_the_cli_ceiling_fails_setup_and_is_reported(tmp_path
         *("run", "--permission-mode", "readonly", "--agents", str(agents), "Write things"),
         cwd=tmp_path,
     )
-    assert done.returncode == 0, (done.stdout, done.stderr)
+    # The only delegation failed, so the run is exit 4 (the answer rests on no subagent).
+    assert done.returncode == 4, (done.stdout, done.stderr)
     row = re.search(r"^delegation_\w+\s+writer\s+(\w+)\s+(\w+)", done.stdout, re.M)
     assert row is not None, done.stdout
     assert row.groups() == ("failed", "setup_error")
