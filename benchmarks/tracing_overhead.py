@@ -1,6 +1,7 @@
 """Cost per delegation of tracing: off, on, and the floor of the bare spans it emits.
 
-    python benchmarks/tracing_overhead.py [--n N] [--reps R] [--backend B] [--json FILE]
+    python benchmarks/tracing_overhead.py [--n N] [--reps R] [--backend B] [--capture-content]
+                                          [--json FILE]
 
 The same contender as ``run.py``'s deputy_runtime fan-out (a LeadAgent with permissions,
 a PreToolUse hook, budgets and every event consumed), one process, one event loop. Each
@@ -9,7 +10,7 @@ repetition runs, back to back so drifts hit all alike:
 * **off**: one fan-out of N delegations with tracing off;
 * **on**: the same fan-out with tracing on (the SDK's ``TracerProvider``, a
   ``SimpleSpanProcessor`` into an ``InMemorySpanExporter``, cleared after each run,
-  content capture off);
+  content capture off unless ``--capture-content``);
 * **floor**: the spans that traced fan-out recorded, created again with the SDK directly
   on the same provider: the same tree (each span current while its children start, as
   the runtime attaches it), names, kinds and attributes, the attributes the runtime sets
@@ -66,6 +67,7 @@ class Result(msgspec.Struct):
     n: int
     reps: int
     backend: str
+    capture_content: bool
     off_us: float
     on_us: float
     floor_us: float
@@ -152,7 +154,7 @@ def _check_ns() -> float:
     return max(0.0, best - empty) / loops * 1e9
 
 
-async def measure(n: int, reps: int, backend: str) -> Result:
+async def measure(n: int, reps: int, backend: str, capture_content: bool) -> Result:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -170,7 +172,7 @@ async def measure(n: int, reps: int, backend: str) -> Result:
         answer = await contender.fanout(n)
         off.append(time.perf_counter() - start)
         assert answer == expected, answer
-        tracing.configure(provider)
+        tracing.configure(provider, capture_content=capture_content)
         start = time.perf_counter()
         answer = await contender.fanout(n)
         on.append(time.perf_counter() - start)
@@ -193,6 +195,7 @@ async def measure(n: int, reps: int, backend: str) -> Result:
         n=n,
         reps=reps,
         backend=backend,
+        capture_content=capture_content,
         off_us=best_off * 1e6,
         on_us=best_on * 1e6,
         floor_us=best_floor * 1e6,
@@ -210,10 +213,18 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=1000, help="delegations per fan-out")
     parser.add_argument("--reps", type=int, default=7, help="repetitions (best is reported)")
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    parser.add_argument(
+        "--capture-content", action="store_true", help="record prompts and results too"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    r = anyio.run(measure, args.n, args.reps, args.backend, backend=args.backend)
-    print(f"fan-out of {r.n} on {r.backend}, best of {r.reps}, {r.spans} spans per fan-out")
+    r = anyio.run(
+        measure, args.n, args.reps, args.backend, args.capture_content, backend=args.backend
+    )
+    content = ", content captured" if r.capture_content else ""
+    print(
+        f"fan-out of {r.n} on {r.backend}, best of {r.reps}, {r.spans} spans per fan-out{content}"
+    )
     print(f"tracing off:                    {r.off_us:8.1f} us per delegation")
     print(f"tracing on (in-memory SDK):     {r.on_us:8.1f} us per delegation")
     print(f"added by tracing (on - off):    {r.added_us:8.1f} us per delegation")

@@ -61,8 +61,13 @@ _LIMIT_FIELDS = (
 )
 
 
+#: One encoder for every content attribute (built once: a per-call ``enc_hook`` costs a
+#: fresh encoder each time); a value msgspec cannot encode is recorded as its ``repr``.
+_ENCODER = msgspec.json.Encoder(enc_hook=repr)
+
+
 def _json(value: Any) -> str:
-    return msgspec.json.encode(value, enc_hook=repr).decode()
+    return _ENCODER.encode(value).decode()
 
 
 def _parts(contents: Iterable[Any]) -> list[dict[str, Any]]:
