@@ -71,6 +71,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Ser
     running = start_server(
         tmp_path,
         *("--agents", str(agents), "--plugin", str(PLUGIN), "--backend", request.param),
+        *("--model", "priced/test"),  # the offline model with a price per request
         env=offline_env(SERVE_PLUGIN_DIR=str(markers)),
     )
     try:
@@ -161,10 +162,11 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
         assert row(agent)["status"] == "completed", agent
     assert row("quick_a")["requests"] == "2/3"
     assert row("quick_a")["tokens"] == "30"  # two requests of 10 in and 5 out
-    assert row("quick_a")["cost"] == "—"  # the offline model has no prices
+    assert row("quick_a")["cost"] == "$0.0008"  # two requests at $0.0004
+    assert row("lead")["cost"] == "$0.0024"  # six requests: the lead's and its children's
     assert row("quick_a")["last_tool"].startswith("quick_lookup(")
     assert text("answer")
-    assert text("run-model") == "test (provider test)"
+    assert text("run-model") == "priced/test"
     assert "max_requests 25" in text("run-limits")
     assert "permission mode standard" in text("run-limits")
     wait.until(lambda d: "requests" in text("run-usage"))

@@ -88,7 +88,7 @@ async function refreshRuns() {
     status.textContent = run.status;
     const time = document.createElement("span");
     time.className = "when";
-    time.textContent = " " + when(run.created_at) + " · " + run.model;
+    time.textContent = " " + when(run.created_at) + " · " + run.provider + "/" + run.model;
     link.append(task, status, time);
     const item = document.createElement("li");
     item.append(link);
@@ -324,7 +324,7 @@ function scheduleReconcile(runId) {
 
 function showMeta(run) {
   $("run-task").textContent = run.task;
-  $("run-model").textContent = run.model + " (provider " + run.provider + ")";
+  $("run-model").textContent = run.provider + "/" + run.model;
   const limits = Object.entries(run.limits || {}).filter(([k, v]) => k.startsWith("max_") && v !== null);
   $("run-limits").textContent = limits.length
     ? limits.map(([k, v]) => k + " " + v).join(" · ") + " · permission mode " + run.permission_mode
