@@ -10,9 +10,14 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
+from deputy_runtime import LeadAgent
+from deputy_runtime.service.app import build_app
+from deputy_runtime.service.config import Resolved, ServiceConfig
+from deputy_runtime.service.runs import Run, RunManager
 from tests.service.serving import (
     OTHER_TOKEN,
     PLUGIN,
@@ -183,3 +188,29 @@ def test_a_run_shows_its_model_and_per_delegation_usage(live: Live) -> None:
     assert usage["output_tokens"] > 0
     assert "cost_usd" in usage  # None: the offline model has no prices
     assert run["result"]["usage"]["requests"] >= usage["requests"]
+
+
+def _no_lead(resolved: Resolved) -> LeadAgent:
+    raise AssertionError("no run is started here")
+
+
+@pytest.mark.anyio
+async def test_an_unexpected_failure_is_a_json_500_naming_only_the_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No route fails on its own, so the failure is injected into the run store (the one
+    # stand-in here); the app, its routes and its error handlers are the real ones.
+    def broken(owner: int) -> list[Run]:
+        raise RuntimeError("the store broke: secret detail")
+
+    async with anyio.create_task_group() as tg:
+        manager = RunManager(ServiceConfig(), agents=(), make_lead=_no_lead, task_group=tg)
+        monkeypatch.setattr(manager, "runs_of", broken)
+        app = build_app(manager, {}, None)  # no tokens: every request is client 0
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+            response = await client.get("/runs")
+            healthy = await client.get("/healthz")
+    assert _json_error(response, 500) == "internal server error (RuntimeError)"
+    assert "secret" not in response.text
+    assert healthy.json() == {"status": "ok"}
