@@ -8,8 +8,7 @@ only once tracing is configured, so ``opentelemetry`` is imported only inside fu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -20,6 +19,7 @@ __all__ = [
     "STATE",
     "Active",
     "AttributeValue",
+    "SpanScope",
     "TracingState",
     "current_span",
     "failures_marked",
@@ -73,6 +73,35 @@ class Active:
         self.token = token
 
 
+class _Api:
+    """The OpenTelemetry functions the span primitives call, looked up once.
+
+    Bound on first use (tracing is on by then), so no call pays for an import statement
+    or a module attribute lookup.
+    """
+
+    __slots__ = ("attach", "client", "detach", "in_context", "internal")
+
+    def __init__(self) -> None:
+        from opentelemetry import context, trace
+
+        self.attach = context.attach
+        self.detach = context.detach
+        self.in_context = trace.set_span_in_context
+        self.internal = trace.SpanKind.INTERNAL
+        self.client = trace.SpanKind.CLIENT
+
+
+_API: _Api | None = None
+
+
+def _api() -> _Api:
+    global _API
+    if _API is None:
+        _API = _Api()
+    return _API
+
+
 def start(name: str, attributes: Mapping[str, AttributeValue], *, client: bool = False) -> Active:
     """Start ``name`` and make it the current span of the running task.
 
@@ -88,29 +117,58 @@ def start(name: str, attributes: Mapping[str, AttributeValue], *, client: bool =
     Returns:
         The started, attached span.
     """
-    from opentelemetry import context, trace
-
-    kind = trace.SpanKind.CLIENT if client else trace.SpanKind.INTERNAL
-    started = STATE.tracer.start_span(name, kind=kind, attributes=attributes)
-    return Active(started, context.attach(trace.set_span_in_context(started)))
+    api = _API or _api()
+    started = STATE.tracer.start_span(
+        name, kind=api.client if client else api.internal, attributes=attributes
+    )
+    return Active(started, api.attach(api.in_context(started)))
 
 
 def finish(active: Active) -> None:
     """Detach ``active`` from the task's context and end it."""
-    from opentelemetry import context
-
-    context.detach(active.token)
+    (_API or _api()).detach(active.token)
     active.span.end()
 
 
-@contextmanager
-def span(
-    name: str, attributes: Mapping[str, AttributeValue], *, client: bool = False
-) -> Iterator[Span]:
-    """:func:`start` for the ``with`` block, then :func:`finish`.
+class SpanScope:
+    """:func:`start` on entering a ``with`` block, :func:`finish` on leaving it.
 
     An exception leaving the block sets the span's status to ERROR and ``error.type``
-    to the exception's type, and is re-raised; a cancellation is not an error.
+    to the exception's type, and is re-raised; a cancellation is not an error. A class
+    rather than a generator context manager: it is entered for every model request and
+    tool call, and a generator's frame and ``StopIteration`` cost more than the block.
+    """
+
+    __slots__ = ("_active", "_attributes", "_client", "_name")
+
+    def __init__(
+        self, name: str, attributes: Mapping[str, AttributeValue], *, client: bool = False
+    ) -> None:
+        self._name = name
+        self._attributes = attributes
+        self._client = client
+        self._active: Active | None = None
+
+    def __enter__(self) -> Span:
+        active = self._active = start(self._name, self._attributes, client=self._client)
+        return active.span
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
+    ) -> None:
+        active = self._active
+        if active is None:
+            return
+        self._active = None
+        try:
+            if isinstance(error, Exception):
+                mark_error(active.span, error)
+        finally:
+            finish(active)
+
+
+def span(name: str, attributes: Mapping[str, AttributeValue], *, client: bool = False) -> SpanScope:
+    """A span for a ``with`` block (see :class:`SpanScope`).
 
     Args:
         name: The span name.
@@ -120,14 +178,7 @@ def span(
     Returns:
         A context manager yielding the started span.
     """
-    active = start(name, attributes, client=client)
-    try:
-        yield active.span
-    except Exception as exc:
-        mark_error(active.span, exc)
-        raise
-    finally:
-        finish(active)
+    return SpanScope(name, attributes, client=client)
 
 
 def mark_error(target: Span, error: BaseException | str, description: str | None = None) -> None:

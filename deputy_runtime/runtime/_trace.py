@@ -15,13 +15,12 @@ and results) is recorded only with ``STATE.capture_content``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
-from .._tracing import STATE, Active, AttributeValue, finish, mark_error, span, start
+from .._tracing import STATE, Active, AttributeValue, SpanScope, finish, mark_error, span, start
 from ..chat import (
     AssistantTurn,
     ContentText,
@@ -62,8 +61,13 @@ _LIMIT_FIELDS = (
 )
 
 
+#: One encoder for every content attribute (built once: a per-call ``enc_hook`` costs a
+#: fresh encoder each time); a value msgspec cannot encode is recorded as its ``repr``.
+_ENCODER = msgspec.json.Encoder(enc_hook=repr)
+
+
 def _json(value: Any) -> str:
-    return msgspec.json.encode(value, enc_hook=repr).decode()
+    return _ENCODER.encode(value).decode()
 
 
 def _parts(contents: Iterable[Any]) -> list[dict[str, Any]]:
@@ -101,11 +105,15 @@ def _usage(attributes: dict[str, AttributeValue], usage: AgentUsage) -> None:
         attributes["deputy.usage.cost_usd"] = usage.cost_usd
 
 
-def _limits(attributes: dict[str, AttributeValue], prefix: str, limits: UsageLimits) -> None:
-    for field in _LIMIT_FIELDS:
+#: (limit field, attribute name) of a delegation's granted budget, built once.
+_GRANTED = tuple((field, f"deputy.budget.granted.{field}") for field in _LIMIT_FIELDS)
+
+
+def _granted(attributes: dict[str, AttributeValue], limits: UsageLimits) -> None:
+    for field, key in _GRANTED:
         value = getattr(limits, field)
         if value is not None:
-            attributes[f"{prefix}.{field}"] = value
+            attributes[key] = value
 
 
 # -- runs ------------------------------------------------------------------------------------
@@ -211,7 +219,7 @@ def end_delegation(active: Active, d: Any, failed: BaseException | None) -> None
     if d.stop_reason is not None:
         attributes["deputy.stop_reason"] = str(d.stop_reason)
     if d.reservation is not None:
-        _limits(attributes, "deputy.budget.granted", d.reservation.limits)
+        _granted(attributes, d.reservation.limits)
     _usage(attributes, d.usage)
     if STATE.capture_content and d.result is not None and d.result.response:
         attributes["gen_ai.output.messages"] = _json(
@@ -230,8 +238,7 @@ def end_delegation(active: Active, d: Any, failed: BaseException | None) -> None
 # -- model requests and tool calls ------------------------------------------------------------
 
 
-@contextmanager
-def chat_span(agent_name: str | None, provider: Provider, request: ModelRequest) -> Iterator[Span]:
+def chat_span(agent_name: str | None, provider: Provider, request: ModelRequest) -> SpanScope:
     """The ``chat <model>`` span of one model request (CLIENT).
 
     Args:
@@ -255,8 +262,7 @@ def chat_span(agent_name: str | None, provider: Provider, request: ModelRequest)
                 [{"type": "text", "content": request.system_prompt}]
             )
         attributes["gen_ai.input.messages"] = _messages(request.turns)
-    with span(f"chat {provider.model}", attributes, client=True) as current:
-        yield current
+    return span(f"chat {provider.model}", attributes, client=True)
 
 
 def chat_reply(target: Span, reply: AssistantTurn) -> None:
@@ -281,8 +287,7 @@ def chat_reply(target: Span, reply: AssistantTurn) -> None:
     target.set_attributes(attributes)
 
 
-@contextmanager
-def tool_span(call: ContentToolRequest, call_id: str) -> Iterator[Span]:
+def tool_span(call: ContentToolRequest, call_id: str) -> SpanScope:
     """The ``execute_tool <name>`` span of one tool call, gate included.
 
     Args:
@@ -300,8 +305,7 @@ def tool_span(call: ContentToolRequest, call_id: str) -> Iterator[Span]:
     }
     if STATE.capture_content:
         attributes["gen_ai.tool.call.arguments"] = _json(call.arguments)
-    with span(f"execute_tool {call.name}", attributes) as current:
-        yield current
+    return span(f"execute_tool {call.name}", attributes)
 
 
 def tool_decision(target: Span, gated: Tool | ContentToolResult) -> None:

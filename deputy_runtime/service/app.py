@@ -1,12 +1,14 @@
 """The HTTP routes of ``deputy-runtime serve`` (Starlette), and the guard in front of them.
 
 Every route but ``/healthz`` and the web page's own files (``/``, ``/app.js``,
-``/app.css``, which hold no data and no secret) needs ``Authorization: Bearer TOKEN``;
+``/app.css``, ``/favicon.ico``, which hold no data and no secret) needs
+``Authorization: Bearer TOKEN``;
 without a valid token the answer is 401. Each authenticated request counts against its
 token's rate (429 with ``Retry-After`` when over it). Bodies over ``max_body_bytes`` are
 refused with 413 before they are read in full; a body that is not JSON is 400, and one
 that does not fit :class:`~.config.RunRequest` or the server's ceilings is 422, the
-message naming the field.
+message naming the field. Every error, an unknown route or method and an unexpected
+failure included, is ``{"error": message}`` as JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import anyio
 import msgspec
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -194,6 +197,10 @@ def build_app(
             {"Location": f"/runs/{run.id}"},
         )
 
+    async def list_runs(request: Request) -> Response:
+        runs = manager.runs_of(request.state.owner)
+        return _json({"runs": [run.summary() for run in runs]})
+
     async def get_run(request: Request) -> Response:
         run = owned_run(request)
         if run is None:
@@ -242,6 +249,7 @@ def build_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/agents", list_agents, methods=["GET"]),
         Route("/runs", start_run, methods=["POST"]),
+        Route("/runs", list_runs, methods=["GET"]),
         Route("/runs/{run_id}", get_run, methods=["GET"]),
         Route("/runs/{run_id}/events", events, methods=["GET"]),
         Route("/runs/{run_id}/interrupt", interrupt_run, methods=["POST"]),
@@ -252,7 +260,26 @@ def build_app(
         ),
     ]
     limiter = RateLimiter(config.rate, config.burst)
-    return Guard(Starlette(routes=routes), tokens, limiter)
+    handlers = {HTTPException: _http_error, Exception: _server_error}
+    return Guard(Starlette(routes=routes, exception_handlers=handlers), tokens, limiter)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, wrong method) in the JSON error shape."""
+    if not isinstance(exc, HTTPException):
+        return await _server_error(request, exc)
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+    else:
+        message = exc.detail
+    return _error(exc.status_code, message, exc.headers)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    """An unexpected failure: a JSON 500 naming the exception's type, not its text."""
+    return _error(500, f"internal server error ({type(exc).__name__})")
 
 
 async def _sse(run: Run, after: int) -> AsyncIterator[bytes]:

@@ -1,4 +1,4 @@
-"""The web view's files (``/``, ``/app.js``, ``/app.css``), read once from the package.
+"""The web view's files (``/``, ``/app.js``, ``/app.css``, ``/favicon.ico``), read once.
 
 They are static and hold no secret, so they are served without a token: the page asks
 for the token, keeps it in ``sessionStorage`` (gone when the tab closes, never sent to
@@ -21,6 +21,8 @@ PAGE_FILES: dict[str, tuple[bytes, str]] = {
     "/": (_STATIC.joinpath("index.html").read_bytes(), "text/html; charset=utf-8"),
     "/app.js": (_STATIC.joinpath("app.js").read_bytes(), "text/javascript; charset=utf-8"),
     "/app.css": (_STATIC.joinpath("app.css").read_bytes(), "text/css; charset=utf-8"),
+    # A 32x32 PNG: browsers ask for /favicon.ico and accept a PNG under that name.
+    "/favicon.ico": (_STATIC.joinpath("favicon.png").read_bytes(), "image/png"),
 }
 
 PAGE_HEADERS = {

@@ -36,6 +36,7 @@ __all__ = [
     "RunManager",
     "RunSetupError",
     "RunStatus",
+    "RunSummary",
     "ServiceBusyError",
     "ServiceClosingError",
 ]
@@ -85,12 +86,26 @@ class ResultView(msgspec.Struct, frozen=True):
     limits: Any
 
 
+class RunSummary(msgspec.Struct, frozen=True):
+    """One entry of ``GET /runs``: enough to list a run and link to it."""
+
+    id: str
+    status: str
+    task: str
+    model: str
+    provider: str
+    created_at: float
+    finished_at: float | None
+
+
 class RunView(msgspec.Struct, frozen=True):
     """The body of ``GET /runs/{id}``."""
 
     id: str
     status: str
     task: str
+    model: str
+    provider: str
     agents: tuple[str, ...]
     permission_mode: str
     limits: Any
@@ -116,8 +131,10 @@ class Run:
         "lead",
         "limits",
         "log",
+        "model",
         "owner",
         "permission_mode",
+        "provider",
         "scope",
         "status",
         "task",
@@ -131,6 +148,9 @@ class Run:
         self.permission_mode = resolved.permission_mode
         self.limits = resolved.limits
         self.lead = lead
+        provider = lead.chat.provider
+        self.model = provider.model
+        self.provider = provider.name
         self.log = log
         self.created_at = time.time()
         self.finished_at: float | None = None
@@ -156,6 +176,18 @@ class Run:
             self.lead.interrupt(self.interrupt_reason)
         self.log.append(encode_event(event))
 
+    def summary(self) -> RunSummary:
+        """The run's entry in ``GET /runs`` (the task cut to its first 200 characters)."""
+        return RunSummary(
+            self.id,
+            self.status.value,
+            self.task[:200],
+            self.model,
+            self.provider,
+            self.created_at,
+            self.finished_at,
+        )
+
     def view(self) -> RunView:
         """A snapshot for ``GET /runs/{id}``."""
         result = self.lead.last_result if self.status is not RunStatus.RUNNING else None
@@ -163,6 +195,8 @@ class Run:
             id=self.id,
             status=self.status.value,
             task=self.task,
+            model=self.model,
+            provider=self.provider,
             agents=self.agents,
             permission_mode=self.permission_mode,
             limits=self.limits,
@@ -226,6 +260,10 @@ class RunManager:
         """The run with that id if ``owner`` started it."""
         run = self._runs.get(run_id)
         return run if run is not None and run.owner == owner else None
+
+    def runs_of(self, owner: int) -> list[Run]:
+        """``owner``'s runs still kept (active and finished), newest first."""
+        return [run for run in reversed(self._runs.values()) if run.owner == owner]
 
     async def _drive(self, run: Run) -> None:
         try:

@@ -8,6 +8,9 @@ running until the test says so, or until it is cancelled). Other agents get
 and the cleanup ``cleaned-<delegation id>`` into ``SERVE_PLUGIN_DIR`` (O_EXCL: a second
 cleanup of one delegation would fail), so a test can check that every owned resource
 was cleaned exactly once.
+
+It also registers the provider ``priced``: the offline test model with a price, each
+request reporting ``PRICE_USD`` (so ``--model priced/test`` shows costs offline).
 """
 
 from __future__ import annotations
@@ -19,8 +22,19 @@ from typing import Any
 import anyio
 
 from deputy_runtime import DelegationPolicy, DelegationResources, tool
+from deputy_runtime.chat import TestProvider, Usage, register_provider
 
 _POLL_SECONDS = 0.02
+#: What each request of the ``priced`` provider reports it cost.
+PRICE_USD = 0.0004
+
+
+def _priced(model: str, **options: Any) -> TestProvider:
+    usage = Usage(requests=1, input_tokens=10, output_tokens=5, cost_usd=PRICE_USD)
+    return TestProvider(model=model, name="priced", usage=usage, **options)
+
+
+register_provider("priced", _priced, default_model="test", replace=True)
 
 
 def _directory() -> Path:

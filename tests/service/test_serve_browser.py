@@ -1,4 +1,4 @@
-"""The web view in a real headless Chromium: token, start a run, live tree, interrupt.
+"""The web view in a real headless Chromium: token, runs, live tree, reload, interrupt.
 
 Chromium is Debian's ``chromium`` with its ``chromedriver`` (``.ci/run`` installs both),
 driven by selenium, so nothing is downloaded at test time. Under ``CI`` a missing
@@ -28,7 +28,7 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
-    "--window-size=1280,760",
+    "--window-size=1280,1000",
 )
 WAIT_SECONDS = 60
 
@@ -71,6 +71,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Ser
     running = start_server(
         tmp_path,
         *("--agents", str(agents), "--plugin", str(PLUGIN), "--backend", request.param),
+        *("--model", "priced/test"),  # the offline model with a price per request
         env=offline_env(SERVE_PLUGIN_DIR=str(markers)),
     )
     try:
@@ -103,17 +104,41 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
             "node": rows[0].get_attribute("data-node") or "",
             "elapsed": cells[2].text,
             "requests": cells[3].text,
-            "last_tool": cells[5].text,
+            "tokens": cells[4].text,
+            "cost": cells[5].text,
+            "last_tool": cells[6].text,
         }
 
-    def start(*agents: str) -> None:
+    def start(*agents: str, task: str = "Look into the README") -> str:
+        before = driver.find_element(By.ID, "run-id").text
         for box in driver.find_elements(By.CSS_SELECTOR, "#agents input[type=checkbox]"):
             if box.is_selected() != (box.get_attribute("value") in agents):
                 box.click()
-        task = driver.find_element(By.ID, "task")
-        task.clear()
-        task.send_keys("Look into the README")
+        field = driver.find_element(By.ID, "task")
+        field.clear()
+        field.send_keys(task)
         driver.find_element(By.ID, "start").click()
+        wait.until(lambda d: d.find_element(By.ID, "run-id").text not in ("", before))
+        return str(driver.find_element(By.ID, "run-id").text)
+
+    def listed() -> list[tuple[str, str]]:
+        links = driver.find_elements(By.CSS_SELECTOR, "#run-list a")
+        return [
+            (a.get_attribute("data-run") or "", a.get_attribute("data-status") or "") for a in links
+        ]
+
+    def sideways() -> list[str]:
+        """The elements reaching past the window's right edge (the page scrolls sideways)."""
+        return list(
+            driver.execute_script(
+                "return [...document.querySelectorAll('body *')]"
+                ".filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)"
+                ".map(e => e.tagName + '#' + e.id + '.' + e.className)"
+            )
+        )
+
+    def text(element_id: str) -> str:
+        return str(driver.find_element(By.ID, element_id).text)
 
     driver.get(live.url + "/")
     assert driver.find_element(By.ID, "app").get_attribute("hidden") is not None
@@ -124,17 +149,52 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     driver.find_element(By.ID, "use-token").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#agents input")) == 3)
 
-    # A run that completes: the tree follows it to the end.
-    start("quick_a", "quick_b")
-    wait.until(lambda d: d.find_element(By.ID, "run-status").text == "completed")
+    assert listed() == []
+    assert driver.find_element(By.ID, "runs-empty").is_displayed()
+
+    # A run that completes: the tree follows it to the end, with its model and limits;
+    # a long unbroken task wraps instead of widening the page.
+    long_word = "https://example.org/" + "a-long-path-segment-without-any-space/" * 10
+    first = start("quick_a", "quick_b", task=f"Summarise the README and {long_word}")
+    assert driver.current_url.endswith(f"#run={first}")
+    wait.until(lambda d: text("run-status") == "completed")
     for agent in ("lead", "quick_a", "quick_b"):
         assert row(agent)["status"] == "completed", agent
     assert row("quick_a")["requests"] == "2/3"
+    assert row("quick_a")["tokens"] == "30"  # two requests of 10 in and 5 out
+    assert row("quick_a")["cost"] == "$0.0008"  # two requests at $0.0004
+    assert row("lead")["cost"] == "$0.0024"  # six requests: the lead's and its children's
     assert row("quick_a")["last_tool"].startswith("quick_lookup(")
-    assert driver.find_element(By.ID, "answer").text
+    assert text("answer")
+    assert text("run-model") == "priced/test"
+    assert "max_requests 25" in text("run-limits")
+    assert "permission mode standard" in text("run-limits")
+    wait.until(lambda d: "requests" in text("run-usage"))
+    assert long_word in text("run-task").replace("\n", "")
+    wait.until(lambda d: listed() == [(first, "completed")])
+    assert sideways() == []
+    answer_style = driver.execute_script(
+        "const s = getComputedStyle(document.getElementById('answer'));"
+        "return [s.whiteSpace, s.overflowWrap]"
+    )
+    assert answer_style == ["pre-wrap", "anywhere"]
+
+    # The link survives a reload: the run is shown again from the server's log.
+    driver.refresh()
+    wait.until(lambda d: text("run-status") == "completed" and row("quick_b"))
+    assert text("run-id") == first
+    assert row("quick_a")["status"] == "completed"
+    assert row("quick_a")["requests"] == "2/3"
+    assert text("answer")
+    wait.until(lambda d: listed() == [(first, "completed")])
+    link = driver.find_element(By.CSS_SELECTOR, f'#run-list a[data-run="{first}"]')
+    assert "current" in (link.get_attribute("class") or "")
+    finished_shot = tmp_path / "serve-finished.png"
+    assert driver.save_screenshot(str(finished_shot))
 
     # A run with a delegation that waits: interrupt it from its row.
-    start("quick_a", "slow_one")
+    second = start("quick_a", "slow_one")
+    wait.until(lambda d: listed() == [(second, "running"), (first, "completed")])
     wait.until(lambda d: row("slow_one").get("last_tool", "").startswith("wait_for_release"))
     wait.until(lambda d: row("quick_a").get("status") == "completed")
     wait.until(lambda d: row("slow_one").get("elapsed") not in ("", "0.0s"))  # the clock runs
@@ -150,6 +210,19 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     cells = driver.find_elements(By.CSS_SELECTOR, '#tree tr[data-agent="slow_one"] td')
     assert cells[1].text == "stopped (interrupted)"
     assert not driver.find_elements(By.CSS_SELECTOR, "button.interrupt")
-    copy = os.environ.get("SERVE_SCREENSHOT_COPY")
-    if copy:  # how docs/images/serve-tree.png is refreshed
-        shutil.copyfile(screenshot, copy)
+    wait.until(lambda d: listed() == [(second, "completed"), (first, "completed")])
+
+    # Back to the first run through its entry in the list.
+    driver.find_element(By.CSS_SELECTOR, f'#run-list a[data-run="{first}"]').click()
+    wait.until(lambda d: text("run-id") == first and row("quick_b").get("status") == "completed")
+    assert not driver.find_elements(By.CSS_SELECTOR, '#tree tr[data-agent="slow_one"]')
+
+    # The browser fetched the favicon without a token and got an image.
+    icon = driver.execute_script(
+        "return fetch('/favicon.ico').then(r => [r.status, r.headers.get('content-type')])"
+    )
+    assert icon == [200, "image/png"]
+    copy = os.environ.get("SERVE_SCREENSHOT_DIR")
+    if copy:  # how docs/images/serve-*.png are refreshed
+        shutil.copyfile(screenshot, Path(copy) / "serve-tree.png")
+        shutil.copyfile(finished_shot, Path(copy) / "serve-finished.png")

@@ -109,6 +109,7 @@ def waiting_delegation(messages: Iterator[dict[str, str]], agent: str) -> tuple[
 ENDPOINTS = [
     ("GET", "/agents"),
     ("POST", "/runs"),
+    ("GET", "/runs"),
     ("GET", "/runs/run_x"),
     ("GET", "/runs/run_x/events"),
     ("POST", "/runs/run_x/interrupt"),

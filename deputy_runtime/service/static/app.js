@@ -1,5 +1,7 @@
-// The live delegation tree of one run, folded from the run's server-sent events.
-// The token lives in sessionStorage and goes out as an Authorization header; the event
+// The live delegation tree of one run, folded from the run's server-sent events, and the
+// list of the client's runs (GET /runs). The run on screen is named in the address
+// (#run=ID), so a reload or a shared link opens it again: its events are replayed from
+// the server's log. The token lives in sessionStorage and goes out as an Authorization header; the event
 // stream is read with fetch (EventSource cannot send headers) and resumed with
 // Last-Event-ID when the connection drops. Text from the server is only ever set with
 // textContent, never parsed as HTML.
@@ -53,6 +55,47 @@ async function showApp() {
   $("login").hidden = true;
   $("app").hidden = false;
   say("");
+  await refreshRuns();
+  const wanted = hashRun();
+  if (wanted && (!state || state.id !== wanted)) await openRun(wanted);
+}
+
+// -- the run list -------------------------------------------------------------------------
+
+function hashRun() {
+  const match = /^#run=(run_[0-9a-f]+)$/.exec(location.hash);
+  return match ? match[1] : null;
+}
+
+function when(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+async function refreshRuns() {
+  const data = await api("GET", "/runs");
+  const items = data.runs.map((run) => {
+    const link = document.createElement("a");
+    link.href = "#run=" + run.id;
+    link.dataset.run = run.id;
+    link.dataset.status = run.status;
+    if (state && state.id === run.id) link.className = "current";
+    const task = document.createElement("span");
+    task.className = "task";
+    task.textContent = run.task;
+    link.title = run.task;
+    const status = document.createElement("span");
+    status.className = "status status-" + run.status;
+    status.textContent = run.status;
+    const time = document.createElement("span");
+    time.className = "when";
+    time.textContent = " " + when(run.created_at) + " · " + run.provider + "/" + run.model;
+    link.append(task, status, time);
+    const item = document.createElement("li");
+    item.append(link);
+    return item;
+  });
+  $("run-list").replaceChildren(...items);
+  $("runs-empty").hidden = items.length > 0;
 }
 
 // -- the tree -------------------------------------------------------------------------
@@ -127,6 +170,11 @@ function liveTokens(n) {
   if (n.usage) return n.usage.input_tokens + n.usage.output_tokens;
   return n.tokens + n.children.reduce((a, c) => a + liveTokens(c), 0);
 }
+// A provider without prices reports no cost: shown as a dash, never as $0.
+function cost(usage) {
+  if (!usage || usage.cost_usd === null || usage.cost_usd === undefined) return "—";
+  return "$" + usage.cost_usd.toFixed(usage.cost_usd < 0.01 ? 4 : 2);
+}
 function budget(used, limit) { return limit === null || limit === undefined ? String(used) : used + "/" + limit; }
 
 function setText(td, text) { if (td.textContent !== text) td.textContent = text; }
@@ -140,8 +188,9 @@ function rowFor(node) {
     tr = document.createElement("tr");
     tr.dataset.agent = node.name;
     tr.dataset.node = key;
-    for (let i = 0; i < 7; i++) tr.append(document.createElement("td"));
-    for (const i of [2, 3, 4]) tr.cells[i].className = "num";
+    for (let i = 0; i < 8; i++) tr.append(document.createElement("td"));
+    for (const i of [2, 3, 4, 5]) tr.cells[i].className = "num";
+    tr.cells[6].className = "tool";
     state.rows.set(key, tr);
   }
   return tr;
@@ -174,15 +223,20 @@ function render() {
     const limits = node.limits || {};
     setText(cells[3], budget(liveRequests(node), limits.max_requests));
     setText(cells[4], budget(liveTokens(node), limits.max_total_tokens));
-    setText(cells[5], node.lastTool);
-    const button = cells[6].querySelector("button");
+    setText(cells[5], cost(node.usage));
+    setText(cells[6], node.lastTool);
+    cells[6].title = node.lastTool;
+    if (node.usage) {
+      cells[4].title = node.usage.input_tokens + " in, " + node.usage.output_tokens + " out";
+    }
+    const button = cells[7].querySelector("button");
     if (node.delegationId && node.status === "running" && !button) {
       const interrupt = document.createElement("button");
       interrupt.type = "button";
       interrupt.className = "interrupt";
       interrupt.textContent = "Interrupt";
       interrupt.addEventListener("click", () => interruptDelegation(node.delegationId, interrupt));
-      cells[6].append(interrupt);
+      cells[7].append(interrupt);
     } else if (button && node.status !== "running") {
       button.remove();
     }
@@ -201,8 +255,10 @@ async function interruptDelegation(delegationId, button) {
 }
 
 async function follow(runId) {
+  const mine = state; // this stream feeds this tree only; opening a run replaces it
   let lastId = 0;
   for (let attempt = 0; attempt < 20; attempt++) {
+    if (state !== mine) return;
     try {
       const response = await fetch("/runs/" + runId + "/events", {
         headers: { Authorization: "Bearer " + token(), "Last-Event-ID": String(lastId) },
@@ -212,6 +268,7 @@ async function follow(runId) {
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = "";
       for (;;) {
+        if (state !== mine) { reader.cancel(); return; } // another run is shown
         const { value, done } = await reader.read();
         if (done) break;
         buffer += value;
@@ -230,6 +287,7 @@ async function follow(runId) {
           if (message.event !== "message" || !message.data) continue;
           if (message.id !== null) lastId = message.id;
           const event = JSON.parse(message.data);
+          if (state !== mine) return;
           apply(event);
           if (event.type === "delegation_end") scheduleReconcile(runId);
         }
@@ -264,14 +322,60 @@ function scheduleReconcile(runId) {
   }, 500);
 }
 
+function showMeta(run) {
+  $("run-task").textContent = run.task;
+  $("run-model").textContent = run.provider + "/" + run.model;
+  const limits = Object.entries(run.limits || {}).filter(([k, v]) => k.startsWith("max_") && v !== null);
+  $("run-limits").textContent = limits.length
+    ? limits.map(([k, v]) => k + " " + v).join(" · ") + " · permission mode " + run.permission_mode
+    : "none · permission mode " + run.permission_mode;
+  const usage = run.result ? run.result.usage : null;
+  $("run-usage").textContent = usage
+    ? usage.requests + " requests · " + usage.input_tokens + " in / " + usage.output_tokens +
+      " out tokens · " + usage.tool_calls + " tool calls · cost " + cost(usage)
+    : "running";
+}
+
 async function finish(runId) {
   const run = await api("GET", "/runs/" + runId);
+  if (!state || state.id !== runId) return;
   reconcile(run);
+  showMeta(run);
   $("run-status").textContent = run.status;
   $("run-status").className = "status status-" + run.status;
   $("interrupt-run").hidden = true;
-  if (run.result) $("answer").textContent = run.result.response;
+  if (run.result) {
+    $("answer").textContent = run.result.response;
+    $("answer-title").hidden = !run.result.response;
+  }
   render();
+  refreshRuns().catch(() => {});
+}
+
+// Show one run (from its link, a reload or a start): its events are read from the first.
+async function openRun(runId) {
+  let run;
+  try { run = await api("GET", "/runs/" + runId); } catch (error) {
+    say("Run " + runId + ": " + error.message + " (finished runs are kept for --keep-runs newer ones).");
+    return;
+  }
+  state = { id: run.id, lead: null, nodes: new Map(), byAgent: new Map(), rows: new Map(),
+    reconciling: false };
+  $("tree").tBodies[0].replaceChildren();
+  $("run").hidden = false;
+  $("run-id").textContent = run.id;
+  $("run-id").href = "#run=" + run.id;
+  $("run-status").textContent = run.status;
+  $("run-status").className = "status status-" + run.status;
+  $("interrupt-run").hidden = run.status !== "running";
+  $("answer").textContent = "";
+  $("answer-title").hidden = true;
+  showMeta(run);
+  for (const link of $("run-list").querySelectorAll("a")) {
+    link.classList.toggle("current", link.dataset.run === run.id);
+  }
+  say("");
+  follow(run.id);
 }
 
 async function startRun(event) {
@@ -281,17 +385,9 @@ async function startRun(event) {
   if ($("max-requests").value) body.max_requests = Number($("max-requests").value);
   try {
     const run = await api("POST", "/runs", body);
-    state = { id: run.id, lead: null, nodes: new Map(), byAgent: new Map(), rows: new Map(),
-      reconciling: false };
-    $("tree").tBodies[0].replaceChildren();
-    $("run").hidden = false;
-    $("run-id").textContent = run.id;
-    $("run-status").textContent = "running";
-    $("run-status").className = "status status-running";
-    $("interrupt-run").hidden = false;
-    $("answer").textContent = "";
-    say("");
-    follow(run.id);
+    await refreshRuns();
+    if (location.hash === "#run=" + run.id) await openRun(run.id);
+    else location.hash = "run=" + run.id; // the hashchange opens it
   } catch (error) { say(error.message); }
 }
 
@@ -307,6 +403,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("interrupt-run").addEventListener("click", async () => {
     try { await api("POST", "/runs/" + state.id + "/interrupt"); } catch (error) { say(error.message); }
   });
+  window.addEventListener("hashchange", () => {
+    const wanted = hashRun();
+    if (wanted && token() && (!state || state.id !== wanted)) openRun(wanted);
+  });
   setInterval(render, 250);
+  // The list shows other tabs' and clients' runs of this token as they start and end.
+  setInterval(() => { if (token() && !$("app").hidden) refreshRuns().catch(() => {}); }, 3000);
   if (token()) showApp().catch(() => {});
 });
