@@ -72,16 +72,15 @@ def run_temporal(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"deputy-runtime run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    notes = sys.stderr if args.json else sys.stdout
     workflow_id = f"deputy-run-{uuid.uuid4().hex}"
-    print(announcement, file=notes, flush=True)
-    print(
-        f"Temporal: {args.temporal}, task queue {args.task_queue!r}, workflow {workflow_id}",
-        file=notes,
-        flush=True,
+    # The Model: and Temporal: lines come only once the run is started: a server that
+    # cannot be reached is one error line, not a workflow that never existed.
+    started = (
+        f"{announcement}\n"
+        f"Temporal: {args.temporal}, task queue {args.task_queue!r}, workflow {workflow_id}"
     )
     try:
-        status = asyncio.run(_follow(args, request, workflow_id))
+        status = asyncio.run(_follow(args, request, workflow_id, started))
     except KeyboardInterrupt:
         status = EXIT_INTERRUPTED
     finally:
@@ -132,7 +131,7 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
     return request, announcement
 
 
-async def _follow(args: argparse.Namespace, request: Any, workflow_id: str) -> int:
+async def _follow(args: argparse.Namespace, request: Any, workflow_id: str, started: str) -> int:
     from temporalio.client import Client
 
     from ..temporal import data_converter, start_lead
@@ -144,6 +143,7 @@ async def _follow(args: argparse.Namespace, request: Any, workflow_id: str) -> i
         print(f"deputy-runtime run: cannot start the run on Temporal at {args.temporal}: {exc}",
               file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
+    print(started, file=sys.stderr if args.json else sys.stdout, flush=True)
     return await _watch(args, client, workflow_id)
 
 
