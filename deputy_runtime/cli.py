@@ -431,6 +431,7 @@ def _whole_number(text: str) -> int:
     return value
 
 
+_INTERRUPTED = 130  # as a shell reports a process ended by SIGINT
 _SIGPIPE = 13  # the exit status of a process killed by SIGPIPE is 128 + 13
 
 
@@ -448,10 +449,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         command = "run-temporal"  # a durable run: started on Temporal, followed from here
     module_name, _, function_name = _COMMANDS[command].partition(":")
-    function = getattr(importlib.import_module(module_name), function_name)
     try:
+        function = getattr(importlib.import_module(module_name), function_name)
         status: int = function(args)
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Ctrl-C before a command installs its own handling (e.g. while Temporal's SDK
+        # is imported): one line and the usual status, not a traceback.
+        print(f"deputy-runtime {args.command}: interrupted", file=sys.stderr)
+        return _INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as Unix tools do.
         silence_stream(sys.stdout)
