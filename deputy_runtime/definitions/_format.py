@@ -15,7 +15,7 @@ from typing import Any, Final
 from ..errors import DefinitionError, DefinitionFileError
 from ._files import check_path_argument, install_atomically, read_definition_text
 from ._mcp import is_mcp_name, mcp_name_problem
-from ._model import FIELD_NAMES, AgentDefinition, DefinitionFieldError
+from ._model import FIELD_NAMES, AgentDefinition, DefinitionFieldError, permission_mode_value
 from ._problems import ProblemLog
 from ._registry import (
     REGISTRY_KEY_PATTERN,
@@ -132,6 +132,10 @@ class _Reader:
         for field in ("permission_mode", "params"):
             if field in record:
                 fields[field] = record[field]
+        if "permission_mode" in record:
+            # Checked here too, so a bad mode is reported with the file's other problems
+            # rather than only once they are fixed.
+            self.attempt(self.permission_mode, record["permission_mode"])
         self.log.raise_first_error()
         try:
             return AgentDefinition(**fields)
@@ -249,6 +253,12 @@ class _Reader:
 
     def strings(self, record: dict[str, Any], field: str) -> list[str] | None:
         return None if record[field] is None else self.items(record, field)
+
+    def permission_mode(self, value: object) -> object:
+        try:
+            return permission_mode_value(value)
+        except DefinitionFieldError as exc:
+            raise self.fail(f"{exc.field}: {exc.problem}", "permission_mode") from None
 
     def max_requests(self, value: object) -> object:
         if value is None or (type(value) is int and value >= 0):

@@ -31,6 +31,7 @@ __all__ = [
     "AgentDefinition",
     "DefinitionFieldError",
     "agent_definition",
+    "permission_mode_value",
 ]
 
 #: A canonical agent name (after trimming and lowercasing).
@@ -189,7 +190,8 @@ def _max_requests(value: object) -> int | None:
     return int(value)
 
 
-def _permission_mode(value: object) -> str | None:
+def permission_mode_value(value: object) -> str | None:
+    """``value`` as a definition's permission mode; DefinitionFieldError when it is none."""
     if value is None or (isinstance(value, str) and value in PERMISSION_MODES):
         return value
     raise DefinitionFieldError(
@@ -296,7 +298,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             _strings("mcp_servers", self.mcp_servers),
             _optional_text("initial_prompt", self.initial_prompt),
             _max_requests(self.max_requests),
-            _permission_mode(self.permission_mode),
+            permission_mode_value(self.permission_mode),
             _params(self.params),
             _mcp_tools(self.mcp_tools),
         )
