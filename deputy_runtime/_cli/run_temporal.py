@@ -251,7 +251,27 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
         return EXIT_FAILED
     except Exception as exc:
         view.close()
-        print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
+        if "Timeout expired" not in str(exc):
+            print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        # The run's log is read by a query, which only a worker answers: none is polling.
+        hint = (
+            f"no worker answered on task queue {args.task_queue!r}; start one with: "
+            f"deputy-runtime worker --temporal {args.temporal} --task-queue "
+            f"{args.task_queue} --agents DIR"
+            if hasattr(args, "task_queue")
+            else "no worker answered for it; is a deputy-runtime worker running?"
+        )
+        ending = ""
+        if prog == "deputy-runtime run":
+            # This command started the run and is giving up on it: end it, rather than
+            # leave a workflow that a worker would start later with nobody following.
+            try:
+                await handle.terminate(reason="deputy-runtime run: no worker answered")
+                ending = "; the workflow was terminated"
+            except Exception as terminate_error:
+                ending = f"; terminating the workflow failed: {terminate_error}"
+        print(f"{prog}: following {workflow_id} timed out: {hint}{ending}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         desk.close()
