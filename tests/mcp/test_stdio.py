@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
-from _mcp_helpers import of_type, process_left, stdio_server
 
+from deputy_runtime import PermissionMode
 from deputy_runtime.errors import McpToolError, ToolArgumentError
 from deputy_runtime.mcp import (
     McpEvent,
@@ -22,6 +22,7 @@ from deputy_runtime.mcp import (
 )
 from deputy_runtime.runtime._permissions import Permissions
 from deputy_runtime.tools import Tool, invoke_tool
+from tests.mcp._mcp_helpers import of_type, process_left, stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -97,15 +98,21 @@ async def test_annotations_map_onto_permission_flags(tmp_path: Path) -> None:
         assert (append.read_only, append.destructive) == (False, False)
         assert (unannotated.read_only, unannotated.destructive) == (False, False)
         assert (wipe.read_only, wipe.destructive) == (False, True)
-        readonly = Permissions(mode="readonly")
-        standard = Permissions(mode="standard")
+        readonly = Permissions(mode=PermissionMode.READONLY)
+        standard = Permissions(mode=PermissionMode.STANDARD)
         # A tool without annotations is treated as writing: refused in readonly mode.
         assert readonly.check_static(unannotated, {"text": "x"}) is not None
         assert readonly.check_static(append, {"text": "x"}) is not None
         assert standard.check_static(unannotated, {"text": "x"}) is None
         assert standard.check_static(wipe, {}) is not None
-        assert Permissions(mode="standard", allow=[wipe.name]).check_static(wipe, {}) is None
-        assert Permissions(mode="full", deny=[append.name]).check_static(append, {}) is not None
+        assert (
+            Permissions(mode=PermissionMode.STANDARD, allow=[wipe.name]).check_static(wipe, {})
+            is None
+        )
+        assert (
+            Permissions(mode=PermissionMode.FULL, deny=[append.name]).check_static(append, {})
+            is not None
+        )
         assert await invoke_tool(append, {"text": "hello"}) == {"result": "appended 5 characters"}
     assert notes.read_text() == "hello\n"
 

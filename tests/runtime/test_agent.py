@@ -17,6 +17,7 @@ from deputy_runtime import (
     Hooks,
     PermissionAllow,
     PermissionDeny,
+    PermissionMode,
     Permissions,
     RequestLimitExceeded,
     RunActiveError,
@@ -139,7 +140,7 @@ async def test_denied_tool_never_runs_and_model_sees_reason(tmp_path: Path) -> N
     agent, _ = make_agent(
         [tool_call("wipe", {"target": "x"}), reply("ok")],
         [wipe],
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
         working_dir=tmp_path,
     )
     result = await agent.run("go")
@@ -156,7 +157,7 @@ async def test_can_use_tool_that_raises_denies() -> None:
     agent, _ = make_agent(
         [tool_call("add", {"a": 1, "b": 1}), reply("ok")],
         [add],
-        permissions=Permissions(mode="full", can_use_tool=broken),
+        permissions=Permissions(mode=PermissionMode.FULL, can_use_tool=broken),
     )
     result = await agent.run("go")
     error = results_of(result.turns[2].contents)[0].error
@@ -255,8 +256,8 @@ async def test_final_denials_are_never_put_to_permission_request_hooks(
     permissions = {
         "deny_list": Permissions(deny=["stamp"]),
         # Full mode, so only the callback can deny.
-        "raising_callback": Permissions(mode="full", can_use_tool=raising),
-        "junk_callback": Permissions(mode="full", can_use_tool=lambda *a: "yes"),
+        "raising_callback": Permissions(mode=PermissionMode.FULL, can_use_tool=raising),
+        "junk_callback": Permissions(mode=PermissionMode.FULL, can_use_tool=lambda *a: "yes"),
     }[source]
     hooks = Hooks()
     hooks.add(HookEvent.PermissionRequest, approve)
@@ -302,7 +303,7 @@ async def test_narrowing_mid_run_applies_to_next_call(tmp_path: Path) -> None:
 
 
 async def test_widening_raises() -> None:
-    agent, _ = make_agent([], permissions=Permissions(mode="readonly"))
+    agent, _ = make_agent([], permissions=Permissions(mode=PermissionMode.READONLY))
     from deputy_runtime import PermissionModeWideningError
 
     with pytest.raises(PermissionModeWideningError):

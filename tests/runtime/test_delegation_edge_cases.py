@@ -25,6 +25,7 @@ from deputy_runtime import (
     HookEvent,
     LeadAgent,
     PermissionAllow,
+    PermissionMode,
     Permissions,
     Skill,
     Tool,
@@ -211,7 +212,7 @@ async def test_lead_can_use_tool_gets_the_childs_context(tmp_path: Path) -> None
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("probe", {}), "ok"]},
         [worker],
         tmp_path,
-        permissions=Permissions(mode="standard", can_use_tool=can_use_tool),
+        permissions=Permissions(mode=PermissionMode.STANDARD, can_use_tool=can_use_tool),
     )
     result = await lead.run("go")
     [record] = lead.list_subagents()
@@ -235,7 +236,7 @@ async def test_skill_ask_user_without_human_input_fails_before_any_request(
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("ask_user", QUESTION), "x"]},
         [worker],
         tmp_path,
-        permissions=Permissions(mode="plan"),
+        permissions=Permissions(mode=PermissionMode.PLAN),
     )
     await lead.run("go")
     [record] = lead.list_subagents()
@@ -257,7 +258,7 @@ async def test_skill_ask_user_is_answered_by_human_input(tmp_path: Path) -> None
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("ask_user", QUESTION), "x"]},
         [worker],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
         delegation_policy=DelegationPolicy(human_input=human),
     )
     await lead.run("go")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, Permissions
+from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, PermissionMode, Permissions
 from deputy_runtime.chat import reply, tool_call
 from tests.runtime.helpers import (
     definition,
@@ -223,7 +223,7 @@ async def test_permission_request_subagent_start_and_stop_never_forward(
             )
         ],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
     )
     lead.hooks.add(HookEvent.SubagentStart, starts.append)
     lead.hooks.add(HookEvent.SubagentStop, stops.append)

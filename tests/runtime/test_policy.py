@@ -23,6 +23,7 @@ from deputy_runtime import (
     HookEvent,
     LeadAgent,
     PermissionCeilingError,
+    PermissionMode,
     Permissions,
     ProviderError,
     ResourceBusyError,
@@ -655,7 +656,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
     worker = definition("worker")
     external: Lease | None = None
     if case.startswith("ceiling"):
-        permissions = Permissions(mode="readonly")
+        permissions = Permissions(mode=PermissionMode.READONLY)
         worker = definition("worker", permission_mode="full")
     elif case.startswith("human_input"):
         worker = definition("worker", tools=[ask_user])
@@ -731,7 +732,7 @@ async def test_ceiling_error_text_reaches_the_leads_model(tmp_path: Path) -> Non
         {"lead": [delegate("worker"), reply("ok")], "worker": ["never"]},
         [definition("worker", permission_mode="full")],
         tmp_path,
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
     )
     with pytest.raises(PermissionCeilingError) as raised:
         lead.permissions.ceiling("full")
@@ -774,7 +775,7 @@ async def test_human_input_answers_ask_user_with_the_childs_context(tmp_path: Pa
         },
         [definition("worker", tools=[ask_user], permission_mode="plan")],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
         delegation_policy=DelegationPolicy(human_input=human),
         delegation_scope={"owner_id": "owner-1", "conversation_id": "c1"},
     )
@@ -817,7 +818,7 @@ async def test_human_input_is_routed_per_lead(tmp_path: Path) -> None:
             },
             [definition("worker", tools=[ask_user])],
             tmp_path,
-            permissions=Permissions(mode="full"),
+            permissions=Permissions(mode=PermissionMode.FULL),
             delegation_policy=DelegationPolicy(human_input=handler_for(owner)),
             delegation_scope={"owner_id": owner, "conversation_id": "c"},
         )

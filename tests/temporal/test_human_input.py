@@ -21,6 +21,7 @@ from deputy_runtime import (
     DelegationBindingError,
     DelegationPolicy,
     LeadAgent,
+    PermissionMode,
     Permissions,
     QuestionEvent,
     UsageLimits,
@@ -275,7 +276,7 @@ async def test_a_denied_question_is_refused_as_in_process(
         chat("test"),
         [_asker()],
         usage_limits=LIMITS,
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
         delegation_policy=DelegationPolicy(human_input=lambda q, c: asked.append(q) or {}),
     )
     await lead.run("Do the work")
@@ -284,7 +285,11 @@ async def test_a_denied_question_is_refused_as_in_process(
     [expected] = _ask_results(expected_result.turns)
     assert asked == []
     handle = await _start(
-        client, task_queue, [_asker()], human_input=True, permissions=Permissions(mode="readonly")
+        client,
+        task_queue,
+        [_asker()],
+        human_input=True,
+        permissions=Permissions(mode=PermissionMode.READONLY),
     )
     with anyio.fail_after(WAIT_SECONDS):
         out = await handle.result()
