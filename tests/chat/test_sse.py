@@ -68,7 +68,7 @@ def test_pending_reports_an_unterminated_record() -> None:
 
 
 _text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=20
+    alphabet=st.characters(exclude_categories=("Cs",), blacklist_characters="\r\n"), max_size=20
 )
 _events = st.lists(
     st.tuples(

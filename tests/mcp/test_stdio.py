@@ -66,7 +66,8 @@ async def test_read_only_server_structured_results_errors_and_events(
                 await anyio.sleep(0.01)
         pid = session.pid
     assert pid is not None
-    assert session.state is SessionState.CLOSED
+    closed: SessionState = session.state  # re-read: leaving the block changed it
+    assert closed is SessionState.CLOSED
     assert not process_left(pid)
     started = of_type(events, McpServerStarted)
     stopped = of_type(events, McpServerStopped)
@@ -106,11 +107,15 @@ async def test_annotations_map_onto_permission_flags(tmp_path: Path) -> None:
         assert standard.check_static(unannotated, {"text": "x"}) is None
         assert standard.check_static(wipe, {}) is not None
         assert (
-            Permissions(mode=PermissionMode.STANDARD, allow=[wipe.name]).check_static(wipe, {})
+            Permissions(mode=PermissionMode.STANDARD, allow=frozenset({wipe.name})).check_static(
+                wipe, {}
+            )
             is None
         )
         assert (
-            Permissions(mode=PermissionMode.FULL, deny=[append.name]).check_static(append, {})
+            Permissions(mode=PermissionMode.FULL, deny=frozenset({append.name})).check_static(
+                append, {}
+            )
             is not None
         )
         assert await invoke_tool(append, {"text": "hello"}) == {"result": "appended 5 characters"}
