@@ -11,7 +11,7 @@ import json
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,6 +19,16 @@ from deputy_runtime import AgentDefinition, Chat, LeadAgent, Tool
 from deputy_runtime.chat import ScriptedProvider, tool_call, tool_calls
 from deputy_runtime.chat._types import AssistantTurn, ContentToolResult, ModelRequest
 from deputy_runtime.runtime import IN_PROCESS_LEASES, _usage
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def append_then(log: list[_Item], item: _Item, result: _Result) -> _Result:
+    """Append ``item`` to ``log`` and return ``result``: a recording hook or tool in a lambda."""
+    log.append(item)
+    return result
+
 
 DELEGATE = "delegate_to_agent"
 

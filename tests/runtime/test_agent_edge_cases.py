@@ -224,7 +224,7 @@ async def test_rejected_tool_calls_count_against_the_tool_call_limit() -> None:
     agent, provider = _agent(
         [tool_call("blocked", {}), tool_call("allowed", {}), reply("unreachable")],
         tools=[allowed, blocked],
-        permissions=Permissions(mode=PermissionMode.STANDARD, deny=["blocked"]),
+        permissions=Permissions(mode=PermissionMode.STANDARD, deny=frozenset({"blocked"})),
         usage_limits=UsageLimits(max_tool_calls=1),
     )
     result = await agent.run("go")

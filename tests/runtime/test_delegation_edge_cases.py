@@ -35,6 +35,7 @@ from deputy_runtime import (
 from deputy_runtime.chat import OpenAIProvider, ScriptedProvider, reply, tool_call
 from deputy_runtime.runtime import DelegationEnd, ToolStart
 from deputy_runtime.runtime._routing import ROUTING_START
+from tests.runtime.helpers import append_then
 
 pytestmark = pytest.mark.anyio
 
@@ -171,7 +172,7 @@ async def test_lead_post_tool_use_stop_stops_only_the_child(tmp_path: Path) -> N
         "worker",
         "Works.",
         "ROLE",
-        tools=(_tool("probe", lambda: ran.append("probe") or "probed", read_only=True),),
+        tools=(_tool("probe", lambda: append_then(ran, "probe", "probed"), read_only=True),),
     )
     lead, provider = _lead(
         {

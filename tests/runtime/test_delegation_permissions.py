@@ -114,7 +114,7 @@ async def test_lead_deny_list_applies_to_children(tmp_path: Path) -> None:
         {"lead": [delegate("worker"), reply("ok")], "worker": [tool_call("effect", {}), "done"]},
         [definition("worker", tools=[effect])],
         tmp_path,
-        permissions=Permissions(mode=PermissionMode.FULL, deny=["Effect"]),
+        permissions=Permissions(mode=PermissionMode.FULL, deny=frozenset({"Effect"})),
     )
     await lead.run("go")
     assert calls == []
@@ -167,7 +167,7 @@ async def test_lead_allow_list_gates_children(tmp_path: Path) -> None:
         ],
         tmp_path,
         permissions=Permissions(
-            mode=PermissionMode.STANDARD, allow=["delegate_to_agent", "lookup"]
+            mode=PermissionMode.STANDARD, allow=frozenset({"delegate_to_agent", "lookup"})
         ),
     )
     await lead.run("go")

@@ -16,6 +16,7 @@ import pytest
 from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, PermissionMode, Permissions
 from deputy_runtime.chat import reply, tool_call
 from tests.runtime.helpers import (
+    append_then,
     definition,
     delegate,
     make_tool,
@@ -228,7 +229,7 @@ async def test_permission_request_subagent_start_and_stop_never_forward(
     lead.hooks.add(HookEvent.SubagentStart, starts.append)
     lead.hooks.add(HookEvent.SubagentStop, stops.append)
     lead.hooks.add(
-        HookEvent.PermissionRequest, lambda h: requests.append(h) or HookDecision.allow()
+        HookEvent.PermissionRequest, lambda h: append_then(requests, h, HookDecision.allow())
     )
     await lead.run("go")
     assert requests == []

@@ -67,11 +67,13 @@ def allowed(perms: Permissions, tool: Tool, args: Mapping[str, Any] | None = Non
 
 def test_presets_and_defaults() -> None:
     assert Permissions().mode == "standard"
-    assert Permissions(mode=PermissionMode.FULL, deny=["x"]).deny == frozenset({"x"})
+    # The documented list form; the field is annotated as the frozenset it becomes.
+    assert Permissions(mode=PermissionMode.FULL, deny=["x"]).deny == frozenset({"x"})  # type: ignore[arg-type]
 
 
 def test_names_are_normalised() -> None:
-    perms = Permissions(allow=["Read_File", "My-Tool"], deny=("WRITE file",))
+    # Lists and tuples are accepted (documented); the fields are annotated as frozensets.
+    perms = Permissions(allow=["Read_File", "My-Tool"], deny=("WRITE file",))  # type: ignore[arg-type]
     assert perms.allow == frozenset({"read_file", "my_tool"})
     assert perms.deny == frozenset({"write_file"})
     assert normalize_tool_name("Grep-Files") == "grep_files"
@@ -96,7 +98,7 @@ def test_invalid_construction_names_the_field(kwargs: dict[str, Any], message: s
 
 def test_frozen() -> None:
     with pytest.raises(AttributeError):
-        Permissions().mode = "full"  # type: ignore[misc]
+        Permissions().mode = PermissionMode.FULL  # type: ignore[misc]  # frozen: under test
 
 
 def test_bind_sets_working_dir_and_default_write_root(tmp_path: Path) -> None:
@@ -126,7 +128,7 @@ def test_readonly_rules(files: dict[str, Tool]) -> None:
     assert not allowed(ro, make_tool("odd", read_only=True, destructive=True))
     # The allowlist grants non-writing tools, never destructive or known write tools.
     listed = Permissions(
-        mode=PermissionMode.READONLY, allow=["compute", "nuke", "write_file", "ask_user"]
+        mode=PermissionMode.READONLY, allow=frozenset({"compute", "nuke", "write_file", "ask_user"})
     )
     assert allowed(listed, PLAIN)
     assert allowed(listed, ask_user)
@@ -141,12 +143,12 @@ def test_plan_adds_ask_user_and_suggests_it(files: dict[str, Tool]) -> None:
     denial = plan.check_static(files["write_file"], {"path": "x"})
     assert denial is not None
     assert "Use ask_user" in denial.reason
-    no_ask = Permissions(mode=PermissionMode.PLAN, deny=["ask_user"])
+    no_ask = Permissions(mode=PermissionMode.PLAN, deny=frozenset({"ask_user"}))
     assert not allowed(no_ask, ask_user)
     denial = no_ask.check_static(PLAIN, {})
     assert denial is not None
     assert "ask_user" not in denial.reason
-    gated = Permissions(mode=PermissionMode.PLAN, allow=["compute"])
+    gated = Permissions(mode=PermissionMode.PLAN, allow=frozenset({"compute"}))
     denial = gated.check_static(NUKE, {})
     assert denial is not None
     assert "ask_user" not in denial.reason
@@ -160,7 +162,7 @@ def test_standard_rules_and_write_root(tmp_path: Path, files: dict[str, Tool]) -
     denial = std.check_static(NUKE, {})
     assert denial is not None
     assert "destructive" in denial.reason
-    assert allowed(Permissions(mode=PermissionMode.STANDARD, allow=["nuke"]), NUKE)
+    assert allowed(Permissions(mode=PermissionMode.STANDARD, allow=frozenset({"nuke"})), NUKE)
     write = files["write_file"]
     assert allowed(std, write, {"path": "ok.txt"})
     assert allowed(std, write, {"path": str(tmp_path / "sub" / "x")})
@@ -191,7 +193,7 @@ def test_unbound_standard_uses_current_directory(tmp_path: Path, files: dict[str
 
 
 def test_full_allows_all_but_denied(files: dict[str, Tool]) -> None:
-    full = Permissions(mode=PermissionMode.FULL, deny=["nuke"])
+    full = Permissions(mode=PermissionMode.FULL, deny=frozenset({"nuke"}))
     assert allowed(full, PLAIN)
     assert allowed(full, ask_user)
     assert allowed(full, files["write_file"], {"path": "/anywhere"})
@@ -356,8 +358,8 @@ def test_results_are_json_encodable_tagged_values() -> None:
     ],
 )
 def test_transition_table_for_narrow_and_ceiling(current: str, target: str, ok: bool) -> None:
-    perms = Permissions(mode=current, deny=["x"], allow=["y"])  # type: ignore[arg-type]
-    assert (target in MODE_TRANSITIONS[current]) is ok
+    perms = Permissions(mode=PermissionMode(current), deny=frozenset({"x"}), allow=frozenset({"y"}))
+    assert (target in MODE_TRANSITIONS[PermissionMode(current)]) is ok
     if ok:
         narrowed = perms.narrow(target)
         assert narrowed.mode == target
@@ -396,7 +398,10 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
         return PermissionAllow()
 
     lead = Permissions(
-        mode=PermissionMode.FULL, allow=["a", "b"], deny=["c"], can_use_tool=cb
+        mode=PermissionMode.FULL,
+        allow=frozenset({"a", "b"}),
+        deny=frozenset({"c"}),
+        can_use_tool=cb,
     ).bind(tmp_path)
     same = lead.ceiling(None)
     assert same is lead
@@ -414,7 +419,7 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
 
 def test_describe_is_plain_json_data(tmp_path: Path) -> None:
     perms = Permissions(
-        mode=PermissionMode.PLAN, deny=["B", "a"], can_use_tool=lambda n, a, c: None
+        mode=PermissionMode.PLAN, deny=frozenset({"B", "a"}), can_use_tool=lambda n, a, c: None
     ).bind(tmp_path)
     data = perms.describe()
     assert data == {

@@ -46,7 +46,7 @@ async def test_a_cancelled_turn_keeps_finished_results_and_marks_cut_off_calls()
         {"a": [tool_calls(("record", {"text": "x"}), ("hang", {})), reply("after")]}
     )
     # A destructive tool runs in standard mode only from the allow list.
-    permissions = Permissions(mode=PermissionMode.STANDARD, allow=["record", "hang"])
+    permissions = Permissions(mode=PermissionMode.STANDARD, allow=frozenset({"record", "hang"}))
     agent = Agent(Chat(provider), tools=[record, hang], name="a", permissions=permissions)
     events: list[Event] = []
     with anyio.fail_after(10):

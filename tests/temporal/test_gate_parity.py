@@ -522,7 +522,7 @@ async def test_a_batch_refuses_hook_events_it_never_fires(client: Client) -> Non
 async def test_a_deny_list_naming_delegate_to_agent_stops_delegations_as_in_process(
     client: Client, task_queue: str, workdir: Path
 ) -> None:
-    permissions = Permissions(mode=PermissionMode.READONLY, deny=["delegate_to_agent"])
+    permissions = Permissions(mode=PermissionMode.READONLY, deny=frozenset({"delegate_to_agent"}))
     expected, lead, in_process = await _in_process(workdir, _hooks(), permissions)
     async with _worker(client, task_queue, workdir, _hooks()):
         out, durable, workflow_id = await _durable(client, task_queue, workdir, permissions)

@@ -42,6 +42,7 @@ from deputy_runtime.temporal import (
     pending_questions,
     start_lead,
 )
+from tests.runtime.helpers import append_then
 from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
@@ -277,7 +278,7 @@ async def test_a_denied_question_is_refused_as_in_process(
         [_asker()],
         usage_limits=LIMITS,
         permissions=Permissions(mode=PermissionMode.READONLY),
-        delegation_policy=DelegationPolicy(human_input=lambda q, c: asked.append(q) or {}),
+        delegation_policy=DelegationPolicy(human_input=lambda q, c: append_then(asked, q, {})),
     )
     await lead.run("Do the work")
     [expected_result] = lead.get_subagent_results()
