@@ -42,7 +42,7 @@ def make_tool(
     function: Callable[..., Any] | None = None,
     *,
     calls: list[str] | None = None,
-    **annotations: bool,
+    **annotations: Any,  # Tool's annotation flags (read_only=True, ...)
 ) -> Tool:
     """A tool taking any arguments; appends ``name`` to ``calls`` each time it runs."""
 
@@ -84,7 +84,7 @@ def delegate_many(*pairs: tuple[str, str]) -> AssistantTurn:
 def scripted_lead(
     script: Mapping[str | None, Any],
     sub_agents: Sequence[AgentDefinition] = (),
-    working_dir: Path | None = None,
+    working_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> tuple[LeadAgent, ScriptedProvider]:
     """A LeadAgent on a ScriptedProvider keyed per agent name."""
@@ -145,7 +145,7 @@ class MeterSpy:
 
 
 @pytest.fixture
-def meter_spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[MeterSpy]:
+def meter_spy(monkeypatch: pytest.MonkeyPatch) -> MeterSpy:
     """Keep every Meter alive and reachable so tests can assert no reservation is left."""
     spy = MeterSpy()
     original = _usage.Meter.__init__

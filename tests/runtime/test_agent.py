@@ -258,7 +258,10 @@ async def test_final_denials_are_never_put_to_permission_request_hooks(
         "deny_list": Permissions(deny=frozenset({"stamp"})),
         # Full mode, so only the callback can deny.
         "raising_callback": Permissions(mode=PermissionMode.FULL, can_use_tool=raising),
-        "junk_callback": Permissions(mode=PermissionMode.FULL, can_use_tool=lambda *a: "yes"),
+        "junk_callback": Permissions(
+            mode=PermissionMode.FULL,
+            can_use_tool=lambda *a: "yes",  # type: ignore[arg-type]  # junk under test
+        ),
     }[source]
     hooks = Hooks()
     hooks.add(HookEvent.PermissionRequest, approve)

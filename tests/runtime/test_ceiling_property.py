@@ -38,7 +38,7 @@ from deputy_runtime.runtime import MODE_TRANSITIONS
 from tests.runtime.helpers import definition, delegate
 
 MODES = ("readonly", "plan", "standard", "full")
-CUSTOM = {
+CUSTOM: dict[str, dict[str, Any]] = {
     "reader": {"read_only": True},
     "plain": {},
     "nuke": {"destructive": True},

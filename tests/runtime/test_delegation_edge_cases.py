@@ -50,7 +50,7 @@ def _delegate(name: str = "worker", task: str = "TASK") -> Any:
     return tool_call(DELEGATE, {"agent_name": name, "task": task})
 
 
-def _tool(name: str, function: Any, **annotations: bool) -> Tool:
+def _tool(name: str, function: Any, **annotations: Any) -> Tool:
     return Tool(
         name=name,
         description=f"The {name} tool.",

@@ -60,11 +60,11 @@ async def test_mode_transition_table_for_children(
         {"lead": [delegate("worker"), reply("ok")], "worker": ["done"]},
         [definition("worker", permission_mode=child_mode)],
         tmp_path,
-        permissions=Permissions(mode=lead_mode),  # type: ignore[arg-type]
+        permissions=Permissions(mode=PermissionMode(lead_mode)),
     )
     await lead.run("go")
     [record] = lead.list_subagents()
-    if child_mode in MODE_TRANSITIONS[lead_mode]:
+    if child_mode in MODE_TRANSITIONS[PermissionMode(lead_mode)]:
         assert record.status == "completed"
         assert [r.agent_id for r in lead.get_subagent_results() if r] == [record.agent_id]
     else:

@@ -30,7 +30,7 @@ from deputy_runtime.tools import Tool, ask_user, tools_file
 pytestmark = pytest.mark.anyio
 
 
-def make_tool(name: str, **annotations: bool) -> Tool:
+def make_tool(name: str, **annotations: Any) -> Tool:
     return Tool(
         name=name,
         description="",
@@ -218,8 +218,8 @@ def test_allow_list_gates_every_mode() -> None:
 
 def test_delegate_passes_mode_rules_but_not_lists() -> None:
     for mode in MODE_TRANSITIONS:
-        assert allowed(Permissions(mode=mode), DELEGATE)  # type: ignore[arg-type]
-        assert not allowed(Permissions(mode=mode, deny=["delegate_to_agent"]), DELEGATE)  # type: ignore[arg-type]
+        assert allowed(Permissions(mode=mode), DELEGATE)
+        assert not allowed(Permissions(mode=mode, deny=frozenset({"delegate_to_agent"})), DELEGATE)
         assert not allowed(Permissions(mode=mode, allow=["lookup"]), DELEGATE)  # type: ignore[arg-type]
     # A host tool that only shares the name gets no exemption.
     assert not allowed(Permissions(mode=PermissionMode.READONLY), SPOOFED_DELEGATE)
@@ -419,7 +419,9 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
 
 def test_describe_is_plain_json_data(tmp_path: Path) -> None:
     perms = Permissions(
-        mode=PermissionMode.PLAN, deny=frozenset({"B", "a"}), can_use_tool=lambda n, a, c: None
+        mode=PermissionMode.PLAN,
+        deny=frozenset({"B", "a"}),
+        can_use_tool=lambda n, a, c: PermissionAllow(),
     ).bind(tmp_path)
     data = perms.describe()
     assert data == {

@@ -30,7 +30,7 @@ from deputy_runtime import (
     ask_user,
 )
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
-from deputy_runtime.chat._types import ModelRequest
+from deputy_runtime.chat._types import ContentToolResult, ModelRequest
 from deputy_runtime.runtime import IN_PROCESS_LEASES, Lease
 from tests.runtime.helpers import (
     Cleanups,
@@ -65,9 +65,9 @@ def test_policy_validation() -> None:
     with pytest.raises(DelegationBindingError, match="require a factory"):
         DelegationPolicy("owned")
     with pytest.raises(DelegationBindingError, match="other modes cannot use one"):
-        DelegationPolicy("shared", resources=lambda a, d, c: None)
+        DelegationPolicy("shared", resources=lambda a, d, c: DelegationResources())
     with pytest.raises(DelegationBindingError, match="resource_mode"):
-        DelegationPolicy("borrowed")  # type: ignore[arg-type]
+        DelegationPolicy("borrowed")
     with pytest.raises(DelegationBindingError, match="human_input must be callable"):
         DelegationPolicy(human_input=5)  # type: ignore[arg-type]
     with pytest.raises(DelegationBindingError, match="chat must be callable"):
@@ -788,6 +788,7 @@ async def test_human_input_answers_ask_user_with_the_childs_context(tmp_path: Pa
     assert context.run_id == record.run_id
     assert context.scope == {"owner_id": "owner-1", "conversation_id": "c1"}
     answer = p.requests_for("worker")[1].turns[-1].contents[0]
+    assert isinstance(answer, ContentToolResult)
     assert msgspec.json.decode(answer.value) == {"Which colour?": "blue"}
 
 
