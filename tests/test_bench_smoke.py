@@ -115,7 +115,9 @@ def test_schedule_interleaves_rotates_and_caps() -> None:
 
 
 def test_summary_pairs_ratios_by_repetition_and_checks_targets() -> None:
-    def sample(key: str, kind: str, n: int, rep: int, us: float | None, kib: float = 0) -> dict:
+    def sample(
+        key: str, kind: str, n: int, rep: int, us: float | None, kib: float = 0
+    ) -> dict[str, object]:
         return {
             "contender": key,
             "kind": kind,

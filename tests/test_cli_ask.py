@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from deputy_runtime._cli.ask import prompt_answers
 
-QUESTIONS = [
+QUESTIONS: list[dict[str, Any]] = [
     {"question": "Which option should I use?", "options": ["A", "B", "C"]},
     {"question": "Anything else?", "options": None},
 ]
@@ -36,7 +37,7 @@ def _reader(lines: list[str], prompts: list[str]) -> Callable[[str], str]:
     ],
 )
 def test_an_answer_is_an_option_several_or_the_text(typed: str, expected: object) -> None:
-    out, prompts = io.StringIO(), []
+    out, prompts = io.StringIO(), list[str]()
     answers = prompt_answers(QUESTIONS, _reader(["", typed, "no"], prompts), out, asker="asker")
     assert answers == {"Which option should I use?": expected, "Anything else?": "no"}
     assert "asker asks:" in out.getvalue()

@@ -113,7 +113,7 @@ def _readme_embedding_example() -> str:
     section = text.split("## Embedding", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(blocks) == 1, "README's Embedding section should hold one python block"
-    return blocks[0]
+    return str(blocks[0])
 
 
 def test_readme_embedding_example_is_short() -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
 
@@ -145,7 +145,7 @@ class LoopbackServer:
             self.disconnects += 1
         self.disconnected.set()
 
-    def __enter__(self) -> LoopbackServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -265,7 +265,7 @@ def sse_record(data: Any, event: str | None = None) -> str:
 
 def openai_sse(response: dict[str, Any], *, usage: bool = True, done: bool = True) -> str:
     """A Chat Completions response as its stream of ``chat.completion.chunk`` records."""
-    head = {k: response[k] for k in ("id", "created", "model") if k in response}
+    head: dict[str, Any] = {k: response[k] for k in ("id", "created", "model") if k in response}
     head["object"] = "chat.completion.chunk"
     choice = response["choices"][0]
     message = choice["message"]
@@ -381,7 +381,8 @@ def openai_request(body: dict[str, Any]) -> Any:
         Turn,
     )
 
-    system, turns = None, []
+    system: str | None = None
+    turns: list[Turn] = []
     for m in body["messages"]:
         role, content = m["role"], m.get("content")
         if role == "system" and system is None and not turns:
@@ -422,7 +423,7 @@ def openai_replayable(body: dict[str, Any]) -> bool:
 
 def normalise_openai(body: dict[str, Any]) -> dict[str, Any]:
     """Body with tool-call argument strings parsed (their JSON spelling is noise)."""
-    out = json.loads(json.dumps(body))
+    out: dict[str, Any] = json.loads(json.dumps(body))
     for m in out["messages"]:
         for call in m.get("tool_calls") or []:
             call["function"]["arguments"] = json.loads(call["function"]["arguments"] or "{}")

@@ -480,7 +480,7 @@ class HangingStream:
 
 async def test_cancelling_stream_async_closes_the_provider_stream() -> None:
     provider = HangingStream()
-    chat = Chat(provider)  # type: ignore[arg-type]
+    chat = Chat(provider)
     chat.set_turns([Turn("user", (ContentText("old"),)), Turn("assistant", (ContentText("a"),))])
     before = chat.get_turns()
     chunks: list[str] = []
@@ -502,7 +502,7 @@ async def test_cancelling_stream_async_closes_the_provider_stream() -> None:
 
 async def test_abandoning_stream_async_early_closes_the_provider_stream() -> None:
     provider = HangingStream()
-    chat = Chat(provider)  # type: ignore[arg-type]
+    chat = Chat(provider)
     async with aclosing(chat.stream_async("new")) as stream:
         async for chunk in stream:
             assert chunk == "partial "

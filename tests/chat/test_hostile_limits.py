@@ -260,16 +260,17 @@ async def test_the_total_deadline_covers_retries(kind: str) -> None:
 
 
 def test_response_limits_validation() -> None:
-    for field, value in [
+    bad: list[tuple[str, object]] = [
         ("max_body_bytes", 0),
         ("max_event_bytes", True),
         ("max_stream_bytes", 1.5),
         ("total_timeout", float("nan")),
         ("idle_timeout", -1),
         ("total_timeout", float("inf")),
-    ]:
+    ]
+    for field, value in bad:
         with pytest.raises(ValueError, match=f"ResponseLimits.{field} must be"):
-            ResponseLimits(**{field: value})
+            ResponseLimits(**{field: value})  # type: ignore[arg-type]  # bad values under test
     with pytest.raises(TypeError, match="limits must be a ResponseLimits or a mapping"):
         make("openai", "http://127.0.0.1:9", limits=[1])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"unknown limits \['max_bytes'\]"):

@@ -122,7 +122,7 @@ number_text = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(name=st.sampled_from(["retry-after", "retry-after-ms"]), value=number_text)
 def test_any_retry_hint_parses_to_none_or_a_finite_non_negative_wait(name: str, value: str) -> None:
-    headers = httpx.Headers({name: value.encode("latin-1")})
+    headers = httpx.Headers({name.encode("latin-1"): value.encode("latin-1")})
     wait = _retry_after(headers)
     assert wait is None or (math.isfinite(wait) and wait >= 0)
 
@@ -138,7 +138,7 @@ def anthropic_with_usage(usage: dict[str, Any]) -> dict[str, Any]:
     return {**OK["anthropic"], "usage": usage}
 
 
-BAD_USAGE = {
+BAD_USAGE: dict[str, list[tuple[dict[str, Any], str]]] = {
     "openai": [
         ({"prompt_tokens": -1000, "completion_tokens": 2}, "input_tokens is -1000"),
         ({"prompt_tokens": 5, "completion_tokens": -2}, "output_tokens is -2"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from deputy_runtime import LeadAgent, UsageLimits, agent_definitions
+from deputy_runtime import AgentDefinition, LeadAgent, UsageLimits, agent_definitions
 from deputy_runtime.chat import CLAUDE_CODE_ALIASES, Chat, chat, is_model_alias
 from deputy_runtime.runtime import DelegationPolicy, Event, WarningEvent
 from tests.chat.agent_server import AgentServer
@@ -30,7 +30,7 @@ FILES = {
 }
 
 
-def _agents(directory: Path) -> dict[str, object]:
+def _agents(directory: Path) -> dict[str, AgentDefinition]:
     for name, model in FILES.items():
         (directory / f"{name}.md").write_text(
             f"---\nname: {name}\ndescription: The {name} agent.\nmodel: {model}\n"
@@ -63,7 +63,7 @@ async def test_openai_lead_sends_only_mapped_or_lead_models(tmp_path: Path) -> N
         lead_chat = chat("openai/lead-model", base_url=server.url + "/v1", api_key="sk-test")
         lead = LeadAgent(
             lead_chat,
-            _agents(tmp_path),  # type: ignore[arg-type]
+            _agents(tmp_path),
             usage_limits=UsageLimits(max_requests=20),
             model_aliases={"sonnet": "openai/gpt-5", "opus": "gpt-5-pro"},
         )
@@ -92,7 +92,7 @@ async def test_anthropic_lead_resolves_aliases_to_the_table(
         lead = LeadAgent(
             lead_chat,
             _agents(tmp_path),
-            usage_limits=UsageLimits(max_requests=20),  # type: ignore[arg-type]
+            usage_limits=UsageLimits(max_requests=20),
         )
         events = await _run(lead)
     expected = [
@@ -118,7 +118,7 @@ async def test_policy_chat_factory_still_wins(tmp_path: Path) -> None:
     with AgentServer("openai") as server:
         lead = LeadAgent(
             chat("openai/lead-model", base_url=server.url + "/v1", api_key="sk-test"),
-            _agents(tmp_path),  # type: ignore[arg-type]
+            _agents(tmp_path),
             usage_limits=UsageLimits(max_requests=20),
             delegation_policy=DelegationPolicy(chat=factory),
         )

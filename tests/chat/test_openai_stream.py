@@ -310,10 +310,11 @@ async def test_one_byte_chunks_reach_the_decoder_one_byte_at_a_time(
 ) -> None:
     """The server's 1-byte HTTP chunks really arrive as 1-byte reads (not coalesced)."""
     from deputy_runtime.chat import _http as http_module
+    from deputy_runtime.chat._sse import SSEDecoder
 
     sizes: list[int] = []
 
-    class Recording(http_module.SSEDecoder):
+    class Recording(SSEDecoder):  # _http looks the decoder up by this name
         def feed(self, chunk: bytes) -> list[Any]:
             sizes.append(len(chunk))
             return super().feed(chunk)

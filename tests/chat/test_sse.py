@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Literal
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,8 +70,9 @@ def test_pending_reports_an_unterminated_record() -> None:
     assert not decoder.pending
 
 
+_SURROGATES: tuple[Literal["Cs"]] = ("Cs",)  # lone surrogates cannot be encoded
 _text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=20
+    alphabet=st.characters(exclude_categories=_SURROGATES, exclude_characters="\r\n"), max_size=20
 )
 _events = st.lists(
     st.tuples(
@@ -97,7 +101,7 @@ def test_any_chunking_gives_the_same_events(
 
 
 async def test_aiter_sse_over_an_async_byte_stream() -> None:
-    async def chunks():  # type: ignore[no-untyped-def]
+    async def chunks() -> AsyncIterator[bytes]:
         for piece in (b"da", b"ta: 1\n", b"\nda", b"ta: 2\n\n"):
             yield piece
 

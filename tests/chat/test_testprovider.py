@@ -50,7 +50,7 @@ def is_valid(value: Any, schema: Any, root: dict[str, Any]) -> bool:
             return False
         if kind == "integer" and not isinstance(value, int):
             return False
-        return (
+        return bool(
             value >= schema.get("minimum", -math.inf)
             and value <= schema.get("maximum", math.inf)
             and value > schema.get("exclusiveMinimum", -math.inf)
@@ -272,10 +272,12 @@ async def test_no_tools_answers_from_the_last_user_text() -> None:
     assert turn.usage.requests == 1
     assert (await provider.complete(request(()))).text == "Test reply."
     items = [item async for item in stream_request(provider, request(()))]
+    last = items[-1]
+    assert isinstance(last, AssistantTurn)
     assert items == [
         StreamDelta(text="Test reply."),
-        AssistantTurn(items[-1].contents, items[-1].usage, "stop"),
-    ]  # type: ignore[union-attr]
+        AssistantTurn(last.contents, last.usage, "stop"),
+    ]
     assert provider.with_model("other").model == "other"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -155,9 +156,10 @@ def test_markdown_to_yaml_is_unaffected(tmp_path: Path, capsys: pytest.CaptureFi
 # --- property: exact round trip, or the clear error; with the flag, the stripped text -----
 
 _EXOTIC = LINE_BREAKS.replace("\n", "")
+_SURROGATES: tuple[Literal["Cs"]] = ("Cs",)  # lone surrogates cannot be encoded
 _core = (
     st.text(
-        st.characters(exclude_categories=("Cs",), exclude_characters=_EXOTIC),
+        st.characters(exclude_categories=_SURROGATES, exclude_characters=_EXOTIC),
         min_size=1,
         max_size=60,
     )

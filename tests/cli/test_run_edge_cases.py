@@ -52,6 +52,7 @@ register_provider("broken", lambda model, **_: BrokenProvider(model), default_mo
 def test_commands_and_run_options_match_design() -> None:
     parser = _parser()
     sub = next(a for a in parser._actions if a.dest == "command")
+    assert isinstance(sub.choices, dict)
     assert set(sub.choices) == {
         "validate",
         "list",
@@ -63,8 +64,8 @@ def test_commands_and_run_options_match_design() -> None:
         "worker",
         "attach",
         "answer",
-    }  # type: ignore[arg-type]
-    run = sub.choices["run"]  # type: ignore[index]
+    }
+    run = sub.choices["run"]
     options = {o for a in run._actions for o in a.option_strings}
     assert {"--agents", "--model", "--permission-mode", "--max-requests", "--json"} <= options
     args = run.parse_args(["--agents", "d", "the task"])

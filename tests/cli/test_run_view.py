@@ -62,12 +62,14 @@ async def test_tree_has_the_lead_and_every_delegation_including_setup_failures()
     assert {lines[2][:3], lines[3][:3]} == {"├─ ", "└─ "}
     ascii_lines = tree_lines(state, state.now(), colour=False, unicode=False)
     assert {ascii_lines[2][:3], ascii_lines[3][:3]} == {"|- ", "`- "}
+    assert lead.last_result is not None
     assert state.lead.live_requests() == lead.last_result.usage.requests == 3
 
 
 async def test_summary_table_matches_the_records() -> None:
     lead, _ = await _events()
     records = lead.list_subagents()
+    assert lead.last_result is not None
     table = summary_table(records, lead.last_result.usage)
     rows = table.splitlines()
     assert rows[0].split() == [
@@ -84,6 +86,7 @@ async def test_summary_table_matches_the_records() -> None:
     assert by_agent["alpha"][2:5] == ["completed", "complete", "1/2"]
     assert by_agent["beta"][2:4] == ["failed", "setup_error"]
     assert rows[-1].split()[:4] == ["total", "lead", "+", "subagents"]
+    assert lead.last_result is not None
     assert rows[-1].split()[4] == str(lead.last_result.usage.requests)
 
 

@@ -97,7 +97,11 @@ async def test_the_live_view_uses_the_terminal_width() -> None:
     state = await _state()
     for width in (120, 64, 36):
         out = io.StringIO()
-        view = LiveView(out, state, colour=True, size=lambda width=width: (width, 24))
+
+        def size(width: int = width) -> tuple[int, int]:
+            return (width, 24)
+
+        view = LiveView(out, state, colour=True, size=size)
         view.draw()
         frame = _ANSI.sub("", out.getvalue()).splitlines()
         assert frame, out.getvalue()

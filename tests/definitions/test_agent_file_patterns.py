@@ -26,6 +26,7 @@ from deputy_runtime.definitions import (
     collect_agent_definitions,
 )
 from deputy_runtime.errors import DefinitionFileError
+from deputy_runtime.tools import Tool
 from tests.definitions._markdown_helpers import make_tool
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "agent-files"
@@ -107,11 +108,11 @@ FILES = sorted([*REAL.rglob("*.md"), *OWN.rglob("*.md")], key=lambda path: (path
 FILES = [path for path in FILES if path.name != "README.md"]
 
 
-def registry() -> dict[str, object]:
+def registry() -> dict[str, Tool]:
     return {name: make_tool(name) for name in CLAUDE_TOOLS}
 
 
-def read(path: Path, tools: dict[str, object]) -> tuple[AgentDefinition, list[DefinitionProblem]]:
+def read(path: Path, tools: dict[str, Tool]) -> tuple[AgentDefinition, list[DefinitionProblem]]:
     warnings: list[DefinitionProblem] = []
     definition = agent_definition_from_markdown(path, tools, on_warning=warnings.append)
     return definition, warnings
@@ -222,7 +223,7 @@ def test_discovery_hands_warnings_to_the_callback_once_every_file_loaded(tmp_pat
     agents.mkdir(parents=True)
     for name in ("release-notes.md", "fix-coordinator.md"):
         (agents / name).write_bytes((OWN / "accepted" / name).read_bytes())
-    tools, seen = registry(), []
+    tools, seen = registry(), list[DefinitionProblem]()
     found = claude_agent_definitions(tmp_path, tools, on_warning=seen.append)
     assert sorted(found) == ["fix-coordinator", "release-notes"]
     assert [(p.path.name, p.line) for p in seen] == [

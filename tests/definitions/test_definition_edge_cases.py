@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,13 +27,13 @@ def _read_error(path: Path, data: bytes) -> DefinitionFileError:
     return info.value
 
 
-def _in_thread(function: object, seconds: float = 5.0) -> BaseException | object:
+def _in_thread(function: Callable[[], object], seconds: float = 5.0) -> BaseException | object:
     """Run ``function`` in a daemon thread; fail if it blocks (e.g. opening a FIFO)."""
     result: list[BaseException | object] = []
 
     def target() -> None:
         try:
-            result.append(function())  # type: ignore[operator]
+            result.append(function())
         except BaseException as exc:
             result.append(exc)
 
@@ -126,7 +127,7 @@ def test_discovery_aborts_on_special_files_without_blocking(tmp_path: Path) -> N
     agents = tmp_path / "agents"
     agents.mkdir()
     (agents / "a.yaml").write_text(MIN)
-    cases = {
+    cases: dict[str, Callable[[Path], None]] = {
         "p.yaml": lambda p: os.mkfifo(p),
         "s.yml": lambda p: os.symlink(outside / "fifo", p),
         "d.yaml": lambda p: os.symlink(outside / "missing.yaml", p),

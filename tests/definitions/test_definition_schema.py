@@ -21,7 +21,7 @@ MIN = {"version": 1, "name": "reviewer", "description": "Reviews", "prompt": "Re
 
 def valid(document: object) -> bool:
     validator = jsonschema.Draft202012Validator(AGENT_DEFINITION_SCHEMA)
-    return validator.is_valid(document)
+    return bool(validator.is_valid(document))
 
 
 def test_schema_is_a_valid_draft_2020_12_schema() -> None:

@@ -80,7 +80,7 @@ def test_corpus_details() -> None:
     assert found["chart-reviewer"].disallowed_tools == ("write",)
     assert found["migration-planner"].permission_mode == "full"
     assert found["migration-planner"].memory is None  # Claude Code's memory scope: ignored
-    assert found["migration-planner"].initial_prompt.startswith("List the pending")
+    assert (found["migration-planner"].initial_prompt or "").startswith("List the pending")
     assert found["sql-expert"].skills == ("/srv/skills/sql-review",)
     assert "\n---\n" in found["frontend-developer"].prompt
     assert found["triage-lead"].tools == ()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from _mcp_helpers import assert_reaped, of_type, stdio_server
 
 from deputy_runtime.errors import (
     McpCallTimeoutError,
@@ -22,6 +21,7 @@ from deputy_runtime.mcp import (
     McpStopKind,
     SessionState,
 )
+from tests.mcp._mcp_helpers import assert_reaped, of_type, stdio_server
 
 pytestmark = pytest.mark.anyio
 

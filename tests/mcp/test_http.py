@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _mcp_helpers import SERVERS, of_type
 
 from deputy_runtime.errors import McpStartError, McpToolError
 from deputy_runtime.mcp import (
@@ -26,6 +25,7 @@ from deputy_runtime.mcp import (
     McpToolsChanged,
 )
 from deputy_runtime.tools import invoke_tool
+from tests.mcp._mcp_helpers import SERVERS, of_type
 
 pytestmark = pytest.mark.anyio
 

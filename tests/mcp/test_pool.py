@@ -7,7 +7,6 @@ import json
 
 import anyio
 import pytest
-from _mcp_helpers import assert_reaped, of_type, stdio_server
 
 from deputy_runtime.errors import McpError, McpStartError
 from deputy_runtime.mcp import (
@@ -19,6 +18,7 @@ from deputy_runtime.mcp import (
     McpStderrLine,
     SessionState,
 )
+from tests.mcp._mcp_helpers import assert_reaped, of_type, stdio_server
 
 pytestmark = pytest.mark.anyio
 

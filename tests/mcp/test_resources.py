@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deputy_runtime import Hooks, LeadAgent, Permissions, agent_definition, chat
+from deputy_runtime import Hooks, LeadAgent, PermissionMode, Permissions, agent_definition, chat
 from deputy_runtime.chat import ContentToolResult, ModelRequest, reply, tool_call, tool_calls
 from deputy_runtime.errors import DelegationBindingError
 from deputy_runtime.mcp import (
@@ -181,7 +181,7 @@ async def test_exclusive_never_two_delegations_on_the_server_at_once(tmp_path: P
         delegation_policy=DelegationPolicy(
             resource_modes=(McpResource(server, mode="exclusive", wait=True),)
         ),
-        permissions=Permissions(mode="standard"),
+        permissions=Permissions(mode=PermissionMode.STANDARD),
         working_dir=tmp_path,
     )
     async with lead:
@@ -206,7 +206,7 @@ async def test_exclusive_busy_fails_the_delegation_at_once(tmp_path: Path) -> No
         ),
         [worker_definition("mcp__writer__tracked_write")],
         delegation_policy=DelegationPolicy(resource_modes=(McpResource(server, mode="exclusive"),)),
-        permissions=Permissions(mode="standard"),
+        permissions=Permissions(mode=PermissionMode.STANDARD),
         working_dir=tmp_path,
     )
     # Another holder of the same key (a lead sharing the lease backend) has the server.
@@ -254,7 +254,7 @@ async def test_a_readonly_lead_refuses_a_write_tool_and_a_hook_denial_reaches_th
         delegation_policy=DelegationPolicy(
             resource_modes=(McpResource(writer), McpResource(reader, mode="owned"))
         ),
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
         hooks=hooks,
         working_dir=tmp_path,
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
-from _mcp_helpers import of_type, process_left, stdio_server
 
+from deputy_runtime import PermissionMode
 from deputy_runtime.errors import McpToolError, ToolArgumentError
 from deputy_runtime.mcp import (
     McpEvent,
@@ -22,6 +22,7 @@ from deputy_runtime.mcp import (
 )
 from deputy_runtime.runtime._permissions import Permissions
 from deputy_runtime.tools import Tool, invoke_tool
+from tests.mcp._mcp_helpers import of_type, process_left, stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -65,7 +66,8 @@ async def test_read_only_server_structured_results_errors_and_events(
                 await anyio.sleep(0.01)
         pid = session.pid
     assert pid is not None
-    assert session.state is SessionState.CLOSED
+    closed: SessionState = session.state  # re-read: leaving the block changed it
+    assert closed is SessionState.CLOSED
     assert not process_left(pid)
     started = of_type(events, McpServerStarted)
     stopped = of_type(events, McpServerStopped)
@@ -97,15 +99,25 @@ async def test_annotations_map_onto_permission_flags(tmp_path: Path) -> None:
         assert (append.read_only, append.destructive) == (False, False)
         assert (unannotated.read_only, unannotated.destructive) == (False, False)
         assert (wipe.read_only, wipe.destructive) == (False, True)
-        readonly = Permissions(mode="readonly")
-        standard = Permissions(mode="standard")
+        readonly = Permissions(mode=PermissionMode.READONLY)
+        standard = Permissions(mode=PermissionMode.STANDARD)
         # A tool without annotations is treated as writing: refused in readonly mode.
         assert readonly.check_static(unannotated, {"text": "x"}) is not None
         assert readonly.check_static(append, {"text": "x"}) is not None
         assert standard.check_static(unannotated, {"text": "x"}) is None
         assert standard.check_static(wipe, {}) is not None
-        assert Permissions(mode="standard", allow=[wipe.name]).check_static(wipe, {}) is None
-        assert Permissions(mode="full", deny=[append.name]).check_static(append, {}) is not None
+        assert (
+            Permissions(mode=PermissionMode.STANDARD, allow=frozenset({wipe.name})).check_static(
+                wipe, {}
+            )
+            is None
+        )
+        assert (
+            Permissions(mode=PermissionMode.FULL, deny=frozenset({append.name})).check_static(
+                append, {}
+            )
+            is not None
+        )
         assert await invoke_tool(append, {"text": "hello"}) == {"result": "appended 5 characters"}
     assert notes.read_text() == "hello\n"
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _mcp_helpers import of_type, process_left, stdio_server
 
 from deputy_runtime.errors import McpServerGoneError
 from deputy_runtime.mcp import (
@@ -27,6 +26,7 @@ from deputy_runtime.mcp import (
     McpServerStopped,
     McpSession,
 )
+from tests.mcp._mcp_helpers import of_type, process_left, stdio_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -7,11 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mcp_helpers import stdio_server
 
-from deputy_runtime import Hooks, LeadAgent, Permissions, agent_definition, chat
+from deputy_runtime import (
+    HookInput,
+    Hooks,
+    LeadAgent,
+    PermissionMode,
+    Permissions,
+    agent_definition,
+    chat,
+)
 from deputy_runtime.chat import ContentToolResult, ModelRequest, reply, tool_call, tool_calls
 from deputy_runtime.runtime import HookEvent
+from tests.mcp._mcp_helpers import stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +35,11 @@ async def test_a_subagents_mcp_calls_meet_the_ceiling_and_the_leads_hooks(
     notes.write_text("keep me\n")
     seen: list[tuple[str | None, str | None]] = []
     hooks = Hooks()
-    hooks.add(HookEvent.PreToolUse, lambda i: seen.append((i.agent_name, i.tool_name)) or None)
+
+    def observe(i: HookInput) -> None:
+        seen.append((i.agent_name, i.tool_name))
+
+    hooks.add(HookEvent.PreToolUse, observe)
     scribe_results: list[ContentToolResult] = []
 
     def scribe(request: ModelRequest) -> Any:
@@ -51,7 +63,7 @@ async def test_a_subagents_mcp_calls_meet_the_ceiling_and_the_leads_hooks(
         agent = LeadAgent(
             chat("scripted", script={"lead": lead, "scribe": scribe}),
             [definition],
-            permissions=Permissions(mode="standard"),
+            permissions=Permissions(mode=PermissionMode.STANDARD),
             hooks=hooks,
             working_dir=tmp_path,
         )

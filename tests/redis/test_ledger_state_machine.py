@@ -140,11 +140,12 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(target=ended, holder=consumes(live) | consumes(crashed))
     def expire(self, holder: str) -> str:
+        argv: list[str | int] = [holder]
         self.portal.call(
             self.budget.connection.run,
             "redis.call('ZADD', KEYS[1], '0', ARGV[1])",
             [self.budget.keys[2]],
-            [holder],
+            argv,
         )
         self.portal.call(self.budget.state)  # any read or reserve reclaims it
         grant = self.model.grants.pop(holder)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from deputy_runtime.runtime import STOP_REASONS, _agent, _parallel, _records
+from deputy_runtime.runtime import STOP_REASONS, _agent, _context, _parallel, _records
 from tests.runtime.helpers import OBSERVED_STOP_REASONS as OBSERVED
 
 _current: list[str] = []
@@ -31,7 +31,7 @@ _current_reasons: list[Any] = []
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_reason_recorder() -> Iterator[None]:
-    finish_run = _agent.finish_run
+    finish_run = _context.finish_run  # _agent calls it by this name
     record = _records.Delegation.record
     aggregate = _parallel._aggregate
 

@@ -11,7 +11,7 @@ import json
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,6 +19,16 @@ from deputy_runtime import AgentDefinition, Chat, LeadAgent, Tool
 from deputy_runtime.chat import ScriptedProvider, tool_call, tool_calls
 from deputy_runtime.chat._types import AssistantTurn, ContentToolResult, ModelRequest
 from deputy_runtime.runtime import IN_PROCESS_LEASES, _usage
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def append_then(log: list[_Item], item: _Item, result: _Result) -> _Result:
+    """Append ``item`` to ``log`` and return ``result``: a recording hook or tool in a lambda."""
+    log.append(item)
+    return result
+
 
 DELEGATE = "delegate_to_agent"
 
@@ -32,7 +42,7 @@ def make_tool(
     function: Callable[..., Any] | None = None,
     *,
     calls: list[str] | None = None,
-    **annotations: bool,
+    **annotations: Any,  # Tool's annotation flags (read_only=True, ...)
 ) -> Tool:
     """A tool taking any arguments; appends ``name`` to ``calls`` each time it runs."""
 
@@ -74,7 +84,7 @@ def delegate_many(*pairs: tuple[str, str]) -> AssistantTurn:
 def scripted_lead(
     script: Mapping[str | None, Any],
     sub_agents: Sequence[AgentDefinition] = (),
-    working_dir: Path | None = None,
+    working_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> tuple[LeadAgent, ScriptedProvider]:
     """A LeadAgent on a ScriptedProvider keyed per agent name."""
@@ -135,7 +145,7 @@ class MeterSpy:
 
 
 @pytest.fixture
-def meter_spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[MeterSpy]:
+def meter_spy(monkeypatch: pytest.MonkeyPatch) -> MeterSpy:
     """Keep every Meter alive and reachable so tests can assert no reservation is left."""
     spy = MeterSpy()
     original = _usage.Meter.__init__

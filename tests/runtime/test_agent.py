@@ -17,6 +17,7 @@ from deputy_runtime import (
     Hooks,
     PermissionAllow,
     PermissionDeny,
+    PermissionMode,
     Permissions,
     RequestLimitExceeded,
     RunActiveError,
@@ -27,6 +28,7 @@ from deputy_runtime import (
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ContentToolResult, ModelRequest, Usage
 from deputy_runtime.runtime import StopEvent, ToolEnd, ToolStart, UsageEvent
+from tests.runtime.helpers import append_then
 
 pytestmark = pytest.mark.anyio
 
@@ -139,7 +141,7 @@ async def test_denied_tool_never_runs_and_model_sees_reason(tmp_path: Path) -> N
     agent, _ = make_agent(
         [tool_call("wipe", {"target": "x"}), reply("ok")],
         [wipe],
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
         working_dir=tmp_path,
     )
     result = await agent.run("go")
@@ -156,7 +158,7 @@ async def test_can_use_tool_that_raises_denies() -> None:
     agent, _ = make_agent(
         [tool_call("add", {"a": 1, "b": 1}), reply("ok")],
         [add],
-        permissions=Permissions(mode="full", can_use_tool=broken),
+        permissions=Permissions(mode=PermissionMode.FULL, can_use_tool=broken),
     )
     result = await agent.run("go")
     error = results_of(result.turns[2].contents)[0].error
@@ -198,9 +200,9 @@ async def test_pre_tool_use_hook_that_raises_denies() -> None:
 async def test_pre_tool_use_matcher_and_first_decision_wins() -> None:
     hooks = Hooks()
     order: list[str] = []
-    hooks.add(HookEvent.PreToolUse, lambda i: order.append("other") or None, matcher="other")
-    hooks.add(HookEvent.PreToolUse, lambda i: order.append("first") or HookDecision.deny("no"))
-    hooks.add(HookEvent.PreToolUse, lambda i: order.append("second") or HookDecision.allow())
+    hooks.add(HookEvent.PreToolUse, lambda i: append_then(order, "other", None), matcher="other")
+    hooks.add(HookEvent.PreToolUse, lambda i: append_then(order, "first", HookDecision.deny("no")))
+    hooks.add(HookEvent.PreToolUse, lambda i: append_then(order, "second", HookDecision.allow()))
     agent, _ = make_agent([tool_call("add", {"a": 1, "b": 1}), reply("ok")], [add], hooks=hooks)
     result = await agent.run("go")
     assert order == ["first"]
@@ -253,10 +255,13 @@ async def test_final_denials_are_never_put_to_permission_request_hooks(
         raise RuntimeError("policy service down")
 
     permissions = {
-        "deny_list": Permissions(deny=["stamp"]),
+        "deny_list": Permissions(deny=frozenset({"stamp"})),
         # Full mode, so only the callback can deny.
-        "raising_callback": Permissions(mode="full", can_use_tool=raising),
-        "junk_callback": Permissions(mode="full", can_use_tool=lambda *a: "yes"),
+        "raising_callback": Permissions(mode=PermissionMode.FULL, can_use_tool=raising),
+        "junk_callback": Permissions(
+            mode=PermissionMode.FULL,
+            can_use_tool=lambda *a: "yes",  # type: ignore[arg-type]  # junk under test
+        ),
     }[source]
     hooks = Hooks()
     hooks.add(HookEvent.PermissionRequest, approve)
@@ -289,7 +294,7 @@ async def test_narrowing_mid_run_applies_to_next_call(tmp_path: Path) -> None:
     agent, _ = make_agent(script, files, working_dir=tmp_path)
     agent_box.append(agent)
     changes: list[Any] = []
-    agent.hooks.add(HookEvent.ConfigChange, lambda i: changes.append(i) or None)
+    agent.hooks.add(HookEvent.ConfigChange, lambda i: append_then(changes, i, None))
     result = await agent.run("go")
     assert (tmp_path / "early.txt").exists()
     assert not (tmp_path / "late.txt").exists()
@@ -302,7 +307,7 @@ async def test_narrowing_mid_run_applies_to_next_call(tmp_path: Path) -> None:
 
 
 async def test_widening_raises() -> None:
-    agent, _ = make_agent([], permissions=Permissions(mode="readonly"))
+    agent, _ = make_agent([], permissions=Permissions(mode=PermissionMode.READONLY))
     from deputy_runtime import PermissionModeWideningError
 
     with pytest.raises(PermissionModeWideningError):

@@ -23,6 +23,7 @@ from deputy_runtime import (
     EventLogWriter,
     HookDecision,
     HookEvent,
+    PermissionMode,
     Permissions,
     RequestLimitExceeded,
     Tool,
@@ -194,8 +195,9 @@ async def test_every_token_and_cost_limit_stops_after_the_response(
     else:
         with pytest.raises(BudgetExceeded) as info:
             await agent.run("go", usage_limits=limits)
-        assert info.value.stop_reason == reason  # type: ignore[attr-defined]
-        result = info.value.result  # type: ignore[attr-defined]
+        assert info.value.stop_reason == reason
+        assert isinstance(info.value.result, AgentResult)
+        result = info.value.result
     assert result.stop_reason == reason
     # The limit is checked after the response: the requested tool never ran and no
     # second request was made; the open call got an error result (consistent history).
@@ -223,7 +225,7 @@ async def test_rejected_tool_calls_count_against_the_tool_call_limit() -> None:
     agent, provider = _agent(
         [tool_call("blocked", {}), tool_call("allowed", {}), reply("unreachable")],
         tools=[allowed, blocked],
-        permissions=Permissions(mode="standard", deny=["blocked"]),
+        permissions=Permissions(mode=PermissionMode.STANDARD, deny=frozenset({"blocked"})),
         usage_limits=UsageLimits(max_tool_calls=1),
     )
     result = await agent.run("go")

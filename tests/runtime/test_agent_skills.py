@@ -16,7 +16,7 @@ from deputy_runtime import (
     skill_load,
     tool,
 )
-from deputy_runtime.chat import ModelRequest, ScriptedProvider, reply, tool_call
+from deputy_runtime.chat import AssistantTurn, ModelRequest, ScriptedProvider, reply, tool_call
 from deputy_runtime.chat._types import ContentToolResult
 
 pytestmark = pytest.mark.anyio
@@ -35,7 +35,7 @@ async def test_skills_are_listed_and_loaded_on_demand(tmp_path: Path) -> None:
     skill = skill_load(write_skill(tmp_path, "haiku", "Write 5-7-5 syllables."))
     seen: list[ModelRequest] = []
 
-    def first(request: ModelRequest) -> object:
+    def first(request: ModelRequest) -> AssistantTurn:
         seen.append(request)
         return tool_call("load_skill", {"name": "haiku"})
 

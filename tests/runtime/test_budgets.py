@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deputy_runtime import (
+    AgentResult,
     ProviderError,
     RequestLimitExceeded,
     UsageLimits,
@@ -319,7 +320,7 @@ async def test_lead_on_exceed_error_raises_after_child_usage(tmp_path: Path) -> 
     )
     with pytest.raises(RequestLimitExceeded) as raised:
         await lead.run("go")
-    assert raised.value.result is not None
+    assert isinstance(raised.value.result, AgentResult)
     assert raised.value.result.usage.requests == 3
     [record] = lead.list_subagents()
     # the child's share stops it cleanly; only the lead raises

@@ -27,6 +27,7 @@ from deputy_runtime import (
     LeadAgent,
     PermissionAllow,
     PermissionDeny,
+    PermissionMode,
     Permissions,
     Tool,
     tools_file,
@@ -37,7 +38,7 @@ from deputy_runtime.runtime import MODE_TRANSITIONS
 from tests.runtime.helpers import definition, delegate
 
 MODES = ("readonly", "plan", "standard", "full")
-CUSTOM = {
+CUSTOM: dict[str, dict[str, Any]] = {
     "reader": {"read_only": True},
     "plain": {},
     "nuke": {"destructive": True},
@@ -197,9 +198,9 @@ async def _run_example(ex: Example, root: Path) -> tuple[list[str], int]:
         ],
         working_dir=root,
         permissions=Permissions(
-            mode=ex.lead_mode,
-            allow=ex.allow,
-            deny=ex.deny,  # type: ignore[arg-type]
+            mode=PermissionMode(ex.lead_mode),
+            allow=frozenset(ex.allow),
+            deny=frozenset(ex.deny),
             can_use_tool=callback,
         ),
     )

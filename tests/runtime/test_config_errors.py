@@ -11,6 +11,7 @@ from deputy_runtime import (
     Chat,
     HookEvent,
     Hooks,
+    PermissionMode,
     PermissionModeWideningError,
     Permissions,
 )
@@ -21,7 +22,7 @@ from deputy_runtime.errors import PermissionsError
 @pytest.mark.parametrize("mode", ["read-only", "Full", "", "ask"])
 def test_an_unknown_mode_is_not_called_a_widening(mode: str) -> None:
     with pytest.raises(PermissionsError, match="Unknown permission mode") as info:
-        Permissions(mode="full").narrow(mode)
+        Permissions(mode=PermissionMode.FULL).narrow(mode)
     assert not isinstance(info.value, PermissionModeWideningError)
     assert "'readonly', 'plan', 'standard', 'full'" in str(info.value)
 
@@ -35,7 +36,7 @@ def test_set_permission_mode_reports_an_unknown_mode(tmp_path: Path) -> None:
 
 def test_a_real_widening_still_says_so() -> None:
     with pytest.raises(PermissionModeWideningError, match="only narrowing is allowed"):
-        Permissions(mode="readonly").narrow("full")
+        Permissions(mode=PermissionMode.READONLY).narrow("full")
 
 
 def test_a_bad_hook_matcher_names_the_event_and_the_callback() -> None:

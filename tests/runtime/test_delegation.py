@@ -19,6 +19,7 @@ from deputy_runtime import (
     Chat,
     DefinitionError,
     HookEvent,
+    HookInput,
     LeadAgent,
     ProviderError,
 )
@@ -513,9 +514,11 @@ async def test_interrupt_subagent_inside_subagent_start_prevents_the_run(
         [definition("worker")],
         tmp_path,
     )
-    lead.hooks.add(
-        HookEvent.SubagentStart, lambda h: lead.interrupt_subagent(h.delegation_id or "") and None
-    )
+
+    def interrupt(h: HookInput) -> None:
+        lead.interrupt_subagent(h.delegation_id or "")
+
+    lead.hooks.add(HookEvent.SubagentStart, interrupt)
     await lead.run("go")
     [record] = lead.list_subagents()
     assert p.requests_for("worker") == []

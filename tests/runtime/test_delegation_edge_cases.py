@@ -25,6 +25,7 @@ from deputy_runtime import (
     HookEvent,
     LeadAgent,
     PermissionAllow,
+    PermissionMode,
     Permissions,
     Skill,
     Tool,
@@ -34,6 +35,7 @@ from deputy_runtime import (
 from deputy_runtime.chat import OpenAIProvider, ScriptedProvider, reply, tool_call
 from deputy_runtime.runtime import DelegationEnd, ToolStart
 from deputy_runtime.runtime._routing import ROUTING_START
+from tests.runtime.helpers import append_then
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +50,7 @@ def _delegate(name: str = "worker", task: str = "TASK") -> Any:
     return tool_call(DELEGATE, {"agent_name": name, "task": task})
 
 
-def _tool(name: str, function: Any, **annotations: bool) -> Tool:
+def _tool(name: str, function: Any, **annotations: Any) -> Tool:
     return Tool(
         name=name,
         description=f"The {name} tool.",
@@ -170,7 +172,7 @@ async def test_lead_post_tool_use_stop_stops_only_the_child(tmp_path: Path) -> N
         "worker",
         "Works.",
         "ROLE",
-        tools=(_tool("probe", lambda: ran.append("probe") or "probed", read_only=True),),
+        tools=(_tool("probe", lambda: append_then(ran, "probe", "probed"), read_only=True),),
     )
     lead, provider = _lead(
         {
@@ -211,7 +213,7 @@ async def test_lead_can_use_tool_gets_the_childs_context(tmp_path: Path) -> None
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("probe", {}), "ok"]},
         [worker],
         tmp_path,
-        permissions=Permissions(mode="standard", can_use_tool=can_use_tool),
+        permissions=Permissions(mode=PermissionMode.STANDARD, can_use_tool=can_use_tool),
     )
     result = await lead.run("go")
     [record] = lead.list_subagents()
@@ -235,7 +237,7 @@ async def test_skill_ask_user_without_human_input_fails_before_any_request(
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("ask_user", QUESTION), "x"]},
         [worker],
         tmp_path,
-        permissions=Permissions(mode="plan"),
+        permissions=Permissions(mode=PermissionMode.PLAN),
     )
     await lead.run("go")
     [record] = lead.list_subagents()
@@ -257,7 +259,7 @@ async def test_skill_ask_user_is_answered_by_human_input(tmp_path: Path) -> None
         {"lead": [_delegate(), reply("done")], "worker": [tool_call("ask_user", QUESTION), "x"]},
         [worker],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
         delegation_policy=DelegationPolicy(human_input=human),
     )
     await lead.run("go")

@@ -19,6 +19,7 @@ from deputy_runtime import (
     HookEvent,
     PermissionAllow,
     PermissionDeny,
+    PermissionMode,
     Permissions,
     tools_file,
 )
@@ -59,11 +60,11 @@ async def test_mode_transition_table_for_children(
         {"lead": [delegate("worker"), reply("ok")], "worker": ["done"]},
         [definition("worker", permission_mode=child_mode)],
         tmp_path,
-        permissions=Permissions(mode=lead_mode),  # type: ignore[arg-type]
+        permissions=Permissions(mode=PermissionMode(lead_mode)),
     )
     await lead.run("go")
     [record] = lead.list_subagents()
-    if child_mode in MODE_TRANSITIONS[lead_mode]:
+    if child_mode in MODE_TRANSITIONS[PermissionMode(lead_mode)]:
         assert record.status == "completed"
         assert [r.agent_id for r in lead.get_subagent_results() if r] == [record.agent_id]
     else:
@@ -99,7 +100,7 @@ async def test_full_lead_readonly_child_cannot_write(tmp_path: Path) -> None:
         },
         [definition("worker", tools=[files["write_file"]], permission_mode="readonly")],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
     )
     await lead.run("go")
     assert not (tmp_path / "x.txt").exists()
@@ -113,7 +114,7 @@ async def test_lead_deny_list_applies_to_children(tmp_path: Path) -> None:
         {"lead": [delegate("worker"), reply("ok")], "worker": [tool_call("effect", {}), "done"]},
         [definition("worker", tools=[effect])],
         tmp_path,
-        permissions=Permissions(mode="full", deny=["Effect"]),
+        permissions=Permissions(mode=PermissionMode.FULL, deny=frozenset({"Effect"})),
     )
     await lead.run("go")
     assert calls == []
@@ -138,7 +139,7 @@ async def test_lead_can_use_tool_applies_to_children(tmp_path: Path) -> None:
         },
         [definition("worker", tools=[files["read_file"]], permission_mode="readonly")],
         tmp_path,
-        permissions=Permissions(mode="standard", can_use_tool=callback),
+        permissions=Permissions(mode=PermissionMode.STANDARD, can_use_tool=callback),
     )
     await lead.run("go")
     error = child_error(p) or ""
@@ -165,7 +166,9 @@ async def test_lead_allow_list_gates_children(tmp_path: Path) -> None:
             )
         ],
         tmp_path,
-        permissions=Permissions(mode="standard", allow=["delegate_to_agent", "lookup"]),
+        permissions=Permissions(
+            mode=PermissionMode.STANDARD, allow=frozenset({"delegate_to_agent", "lookup"})
+        ),
     )
     await lead.run("go")
     assert calls == ["lookup"]
@@ -218,7 +221,7 @@ async def test_lead_narrowed_in_subagent_start_denies_the_childs_later_write(
         },
         [definition("worker", tools=[files["write_file"]])],
         tmp_path,
-        permissions=Permissions(mode="standard"),
+        permissions=Permissions(mode=PermissionMode.STANDARD),
     )
     lead.hooks.add(HookEvent.SubagentStart, lambda h: lead.set_permission_mode("readonly"))
     events = [e async for e in lead.run_stream("go")]
@@ -316,7 +319,7 @@ async def test_a_child_tool_named_like_the_delegate_tool_gets_no_exemption(
         },
         [definition("worker", tools=[spoof])],
         tmp_path,
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
     )
     await lead.run("go")
     assert calls == [], "a destructive tool ran in a readonly subagent"
@@ -331,7 +334,7 @@ async def test_an_unannotated_tool_named_like_ask_user_is_not_allowed_in_plan(
         {"lead": [delegate("worker"), reply("ok")], "worker": [tool_call("Ask-User", {}), "done"]},
         [definition("worker", tools=[spoof])],
         tmp_path,
-        permissions=Permissions(mode="plan"),
+        permissions=Permissions(mode=PermissionMode.PLAN),
     )
     await lead.run("go")
     assert calls == [], "an unannotated tool ran in a plan subagent"
@@ -346,7 +349,7 @@ async def test_lead_narrowed_during_pre_tool_use_still_denies_the_write(tmp_path
         },
         [definition("worker", tools=[files["write_file"]])],
         tmp_path,
-        permissions=Permissions(mode="standard"),
+        permissions=Permissions(mode=PermissionMode.STANDARD),
     )
 
     async def slow_approval(h: Any) -> None:

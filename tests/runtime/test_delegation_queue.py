@@ -89,7 +89,7 @@ def assert_paired(events: list[Event]) -> None:
     """Every DelegationEnd follows a DelegationStart of the same delegation, once each."""
     started = [e.delegation_id for e in events if isinstance(e, DelegationStart)]
     ended = [e.delegation_id for e in events if isinstance(e, DelegationEnd)]
-    assert sorted(started) == sorted(ended), (started, ended)
+    assert sorted(started, key=str) == sorted(ended, key=str), (started, ended)
     assert len(set(started)) == len(started)
 
 

@@ -327,7 +327,8 @@ async def test_one_lead_turn_with_200_delegations_never_exceeds_50_requests(
         assert provider.requests == 50
     else:
         # the first child reserved everything left, its siblings got nothing
-        assert sorted(r.limits.max_requests for r in lead.list_subagents())[-1] == 49  # type: ignore[union-attr]
+        granted = [r.limits.max_requests for r in lead.list_subagents() if r.limits is not None]
+        assert max(n or 0 for n in granted) == 49
 
 
 @pytest.mark.parametrize("via", ["parallel_delegate", "lead_turn"])

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, Permissions
+from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, PermissionMode, Permissions
 from deputy_runtime.chat import reply, tool_call
 from tests.runtime.helpers import (
+    append_then,
     definition,
     delegate,
     make_tool,
@@ -223,12 +224,12 @@ async def test_permission_request_subagent_start_and_stop_never_forward(
             )
         ],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
     )
     lead.hooks.add(HookEvent.SubagentStart, starts.append)
     lead.hooks.add(HookEvent.SubagentStop, stops.append)
     lead.hooks.add(
-        HookEvent.PermissionRequest, lambda h: requests.append(h) or HookDecision.allow()
+        HookEvent.PermissionRequest, lambda h: append_then(requests, h, HookDecision.allow())
     )
     await lead.run("go")
     assert requests == []

@@ -8,6 +8,7 @@ import pytest
 
 from deputy_runtime import DelegationPolicy, HookDecision, HookEvent, HookInput, Hooks
 from deputy_runtime.errors import DelegationBindingError
+from tests.runtime.helpers import append_then
 
 pytestmark = pytest.mark.anyio
 
@@ -30,14 +31,14 @@ def test_unknown_event_is_rejected_with_the_list() -> None:
 async def test_registration_order_and_first_non_none_wins() -> None:
     hooks = Hooks()
     calls: list[str] = []
-    hooks.add(HookEvent.PreToolUse, lambda i: calls.append("a") or None)
+    hooks.add(HookEvent.PreToolUse, lambda i: append_then(calls, "a", None))
 
     async def second(i: HookInput) -> HookDecision:
         calls.append("b")
         return HookDecision.deny("b says no")
 
     hooks.add(HookEvent.PreToolUse, second)
-    hooks.add(HookEvent.PreToolUse, lambda i: calls.append("c") or HookDecision.allow())
+    hooks.add(HookEvent.PreToolUse, lambda i: append_then(calls, "c", HookDecision.allow()))
     decision = await hooks.dispatch(tool_input(), [])
     assert decision == HookDecision.deny("b says no")
     assert calls == ["a", "b"]
@@ -46,10 +47,10 @@ async def test_registration_order_and_first_non_none_wins() -> None:
 async def test_matcher_never_matches_events_without_tool_name() -> None:
     hooks = Hooks()
     seen: list[Any] = []
-    hooks.add(HookEvent.Stop, lambda i: seen.append(i) or None, matcher=".*")
+    hooks.add(HookEvent.Stop, lambda i: append_then(seen, i, None), matcher=".*")
     await hooks.dispatch(tool_input(HookEvent.Stop, tool=None), [])
     assert seen == []
-    hooks.add(HookEvent.PreToolUse, lambda i: seen.append(i) or None, matcher="read_.*")
+    hooks.add(HookEvent.PreToolUse, lambda i: append_then(seen, i, None), matcher="read_.*")
     await hooks.dispatch(tool_input(tool="write_file"), [])
     await hooks.dispatch(tool_input(tool="read_file"), [])
     assert [i.tool_name for i in seen] == ["read_file"]
@@ -96,14 +97,16 @@ async def test_remove_and_decorator() -> None:
 
 
 def test_observers_validation() -> None:
-    policy = DelegationPolicy(observers=("Stop", "Stop", HookEvent.Notification))
+    # Names are accepted and normalised at runtime; the field is annotated as the HookEvents
+    # they become.
+    policy = DelegationPolicy(observers=("Stop", "Stop", HookEvent.Notification))  # type: ignore[arg-type]
     assert policy.observers == (HookEvent.Stop, HookEvent.Notification)
     assert HookEvent.PreToolUse in policy.forwarded_events
     for never in ("PermissionRequest", "SubagentStart", "SubagentStop"):
         with pytest.raises(DelegationBindingError, match="never forwarded"):
-            DelegationPolicy(observers=(never,))
+            DelegationPolicy(observers=(never,))  # type: ignore[arg-type]  # names: see above
     with pytest.raises(DelegationBindingError, match="not a HookEvent"):
-        DelegationPolicy(observers=("Nope",))
+        DelegationPolicy(observers=("Nope",))  # type: ignore[arg-type]  # not a name: under test
 
 
 async def test_session_hooks_and_warning_events() -> None:
@@ -113,8 +116,8 @@ async def test_session_hooks_and_warning_events() -> None:
 
     hooks = Hooks()
     seen: list[str] = []
-    hooks.add(HookEvent.SessionStart, lambda i: seen.append("start") or None)
-    hooks.add(HookEvent.SessionEnd, lambda i: seen.append(f"end:{i.reason}") or None)
+    hooks.add(HookEvent.SessionStart, lambda i: append_then(seen, "start", None))
+    hooks.add(HookEvent.SessionEnd, lambda i: append_then(seen, f"end:{i.reason}", None))
 
     def broken_stop(i: HookInput) -> None:
         raise RuntimeError("audit log full")

@@ -88,7 +88,7 @@ async def test_on_exceed_comes_from_the_batch_limits_when_given(tmp_path: Path) 
 async def test_batch_usage_limits_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
     lead, provider = answering_lead(tmp_path)
     with pytest.raises(TypeError, match="usage_limits must be a UsageLimits or None, got dict"):
-        await lead.parallel_delegate(TASKS, usage_limits={"max_requests": 3})  # type: ignore[arg-type]
+        await lead.parallel_delegate(TASKS, usage_limits={"max_requests": 3})
     assert provider.requests == 0
     assert not lead.running
     assert lead.list_subagents() == []

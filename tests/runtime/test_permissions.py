@@ -11,6 +11,7 @@ import anyio
 import msgspec
 import pytest
 
+from deputy_runtime import PermissionMode
 from deputy_runtime.errors import (
     PermissionCeilingError,
     PermissionModeWideningError,
@@ -29,7 +30,7 @@ from deputy_runtime.tools import Tool, ask_user, tools_file
 pytestmark = pytest.mark.anyio
 
 
-def make_tool(name: str, **annotations: bool) -> Tool:
+def make_tool(name: str, **annotations: Any) -> Tool:
     return Tool(
         name=name,
         description="",
@@ -66,11 +67,13 @@ def allowed(perms: Permissions, tool: Tool, args: Mapping[str, Any] | None = Non
 
 def test_presets_and_defaults() -> None:
     assert Permissions().mode == "standard"
-    assert Permissions(mode="full", deny=["x"]).deny == frozenset({"x"})
+    # The documented list form; the field is annotated as the frozenset it becomes.
+    assert Permissions(mode=PermissionMode.FULL, deny=["x"]).deny == frozenset({"x"})  # type: ignore[arg-type]
 
 
 def test_names_are_normalised() -> None:
-    perms = Permissions(allow=["Read_File", "My-Tool"], deny=("WRITE file",))
+    # Lists and tuples are accepted (documented); the fields are annotated as frozensets.
+    perms = Permissions(allow=["Read_File", "My-Tool"], deny=("WRITE file",))  # type: ignore[arg-type]
     assert perms.allow == frozenset({"read_file", "my_tool"})
     assert perms.deny == frozenset({"write_file"})
     assert normalize_tool_name("Grep-Files") == "grep_files"
@@ -95,7 +98,7 @@ def test_invalid_construction_names_the_field(kwargs: dict[str, Any], message: s
 
 def test_frozen() -> None:
     with pytest.raises(AttributeError):
-        Permissions().mode = "full"  # type: ignore[misc]
+        Permissions().mode = PermissionMode.FULL  # type: ignore[misc]  # frozen: under test
 
 
 def test_bind_sets_working_dir_and_default_write_root(tmp_path: Path) -> None:
@@ -111,7 +114,7 @@ def test_bind_sets_working_dir_and_default_write_root(tmp_path: Path) -> None:
 
 
 def test_readonly_rules(files: dict[str, Tool]) -> None:
-    ro = Permissions(mode="readonly")
+    ro = Permissions(mode=PermissionMode.READONLY)
     for name in ("read_file", "list_files", "grep_files"):
         assert allowed(ro, files[name], {"path": "."})
     assert allowed(ro, READER)
@@ -124,7 +127,9 @@ def test_readonly_rules(files: dict[str, Tool]) -> None:
     assert not allowed(ro, make_tool("write_file", read_only=True))
     assert not allowed(ro, make_tool("odd", read_only=True, destructive=True))
     # The allowlist grants non-writing tools, never destructive or known write tools.
-    listed = Permissions(mode="readonly", allow=["compute", "nuke", "write_file", "ask_user"])
+    listed = Permissions(
+        mode=PermissionMode.READONLY, allow=frozenset({"compute", "nuke", "write_file", "ask_user"})
+    )
     assert allowed(listed, PLAIN)
     assert allowed(listed, ask_user)
     assert not allowed(listed, NUKE)
@@ -132,32 +137,32 @@ def test_readonly_rules(files: dict[str, Tool]) -> None:
 
 
 def test_plan_adds_ask_user_and_suggests_it(files: dict[str, Tool]) -> None:
-    plan = Permissions(mode="plan")
+    plan = Permissions(mode=PermissionMode.PLAN)
     assert allowed(plan, ask_user)
     assert allowed(plan, READER)
     denial = plan.check_static(files["write_file"], {"path": "x"})
     assert denial is not None
     assert "Use ask_user" in denial.reason
-    no_ask = Permissions(mode="plan", deny=["ask_user"])
+    no_ask = Permissions(mode=PermissionMode.PLAN, deny=frozenset({"ask_user"}))
     assert not allowed(no_ask, ask_user)
     denial = no_ask.check_static(PLAIN, {})
     assert denial is not None
     assert "ask_user" not in denial.reason
-    gated = Permissions(mode="plan", allow=["compute"])
+    gated = Permissions(mode=PermissionMode.PLAN, allow=frozenset({"compute"}))
     denial = gated.check_static(NUKE, {})
     assert denial is not None
     assert "ask_user" not in denial.reason
 
 
 def test_standard_rules_and_write_root(tmp_path: Path, files: dict[str, Tool]) -> None:
-    std = Permissions(mode="standard").bind(tmp_path)
+    std = Permissions(mode=PermissionMode.STANDARD).bind(tmp_path)
     assert allowed(std, PLAIN)
     assert allowed(std, READER)
     assert allowed(std, ask_user)
     denial = std.check_static(NUKE, {})
     assert denial is not None
     assert "destructive" in denial.reason
-    assert allowed(Permissions(mode="standard", allow=["nuke"]), NUKE)
+    assert allowed(Permissions(mode=PermissionMode.STANDARD, allow=frozenset({"nuke"})), NUKE)
     write = files["write_file"]
     assert allowed(std, write, {"path": "ok.txt"})
     assert allowed(std, write, {"path": str(tmp_path / "sub" / "x")})
@@ -167,7 +172,9 @@ def test_standard_rules_and_write_root(tmp_path: Path, files: dict[str, Tool]) -
         assert "may only write under" in denial.reason
     for bad_arg in ({}, {"path": ""}, {"path": 3}, {"path": "a\x00b"}):
         assert not allowed(std, files["edit_file"], bad_arg)
-    narrow_root = Permissions(mode="standard", write_root=tmp_path / "sub").bind(tmp_path)
+    narrow_root = Permissions(mode=PermissionMode.STANDARD, write_root=tmp_path / "sub").bind(
+        tmp_path
+    )
     assert allowed(narrow_root, write, {"path": "sub/x.txt"})
     assert not allowed(narrow_root, write, {"path": "x.txt"})
     os.symlink("/tmp", tmp_path / "sub" / "escape")
@@ -175,7 +182,7 @@ def test_standard_rules_and_write_root(tmp_path: Path, files: dict[str, Tool]) -
 
 
 def test_unbound_standard_uses_current_directory(tmp_path: Path, files: dict[str, Tool]) -> None:
-    std = Permissions(mode="standard")
+    std = Permissions(mode=PermissionMode.STANDARD)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -186,7 +193,7 @@ def test_unbound_standard_uses_current_directory(tmp_path: Path, files: dict[str
 
 
 def test_full_allows_all_but_denied(files: dict[str, Tool]) -> None:
-    full = Permissions(mode="full", deny=["nuke"])
+    full = Permissions(mode=PermissionMode.FULL, deny=frozenset({"nuke"}))
     assert allowed(full, PLAIN)
     assert allowed(full, ask_user)
     assert allowed(full, files["write_file"], {"path": "/anywhere"})
@@ -211,19 +218,19 @@ def test_allow_list_gates_every_mode() -> None:
 
 def test_delegate_passes_mode_rules_but_not_lists() -> None:
     for mode in MODE_TRANSITIONS:
-        assert allowed(Permissions(mode=mode), DELEGATE)  # type: ignore[arg-type]
-        assert not allowed(Permissions(mode=mode, deny=["delegate_to_agent"]), DELEGATE)  # type: ignore[arg-type]
+        assert allowed(Permissions(mode=mode), DELEGATE)
+        assert not allowed(Permissions(mode=mode, deny=frozenset({"delegate_to_agent"})), DELEGATE)
         assert not allowed(Permissions(mode=mode, allow=["lookup"]), DELEGATE)  # type: ignore[arg-type]
     # A host tool that only shares the name gets no exemption.
-    assert not allowed(Permissions(mode="readonly"), SPOOFED_DELEGATE)
+    assert not allowed(Permissions(mode=PermissionMode.READONLY), SPOOFED_DELEGATE)
 
 
 # -- can_use_tool ---------------------------------------------------------------------
 
 
 async def test_check_without_callback_allows_what_static_allows() -> None:
-    assert await Permissions(mode="readonly").check(READER, {}) == PermissionAllow()
-    result = await Permissions(mode="readonly").check(PLAIN, {})
+    assert await Permissions(mode=PermissionMode.READONLY).check(READER, {}) == PermissionAllow()
+    result = await Permissions(mode=PermissionMode.READONLY).check(PLAIN, {})
     assert isinstance(result, PermissionDeny)
 
 
@@ -238,11 +245,11 @@ async def test_sync_and_async_callbacks_decide() -> None:
         await anyio.sleep(0)
         return PermissionDeny(f"async says no to {name}")
 
-    perms = Permissions(mode="full", can_use_tool=sync_cb)
+    perms = Permissions(mode=PermissionMode.FULL, can_use_tool=sync_cb)
     assert await perms.check(PLAIN, {}, "ctx") == PermissionAllow()
     assert await perms.check(PLAIN, {"x": 1}) == PermissionDeny("no", interrupt=True)
     assert calls == [("compute", {}, "ctx"), ("compute", {"x": 1}, None)]
-    result = await Permissions(mode="full", can_use_tool=async_cb).check(PLAIN, {})
+    result = await Permissions(mode=PermissionMode.FULL, can_use_tool=async_cb).check(PLAIN, {})
     assert result == PermissionDeny("async says no to compute")
 
 
@@ -253,7 +260,7 @@ async def test_callback_not_called_when_static_denies() -> None:
         calls.append(name)
         return PermissionAllow()
 
-    result = await Permissions(mode="readonly", can_use_tool=cb).check(NUKE, {})
+    result = await Permissions(mode=PermissionMode.READONLY, can_use_tool=cb).check(NUKE, {})
     assert isinstance(result, PermissionDeny)
     assert calls == []
 
@@ -279,7 +286,7 @@ async def _raises_async(name: str, args: Any, ctx: Any) -> Any:
     ],
 )
 async def test_callback_errors_and_junk_deny(callback: Any, fragment: str) -> None:
-    result = await Permissions(mode="full", can_use_tool=callback).check(PLAIN, {})
+    result = await Permissions(mode=PermissionMode.FULL, can_use_tool=callback).check(PLAIN, {})
     assert isinstance(result, PermissionDeny)
     assert fragment in result.reason
     assert "compute" in result.reason
@@ -300,7 +307,7 @@ async def test_callback_cancellation_propagates() -> None:
         await anyio.sleep_forever()
         return PermissionAllow()
 
-    perms = Permissions(mode="full", can_use_tool=slow)
+    perms = Permissions(mode=PermissionMode.FULL, can_use_tool=slow)
 
     async def run_check() -> None:
         try:
@@ -351,8 +358,8 @@ def test_results_are_json_encodable_tagged_values() -> None:
     ],
 )
 def test_transition_table_for_narrow_and_ceiling(current: str, target: str, ok: bool) -> None:
-    perms = Permissions(mode=current, deny=["x"], allow=["y"])  # type: ignore[arg-type]
-    assert (target in MODE_TRANSITIONS[current]) is ok
+    perms = Permissions(mode=PermissionMode(current), deny=frozenset({"x"}), allow=frozenset({"y"}))
+    assert (target in MODE_TRANSITIONS[PermissionMode(current)]) is ok
     if ok:
         narrowed = perms.narrow(target)
         assert narrowed.mode == target
@@ -369,7 +376,7 @@ def test_transition_table_for_narrow_and_ceiling(current: str, target: str, ok: 
 
 
 def test_narrow_same_mode_is_identity_and_unknown_mode_raises() -> None:
-    perms = Permissions(mode="standard")
+    perms = Permissions(mode=PermissionMode.STANDARD)
     assert perms.narrow("standard") is perms
     with pytest.raises(PermissionsError, match="Unknown permission mode 'bogus'"):
         perms.narrow("bogus")
@@ -379,7 +386,7 @@ def test_narrow_same_mode_is_identity_and_unknown_mode_raises() -> None:
 
 def test_ceiling_message_matches_deputy() -> None:
     with pytest.raises(PermissionCeilingError) as info:
-        Permissions(mode="readonly").ceiling("full")
+        Permissions(mode=PermissionMode.READONLY).ceiling("full")
     assert str(info.value).endswith(
         "Lead mode readonly cannot delegate with mode full. Use mode readonly, then tighten "
         "the child with disallowed_tools or max_requests."
@@ -390,7 +397,12 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
     def cb(name: str, args: Any, ctx: Any) -> PermissionAllow:
         return PermissionAllow()
 
-    lead = Permissions(mode="full", allow=["a", "b"], deny=["c"], can_use_tool=cb).bind(tmp_path)
+    lead = Permissions(
+        mode=PermissionMode.FULL,
+        allow=frozenset({"a", "b"}),
+        deny=frozenset({"c"}),
+        can_use_tool=cb,
+    ).bind(tmp_path)
     same = lead.ceiling(None)
     assert same is lead
     child = lead.ceiling("standard", ["Dangerous", "b"])
@@ -406,9 +418,11 @@ def test_ceiling_inherits_and_extends(tmp_path: Path) -> None:
 
 
 def test_describe_is_plain_json_data(tmp_path: Path) -> None:
-    perms = Permissions(mode="plan", deny=["B", "a"], can_use_tool=lambda n, a, c: None).bind(
-        tmp_path
-    )
+    perms = Permissions(
+        mode=PermissionMode.PLAN,
+        deny=frozenset({"B", "a"}),
+        can_use_tool=lambda n, a, c: PermissionAllow(),
+    ).bind(tmp_path)
     data = perms.describe()
     assert data == {
         "mode": "plan",

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deputy_runtime import PermissionMode
 from deputy_runtime.errors import PermissionCeilingError, PermissionModeWideningError
 from deputy_runtime.runtime._permissions import (
     KNOWN_WRITE_TOOLS,
     MODE_TRANSITIONS,
-    PERMISSION_MODES,
     PermissionAllow,
     PermissionDeny,
     Permissions,
@@ -54,7 +54,7 @@ PATHS = [
 ]
 
 names = st.sampled_from(INTERESTING) | st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,8}", fullmatch=True)
-modes = st.sampled_from(PERMISSION_MODES)
+modes = st.sampled_from(PermissionMode)
 
 
 @st.composite
@@ -82,8 +82,8 @@ arguments = st.fixed_dictionaries({"path": st.sampled_from(PATHS)})
 def permissions(draw: st.DrawFn, mode: Any = None) -> Permissions:
     return Permissions(
         mode=draw(modes) if mode is None else mode,
-        allow=draw(name_lists),
-        deny=draw(name_lists),
+        allow=frozenset(draw(name_lists)),
+        deny=frozenset(draw(name_lists)),
         write_root=draw(st.sampled_from([None, ROOT, ROOT / "sub"])),
         working_dir=ROOT,
     )
@@ -161,8 +161,8 @@ def test_deny_always_wins(
 ) -> None:
     denied = Permissions(
         mode=perms.mode,
-        allow=[*perms.allow, tool.name],
-        deny=[*perms.deny, tool.name],
+        allow=frozenset({*perms.allow, tool.name}),
+        deny=frozenset({*perms.deny, tool.name}),
         write_root=perms.write_root,
         working_dir=perms.working_dir,
     )

@@ -23,13 +23,14 @@ from deputy_runtime import (
     HookEvent,
     LeadAgent,
     PermissionCeilingError,
+    PermissionMode,
     Permissions,
     ProviderError,
     ResourceBusyError,
     ask_user,
 )
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
-from deputy_runtime.chat._types import ModelRequest
+from deputy_runtime.chat._types import ContentToolResult, ModelRequest
 from deputy_runtime.runtime import IN_PROCESS_LEASES, Lease
 from tests.runtime.helpers import (
     Cleanups,
@@ -64,9 +65,9 @@ def test_policy_validation() -> None:
     with pytest.raises(DelegationBindingError, match="require a factory"):
         DelegationPolicy("owned")
     with pytest.raises(DelegationBindingError, match="other modes cannot use one"):
-        DelegationPolicy("shared", resources=lambda a, d, c: None)
+        DelegationPolicy("shared", resources=lambda a, d, c: DelegationResources())
     with pytest.raises(DelegationBindingError, match="resource_mode"):
-        DelegationPolicy("borrowed")  # type: ignore[arg-type]
+        DelegationPolicy("borrowed")
     with pytest.raises(DelegationBindingError, match="human_input must be callable"):
         DelegationPolicy(human_input=5)  # type: ignore[arg-type]
     with pytest.raises(DelegationBindingError, match="chat must be callable"):
@@ -655,7 +656,7 @@ async def test_setup_failures_make_no_request_and_leave_nothing(
     worker = definition("worker")
     external: Lease | None = None
     if case.startswith("ceiling"):
-        permissions = Permissions(mode="readonly")
+        permissions = Permissions(mode=PermissionMode.READONLY)
         worker = definition("worker", permission_mode="full")
     elif case.startswith("human_input"):
         worker = definition("worker", tools=[ask_user])
@@ -731,7 +732,7 @@ async def test_ceiling_error_text_reaches_the_leads_model(tmp_path: Path) -> Non
         {"lead": [delegate("worker"), reply("ok")], "worker": ["never"]},
         [definition("worker", permission_mode="full")],
         tmp_path,
-        permissions=Permissions(mode="readonly"),
+        permissions=Permissions(mode=PermissionMode.READONLY),
     )
     with pytest.raises(PermissionCeilingError) as raised:
         lead.permissions.ceiling("full")
@@ -774,7 +775,7 @@ async def test_human_input_answers_ask_user_with_the_childs_context(tmp_path: Pa
         },
         [definition("worker", tools=[ask_user], permission_mode="plan")],
         tmp_path,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
         delegation_policy=DelegationPolicy(human_input=human),
         delegation_scope={"owner_id": "owner-1", "conversation_id": "c1"},
     )
@@ -787,6 +788,7 @@ async def test_human_input_answers_ask_user_with_the_childs_context(tmp_path: Pa
     assert context.run_id == record.run_id
     assert context.scope == {"owner_id": "owner-1", "conversation_id": "c1"}
     answer = p.requests_for("worker")[1].turns[-1].contents[0]
+    assert isinstance(answer, ContentToolResult)
     assert msgspec.json.decode(answer.value) == {"Which colour?": "blue"}
 
 
@@ -817,7 +819,7 @@ async def test_human_input_is_routed_per_lead(tmp_path: Path) -> None:
             },
             [definition("worker", tools=[ask_user])],
             tmp_path,
-            permissions=Permissions(mode="full"),
+            permissions=Permissions(mode=PermissionMode.FULL),
             delegation_policy=DelegationPolicy(human_input=handler_for(owner)),
             delegation_scope={"owner_id": owner, "conversation_id": "c"},
         )

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from deputy_runtime import Agent, Chat, HookEvent, Permissions, UsageLimits, tool
+from deputy_runtime import Agent, Chat, HookEvent, PermissionMode, Permissions, UsageLimits, tool
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ContentText, ContentToolResult, ModelRequest, Turn, Usage
 from deputy_runtime.runtime import Event, StopEvent, ToolEnd
@@ -46,7 +46,7 @@ async def test_a_cancelled_turn_keeps_finished_results_and_marks_cut_off_calls()
         {"a": [tool_calls(("record", {"text": "x"}), ("hang", {})), reply("after")]}
     )
     # A destructive tool runs in standard mode only from the allow list.
-    permissions = Permissions(mode="standard", allow=["record", "hang"])
+    permissions = Permissions(mode=PermissionMode.STANDARD, allow=frozenset({"record", "hang"}))
     agent = Agent(Chat(provider), tools=[record, hang], name="a", permissions=permissions)
     events: list[Event] = []
     with anyio.fail_after(10):

@@ -78,6 +78,7 @@ def test_deputy_worked_example() -> None:
     again = meter.reserve_child(3).limits
     assert (again.max_requests, again.max_total_tokens) == (3, 550)
     # Settling adds actual usage; reaching the limit stops the lead.
+    assert meter.reservations is not None
     meter.release(meter.reservations.pop())
     meter.add_external(AgentUsage(requests=1))
     assert meter.before_request() is None

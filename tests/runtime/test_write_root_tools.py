@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deputy_runtime import Agent, Chat, Permissions, tools_file
+from deputy_runtime import Agent, Chat, PermissionMode, Permissions, tools_file
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
 from deputy_runtime.chat._types import ContentToolResult
 
@@ -37,7 +37,7 @@ def agent_for(tools_dir: Path, working_dir: Path, **permissions: object) -> Agen
         Chat(ScriptedProvider(script)),
         tools=tools_file(tools_dir),
         working_dir=working_dir,
-        permissions=Permissions(mode="standard", **permissions),  # type: ignore[arg-type]
+        permissions=Permissions(mode=PermissionMode.STANDARD, **permissions),  # type: ignore[arg-type]
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deputy_runtime import LeadAgent, agent_definition, chat
+from deputy_runtime import LeadAgent, PermissionMode, agent_definition, chat
 from deputy_runtime.runtime import MODE_TRANSITIONS
 from deputy_runtime.service.auth import bearer_token, check_token_text, match_token
 from deputy_runtime.service.config import (
@@ -105,7 +105,7 @@ def test_a_request_never_widens_the_servers_ceilings(
         max_total_tokens=tokens,
     )
     too_wide = (
-        (mode or server_mode) not in MODE_TRANSITIONS[server_mode]
+        (mode or server_mode) not in MODE_TRANSITIONS[PermissionMode(server_mode)]
         or (requests or server_requests) > server_requests
         or (server_tokens is not None and tokens is not None and tokens > server_tokens)
     )
@@ -114,7 +114,7 @@ def test_a_request_never_widens_the_servers_ceilings(
             resolve_request(request, config, ("a",))
         return
     resolved = resolve_request(request, config, ("a",))
-    assert resolved.permission_mode in MODE_TRANSITIONS[server_mode]
+    assert resolved.permission_mode in MODE_TRANSITIONS[PermissionMode(server_mode)]
     assert resolved.limits.max_requests is not None
     assert resolved.limits.max_requests <= server_requests
     if server_tokens is not None:

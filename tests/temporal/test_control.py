@@ -22,6 +22,7 @@ from deputy_runtime import (
     AgentDefinition,
     AuthenticationError,
     LeadAgent,
+    PermissionMode,
     Permissions,
     RateLimitError,
     UsageLimits,
@@ -165,7 +166,7 @@ async def test_ceiling_violation_fails_before_the_child_starts(
         "writer", "Writes.", "You write.", tools=(files["write_file"],), permission_mode="full"
     )
     limits = UsageLimits(10)
-    permissions = Permissions(mode="readonly")
+    permissions = Permissions(mode=PermissionMode.READONLY)
     lead = LeadAgent(
         chat("test"), [writer], usage_limits=limits, permissions=permissions, working_dir=workdir
     )
@@ -282,7 +283,7 @@ async def test_narrowing_the_lead_narrows_a_running_child(
     async with deputy_worker(client, activities, task_queue=task_queue):
         request = lead_input(
             "Write", [writer], model=f"{name}/m", usage_limits=UsageLimits(10),
-            permissions=Permissions(mode="standard"),
+            permissions=Permissions(mode=PermissionMode.STANDARD),
         )  # fmt: skip
         handle = await start_lead(
             client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue

@@ -29,6 +29,7 @@ from deputy_runtime import (
     LeadAgent,
     PermissionAllow,
     PermissionDeny,
+    PermissionMode,
     Permissions,
     UsageLimits,
     chat,
@@ -225,7 +226,7 @@ def _around(rows: list[tuple[Any, ...]], call_id: str) -> list[tuple[Any, Any]]:
 async def test_the_event_order_and_call_ids_match_for_allowed_denied_and_refused_calls(
     client: Client, task_queue: str, workdir: Path
 ) -> None:
-    permissions = Permissions(mode="readonly")
+    permissions = Permissions(mode=PermissionMode.READONLY)
     expected, lead, in_process = await _in_process(workdir, _hooks(), permissions)
     async with _worker(client, task_queue, workdir, _hooks()):
         out, durable, workflow_id = await _durable(client, task_queue, workdir, permissions)
@@ -291,14 +292,18 @@ async def test_a_workers_can_use_tool_callback_runs_where_the_in_process_one_doe
 ) -> None:
     seen: list[tuple[str, Any]] = []
     expected, _, in_process = await _in_process(
-        workdir, None, Permissions(mode="full", can_use_tool=_callback(seen))
+        workdir, None, Permissions(mode=PermissionMode.FULL, can_use_tool=_callback(seen))
     )
     (workdir / "deputy-scratch.txt").unlink()  # the durable run writes it afresh
     seen_before = list(seen)
     seen.clear()
     async with _worker(client, task_queue, workdir, None, _callback(seen)):
         out, durable, workflow_id = await _durable(
-            client, task_queue, workdir, Permissions(mode="full"), worker_can_use_tool=True
+            client,
+            task_queue,
+            workdir,
+            Permissions(mode=PermissionMode.FULL),
+            worker_can_use_tool=True,
         )
     # The callback saw the same calls (the lead's, and the child's through its ceiling),
     # each with its PreToolUse hook input as context; delegate_to_agent included.
@@ -324,7 +329,11 @@ async def test_a_run_asking_for_a_callback_on_a_worker_without_one_is_denied(
 ) -> None:
     async with _worker(client, task_queue, workdir, None):
         out, _, _ = await _durable(
-            client, task_queue, workdir, Permissions(mode="full"), worker_can_use_tool=True
+            client,
+            task_queue,
+            workdir,
+            Permissions(mode=PermissionMode.FULL),
+            worker_can_use_tool=True,
         )
     missing = (
         "Permission denied: Tool '{}' denied: the run asks for the workers' can_use_tool "
@@ -362,7 +371,7 @@ async def test_observer_events_of_a_subagent_reach_the_workers_hooks_as_in_proce
 
     hooks.add(HookEvent.Stop, broken_stop)
     policy = DelegationPolicy(observers=(HookEvent.Notification, HookEvent.Stop))
-    permissions = Permissions(mode="readonly")
+    permissions = Permissions(mode=PermissionMode.READONLY)
     definitions, own = _setup(workdir)
     files = {t.name: t for t in tools_file(workdir)}
     lead = LeadAgent(
@@ -513,7 +522,7 @@ async def test_a_batch_refuses_hook_events_it_never_fires(client: Client) -> Non
 async def test_a_deny_list_naming_delegate_to_agent_stops_delegations_as_in_process(
     client: Client, task_queue: str, workdir: Path
 ) -> None:
-    permissions = Permissions(mode="readonly", deny=["delegate_to_agent"])
+    permissions = Permissions(mode=PermissionMode.READONLY, deny=frozenset({"delegate_to_agent"}))
     expected, lead, in_process = await _in_process(workdir, _hooks(), permissions)
     async with _worker(client, task_queue, workdir, _hooks()):
         out, durable, workflow_id = await _durable(client, task_queue, workdir, permissions)

@@ -21,6 +21,7 @@ from deputy_runtime import (
     DelegationBindingError,
     DelegationPolicy,
     LeadAgent,
+    PermissionMode,
     Permissions,
     QuestionEvent,
     UsageLimits,
@@ -41,6 +42,7 @@ from deputy_runtime.temporal import (
     pending_questions,
     start_lead,
 )
+from tests.runtime.helpers import append_then
 from tests.temporal.helpers import assert_replays, run_workflow_ids
 
 pytestmark = pytest.mark.anyio
@@ -275,8 +277,8 @@ async def test_a_denied_question_is_refused_as_in_process(
         chat("test"),
         [_asker()],
         usage_limits=LIMITS,
-        permissions=Permissions(mode="readonly"),
-        delegation_policy=DelegationPolicy(human_input=lambda q, c: asked.append(q) or {}),
+        permissions=Permissions(mode=PermissionMode.READONLY),
+        delegation_policy=DelegationPolicy(human_input=lambda q, c: append_then(asked, q, {})),
     )
     await lead.run("Do the work")
     [expected_result] = lead.get_subagent_results()
@@ -284,7 +286,11 @@ async def test_a_denied_question_is_refused_as_in_process(
     [expected] = _ask_results(expected_result.turns)
     assert asked == []
     handle = await _start(
-        client, task_queue, [_asker()], human_input=True, permissions=Permissions(mode="readonly")
+        client,
+        task_queue,
+        [_asker()],
+        human_input=True,
+        permissions=Permissions(mode=PermissionMode.READONLY),
     )
     with anyio.fail_after(WAIT_SECONDS):
         out = await handle.result()

@@ -12,6 +12,7 @@ from deputy_runtime import (
     AgentDefinition,
     DefinitionError,
     PermissionAllow,
+    PermissionMode,
     Permissions,
     Skill,
     UsageLimits,
@@ -48,7 +49,7 @@ def test_lead_input_round_trips_through_the_data_converter(tmp_path: Path) -> No
         [_definition(tmp_path, max_requests=2)],
         model="test",
         usage_limits=UsageLimits(max_requests=7, max_cost_usd=0.5),
-        permissions=Permissions(mode="readonly", deny=("write_file",)),
+        permissions=Permissions(mode=PermissionMode.READONLY, deny=frozenset({"write_file"})),
     )
     [payload] = data_converter.payload_converter.to_payloads([request])
     [back] = data_converter.payload_converter.from_payloads([payload], [LeadInput])

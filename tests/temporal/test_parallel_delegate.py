@@ -21,6 +21,7 @@ from deputy_runtime import (
     LeadAgent,
     ParallelResult,
     PermissionCeilingError,
+    PermissionMode,
     Permissions,
     UsageLimits,
     chat,
@@ -248,7 +249,7 @@ async def test_bad_batches_are_refused_before_anything_starts(
         ({"max_active": 0}, ValueError, "max_active must be a positive int"),
         ({"usage_limits": "many"}, TypeError, "usage_limits must be a UsageLimits"),
         (
-            {"tasks": [("wide", "x")], "permissions": Permissions(mode="readonly")},
+            {"tasks": [("wide", "x")], "permissions": Permissions(mode=PermissionMode.READONLY)},
             PermissionCeilingError,
             "cannot delegate with mode full",
         ),

@@ -23,6 +23,7 @@ from deputy_runtime import (
     HookInput,
     Hooks,
     LeadAgent,
+    PermissionMode,
     Permissions,
     SubagentRecord,
     UsageLimits,
@@ -247,7 +248,7 @@ async def test_budgets_across_parallel_delegations_match(
 async def test_ceiling_violation_matches(client: Client, task_queue: str, workdir: Path) -> None:
     definitions = _definitions(workdir, 2, writer_mode="full")
     limits = UsageLimits(max_requests=20)
-    permissions = Permissions(mode="readonly")
+    permissions = Permissions(mode=PermissionMode.READONLY)
     expected = await _in_process(workdir, definitions, limits, permissions=permissions)
     async with _worker(client, task_queue, workdir):
         got, _, _ = await _durable(client, task_queue, definitions, limits, permissions=permissions)
@@ -598,7 +599,7 @@ async def test_the_leads_own_calls_see_permission_request_and_notification_hooks
     own = [files["write_file"], files["edit_file"], files["read_file"]]
     definitions = _definitions(workdir)[:1]
     limits = UsageLimits(max_requests=20)
-    permissions = Permissions(mode="readonly")
+    permissions = Permissions(mode=PermissionMode.READONLY)
     lead = LeadAgent(
         chat("test"),
         definitions,

@@ -21,6 +21,8 @@ import anyio.to_thread
 import pytest
 
 from deputy_runtime.tools import FileToolLimits, Tool, _filegrep, _files, invoke_tool, tools_file
+from deputy_runtime.tools._fileread import walk
+from deputy_runtime.tools._fileroot import open_regular
 
 PROC_IO = Path("/proc/self/io")
 GIB = 2**30
@@ -174,7 +176,7 @@ async def test_cancelled_grep_of_a_large_tree_stops_promptly(
     finished = Finished(monkeypatch, _files, "grep")
     opened: list[str] = []
     scope = anyio.CancelScope()
-    real_open = _filegrep.open_regular
+    real_open = open_regular  # the function _filegrep calls by this name
 
     def open_and_cancel(path: str) -> int | None:
         opened.append(path)
@@ -203,7 +205,7 @@ async def test_cancelled_grep_of_empty_directories_stops_promptly(
     finished = Finished(monkeypatch, _files, "grep")
     visited: list[str] = []
     scope = anyio.CancelScope()
-    real_walk = _filegrep.walk
+    real_walk = walk  # the function _filegrep calls by this name
 
     def walk_and_cancel(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
         for entry in real_walk(top):

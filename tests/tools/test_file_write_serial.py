@@ -23,6 +23,7 @@ from deputy_runtime import (
     AgentDefinition,
     Chat,
     LeadAgent,
+    PermissionMode,
     Permissions,
     UsageLimits,
     tools_file,
@@ -60,7 +61,7 @@ async def one_turn_of_edits(base: Path, targets: list[int]) -> tuple[str, list[s
         Chat(ScriptedProvider([tool_calls(*calls), reply("done")])),
         tools=tools_file(base),
         working_dir=base,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
     )
     result = await agent.run("edit")
     by_id = results_of(result.turns)
@@ -115,14 +116,14 @@ async def delegated_edits(base: Path, workers: int) -> tuple[str, list[str | Non
         script[f"w{i}"] = [tool_call("edit_file", edit, id=f"e{i}"), reply("done")]
         [edit_tool] = [t for t in tools_file(base) if t.name == "edit_file"]
         definitions.append(
-            AgentDefinition(f"w{i}", description=f"Worker {i}.", prompt="x", tools=[edit_tool])
+            AgentDefinition(f"w{i}", description=f"Worker {i}.", prompt="x", tools=(edit_tool,))
         )
     provider = ScriptedProvider(script)
     lead = LeadAgent(
         Chat(provider),
         definitions,
         working_dir=base,
-        permissions=Permissions(mode="full"),
+        permissions=Permissions(mode=PermissionMode.FULL),
         usage_limits=UsageLimits(max_requests=None),
     )
     await lead.run("go")

@@ -35,7 +35,7 @@ if os.environ.get("NOISY"):  # a server that logs to stdout, breaking the framin
     print("tiny server says hello on stdout", flush=True)
 
 
-def reply(msg_id, result):
+def reply(msg_id: object, result: object) -> None:
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n")
     sys.stdout.flush()
 
