@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -42,9 +43,8 @@ def test_readme_says_trio_is_an_extra() -> None:
 def test_cli_md_documents_every_run_option() -> None:
     doc = _read("docs/cli.md")
     parser = _parser()
-    run = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices[
-        "run"
-    ]  # type: ignore[attr-defined]
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    run = subparsers.choices["run"]
     missing = [
         option
         for action in run._actions

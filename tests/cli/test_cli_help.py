@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+from pathlib import Path
 
 from deputy_runtime import __version__
 from deputy_runtime.cli import _parser
@@ -35,13 +36,13 @@ def test_every_option_has_help_and_states_its_default() -> None:
     assert not missing, "\n".join(missing)
 
 
-def test_version_prints_the_package_version(tmp_path: object) -> None:
+def test_version_prints_the_package_version(tmp_path: Path) -> None:
     done = run_cli("--version", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"deputy-runtime {__version__}"
 
 
-def test_a_bad_value_is_one_line_not_the_usage(tmp_path: object) -> None:
+def test_a_bad_value_is_one_line_not_the_usage(tmp_path: Path) -> None:
     done: subprocess.CompletedProcess[str] = run_cli(
         "run", "--max-requests", "0", "Do it", cwd=tmp_path
     )
@@ -53,7 +54,7 @@ def test_a_bad_value_is_one_line_not_the_usage(tmp_path: object) -> None:
     assert "usage:" not in done.stderr
 
 
-def test_a_missing_agents_directory_names_the_flag(tmp_path: object) -> None:
+def test_a_missing_agents_directory_names_the_flag(tmp_path: Path) -> None:
     done = run_cli("run", "Do it", cwd=tmp_path)
     assert done.returncode == 2
     assert "--agents '.deputy/agents' does not exist" in done.stderr, done.stderr
@@ -61,7 +62,7 @@ def test_a_missing_agents_directory_names_the_flag(tmp_path: object) -> None:
     assert "Model:" not in done.stdout + done.stderr
 
 
-def test_serve_help_points_to_something_installed(tmp_path: object) -> None:
+def test_serve_help_points_to_something_installed(tmp_path: Path) -> None:
     done = run_cli("serve", "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "python -m pydoc deputy_runtime.service" in " ".join(done.stdout.split())
@@ -70,14 +71,14 @@ def test_serve_help_points_to_something_installed(tmp_path: object) -> None:
     assert "deputy_runtime.service" in pydoc.stdout
 
 
-def run_cli_module(*args: str, cwd: object) -> subprocess.CompletedProcess[str]:
+def run_cli_module(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     import sys
 
     from tests.cli._runhelp import offline_env
 
     return subprocess.run(
         [sys.executable, "-m", *args],
-        cwd=cwd,  # type: ignore[arg-type]
+        cwd=cwd,
         env=offline_env(),
         capture_output=True,
         text=True,
