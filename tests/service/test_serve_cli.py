@@ -98,7 +98,10 @@ def test_a_missing_agents_directory_is_refused_as_validate_refuses_it(tmp_path: 
         timeout=60,
     )
     assert done.returncode == 2
-    assert done.stderr == "deputy-runtime serve: 'nowhere' does not exist\n"
+    assert done.stderr == (
+        "deputy-runtime serve: --agents 'nowhere' does not exist; point --agents at a"
+        " directory of definition files, e.g. --agents examples/agents\n"
+    )
 
 
 def test_plugin_tools_and_definition_warnings_at_startup(tmp_path: Path) -> None:
