@@ -59,6 +59,7 @@ from .errors import (
     ToolLoopLimitError,
     UnknownProviderError,
     UsageLimitExceeded,
+    UsageValueError,
 )
 from .runtime import (
     DELEGATE_TOOL_NAME,
@@ -227,6 +228,7 @@ __all__ = [
     "UsageEvent",
     "UsageLimitExceeded",
     "UsageLimits",
+    "UsageValueError",
     "WarningEvent",
     "agent_definition",
     "agent_definition_from_markdown",

@@ -45,6 +45,7 @@ __all__ = [
     "ToolLoopLimitError",
     "UnknownProviderError",
     "UsageLimitExceeded",
+    "UsageValueError",
 ]
 
 
@@ -229,6 +230,19 @@ class ResponseTooLargeError(ProviderError):
         super().__init__(message, provider=provider, status=status, body=body)
         self.limit = limit
         self.what = what
+
+
+class UsageValueError(DeputyError, ValueError):
+    """A usage value (``Usage``, ``AgentUsage``) was built with a count that is not an int
+    >= 0 or a cost that is not a finite number >= 0. ``field`` names the offending field.
+
+    Rejected at construction, whoever built it (a host's own provider included): NaN, an
+    infinity or a negative count would otherwise silently disable a token or cost limit.
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class InvalidUsageError(ProviderError):

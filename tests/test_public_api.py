@@ -121,6 +121,7 @@ EXPECTED_ALL = {
         "UsageEvent",
         "UsageLimitExceeded",
         "UsageLimits",
+        "UsageValueError",
         "WarningEvent",
         "agent_definition",
         "agent_definition_from_markdown",
@@ -253,6 +254,7 @@ EXPECTED_ALL = {
         "ToolLoopLimitError",
         "UnknownProviderError",
         "UsageLimitExceeded",
+        "UsageValueError",
     ],
     "deputy_runtime.runtime": [
         "Agent",

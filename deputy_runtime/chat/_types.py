@@ -7,12 +7,14 @@ tagged union (tag field ``type``) so a whole conversation round-trips through JS
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 import msgspec
 
 from .._toolspec import ToolSpec
+from ..errors import UsageValueError
 
 __all__ = [
     "AssistantTurn",
@@ -116,7 +118,36 @@ class UsageCounts(msgspec.Struct, frozen=True, gc=False):
 
     Adding two values of the same type adds every field; ``cost_usd`` is added with
     :func:`add_costs`, so an unknown cost does not hide a known one.
+
+    Every count must be an int >= 0 and ``cost_usd`` ``None`` or a finite number >= 0;
+    anything else raises :class:`~deputy_runtime.errors.UsageValueError` naming the field,
+    because a NaN, infinite or negative value would silently disable a usage limit.
     """
+
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "cost_usd":
+                if value is None or (
+                    not isinstance(value, bool)
+                    and isinstance(value, int | float)
+                    and math.isfinite(value)
+                    and value >= 0
+                ):
+                    continue
+                raise UsageValueError(
+                    f"{type(self).__name__}.cost_usd must be None or a finite number >= 0, "
+                    f"got {value!r}",
+                    field="cost_usd",
+                )
+            # Fast path for the common valid value; type() is int rejects bools.
+            if type(value) is int and value >= 0:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageValueError(
+                    f"{type(self).__name__}.{name} must be an int >= 0, got {value!r}",
+                    field=name,
+                )
 
     def __add__(self, other: Self) -> Self:
         if type(other) is not type(self):
