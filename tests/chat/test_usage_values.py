@@ -77,12 +77,12 @@ def test_property_valid_accepted_invalid_rejected(
 ) -> None:
     names = _COUNTS[kind]
     values = dict(zip(names, counts, strict=False))
-    good = kind(cost_usd=cost, **values)  # type: ignore[arg-type]
+    good = kind(cost_usd=cost, **values)
     assert all(getattr(good, name) == values[name] for name in names)
     with pytest.raises(UsageValueError) as info:
-        kind(cost_usd=bad_cost, **values)  # type: ignore[arg-type]
+        kind(cost_usd=bad_cost, **values)
     assert info.value.field == "cost_usd"
     name = names[which % len(names)]
     with pytest.raises(UsageValueError) as info:
-        kind(cost_usd=cost, **{**values, name: bad_count})  # type: ignore[arg-type]
+        kind(cost_usd=cost, **{**values, name: bad_count})
     assert info.value.field == name
