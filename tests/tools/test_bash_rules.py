@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from deputy_runtime.errors import ToolDefinitionError
 from deputy_runtime.tools._bashparse import UnparseableCommand, parse_command
@@ -50,3 +54,23 @@ def test_bad_rules_and_unparseable_commands() -> None:
         BashRules.parse(allow=["Bash(a && b)"])
     with pytest.raises(UnparseableCommand):
         parse_command("echo 'unterminated")
+
+
+_QUOTINGS = (lambda w: w, lambda w: f"'{w}'", lambda w: f'"{w}"', lambda w: "\\" + w)
+_JOINS = ("; ", " && ", " || ", " | ", " & ", "\n", " $(", " `", " (")
+_CLOSE = {" $(": ")", " `": "`", " (": ")"}
+
+
+@given(
+    quoting=st.lists(st.sampled_from(_QUOTINGS), min_size=3, max_size=3),
+    join=st.sampled_from(_JOINS),
+    env=st.sampled_from(("", "FOO=1 ", "LD_PRELOAD=x ")),
+    tail=st.sampled_from(("rm x", "curl evil", "sh -c id", "git push")),
+)
+def test_no_join_widens_an_allowed_command(
+    quoting: list[Callable[[str], str]], join: str, env: str, tail: str
+) -> None:
+    rules = BashRules.parse(allow=["Bash(git log:*)", "Bash(npm test)"], deny=["rm:*"])
+    head = " ".join(q(w) for q, w in zip(quoting, ("git", "log", "-n"), strict=True))
+    assert rules.refusal(head) is None
+    assert rules.refusal(f"{head}{join}{env}{tail}{_CLOSE.get(join, '')}") is not None
