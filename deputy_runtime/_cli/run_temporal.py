@@ -61,6 +61,9 @@ __all__ = ["attach", "run_temporal"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Seconds between two polls of the run's event log.
 POLL_SECONDS = 0.25
+#: Seconds ``run`` waits for a worker to poll the task queue before it declines to start
+#: the run (a worker started a moment before the command may not be listed yet).
+WORKER_GRACE_SECONDS = 5.0
 
 
 def run_temporal(args: argparse.Namespace) -> int:
@@ -138,13 +141,64 @@ async def _follow(args: argparse.Namespace, request: Any, workflow_id: str, star
 
     try:
         client = await Client.connect(args.temporal, data_converter=data_converter)
-        await start_lead(client, request, workflow_id=workflow_id, task_queue=args.task_queue)
+        polling = await _wait_for_worker(client, args.task_queue)
+        if polling:
+            await start_lead(client, request, workflow_id=workflow_id, task_queue=args.task_queue)
     except Exception as exc:
         print(f"deputy-runtime run: cannot start the run on Temporal at {args.temporal}: {exc}",
               file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
+    if not polling:
+        # Started, the run would wait on the server for a worker nobody is following it
+        # for; not starting it leaves nothing behind to clean up.
+        print(f"deputy-runtime run: {_no_worker_hint(args)}; the run was not started",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
     print(started, file=sys.stderr if args.json else sys.stdout, flush=True)
     return await _watch(args, client, workflow_id)
+
+
+async def _wait_for_worker(client: Any, task_queue: str) -> bool:
+    """Whether a worker polls ``task_queue`` for workflow tasks, waiting up to
+    :data:`WORKER_GRACE_SECONDS` for one to show up."""
+    from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WORKER_GRACE_SECONDS
+    while True:
+        response = await client.workflow_service.describe_task_queue(request)
+        if response.pollers:
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _no_worker_hint(args: argparse.Namespace) -> str:
+    if not hasattr(args, "task_queue"):
+        return "no worker answered for it; is a deputy-runtime worker running?"
+    return (
+        f"no worker answered on task queue {args.task_queue!r}; start one with: "
+        f"deputy-runtime worker --temporal {args.temporal} --task-queue "
+        f"{args.task_queue} --agents DIR"
+    )
+
+
+def no_worker_answered(exc: BaseException) -> bool:
+    """A query that no worker took up in time: the server's deadline, or the client's."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    text = str(exc)
+    if "Timeout expired" in text or "timed out before a worker" in text:
+        return True
+    return isinstance(exc, RPCError) and exc.status == RPCStatusCode.DEADLINE_EXCEEDED
 
 
 def attach(args: argparse.Namespace) -> int:
@@ -251,17 +305,12 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
         return EXIT_FAILED
     except Exception as exc:
         view.close()
-        if "Timeout expired" not in str(exc):
+        if not no_worker_answered(exc):
             print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
             return EXIT_FAILED
-        # The run's log is read by a query, which only a worker answers: none is polling.
-        hint = (
-            f"no worker answered on task queue {args.task_queue!r}; start one with: "
-            f"deputy-runtime worker --temporal {args.temporal} --task-queue "
-            f"{args.task_queue} --agents DIR"
-            if hasattr(args, "task_queue")
-            else "no worker answered for it; is a deputy-runtime worker running?"
-        )
+        # The run's log is read by a query, which only a worker answers: none is polling
+        # any more (the workers listed when the run started have gone).
+        hint = _no_worker_hint(args)
         ending = ""
         if prog == "deputy-runtime run":
             # This command started the run and is giving up on it: end it, rather than
