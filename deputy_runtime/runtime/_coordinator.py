@@ -332,7 +332,9 @@ class DelegationCoordinator:
         """Run a prepared responder whose budget is reserved; settle it.
 
         Returns:
-            ``False`` when it was stopped before its run (it stays ``not_started``).
+            ``False`` when it was stopped before its run (it stays ``not_started``): an
+            interrupt or a shared budget that granted nothing, which stop the batch too.
+            A responder that raised failed alone (``True``): its siblings still run.
         """
         failed: BaseException | None = None
         started = False
@@ -348,7 +350,7 @@ class DelegationCoordinator:
                 raise
         finally:
             await self.conclude(d, meter, emit, failed)
-        return started
+        return started or failed is not None
 
     def announce(self, emit: EventSink | None, d: Delegation) -> None:
         """Emit DelegationStart (admitted, budget reserved): every DelegationEnd has one."""

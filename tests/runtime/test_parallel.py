@@ -201,6 +201,30 @@ async def test_failed_responder_keeps_its_siblings(tmp_path: Path) -> None:
     assert again.statuses == ("completed", "completed")
 
 
+@pytest.mark.parametrize("error", [ProviderError, RuntimeError, ValueError])
+@pytest.mark.parametrize("max_active", [1, 2])
+async def test_failed_responder_fails_alone_when_its_siblings_wait_for_a_slot(
+    tmp_path: Path, max_active: int, error: type[Exception]
+) -> None:
+    # With fewer slots than tasks, the failure settles before later tasks are dispatched:
+    # they must still run, not stay not_started behind an "interrupted" batch.
+    def b(request: ModelRequest) -> str:
+        raise error("b is down")
+
+    names = "abcde"
+    lead, _ = scripted_lead(
+        {"a": echo, "b": b, "c": echo, "d": echo, "e": echo},
+        [definition(n) for n in names],
+        tmp_path,
+    )
+    result = await lead.parallel_delegate([(n, f"task {n}") for n in names], max_active=max_active)
+    assert result.statuses == ("completed", "failed", "completed", "completed", "completed")
+    assert all(result.results[i] is not None for i in (0, 2, 3, 4))
+    assert "b is down" in (result.errors[1] or "")
+    assert result.run.stop_reason == "delegation_error"
+    assert result.run.usage.requests == 5
+
+
 async def test_validation_before_dispatch(tmp_path: Path) -> None:
     lead, p = scripted_lead(
         {"plain": echo, "tooled": echo, "mcp": echo},
