@@ -1,6 +1,7 @@
 """Reading a Claude Code style ``.mcp.json`` file.
 
-The file is ``{"mcpServers": {name: {...}}}``. Each server has a ``type``: ``stdio`` (the
+The file is ``{"mcpServers": {name: {...}}}``, or the server map alone (``{name: {...}}``,
+as plugins write it). Each server has a ``type``: ``stdio`` (the
 default when the entry has a ``command``), ``http`` or its alias ``streamable-http``.
 ``sse`` is refused: MCP deprecated that transport and the SDK's streamable HTTP client is
 what this runtime speaks. Unknown keys are refused too, naming them, because an ignored
@@ -8,7 +9,9 @@ key (an auth helper, say) would make a server behave differently than its file s
 
 ``${VAR}`` and ``${VAR:-default}`` are expanded, as Claude Code does, in ``command``,
 ``args``, ``env`` values, ``cwd``, ``url`` and ``headers`` values; a variable that is not
-set and has no default is an error naming it. A relative ``cwd`` is relative to the file.
+set and has no default is an error naming it. ``${CLAUDE_PLUGIN_ROOT}`` is the folder that
+holds the file (a plugin's root, where its ``.mcp.json`` lives) unless the environment sets
+it. A relative ``cwd`` is relative to the file.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ import msgspec
 from ..errors import McpConfigError
 from ._config import McpConfig, McpHttp, McpStdio, check_server_name
 
-__all__ = ["expand_env", "load_mcp_config", "parse_mcp_config"]
+__all__ = ["PLUGIN_ROOT_VARIABLE", "expand_env", "load_mcp_config", "parse_mcp_config"]
+
+#: The variable a plugin's ``.mcp.json`` names its own folder by.
+PLUGIN_ROOT_VARIABLE = "CLAUDE_PLUGIN_ROOT"
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _STDIO_KEYS = frozenset({"type", "command", "args", "env", "cwd"})
@@ -79,17 +85,20 @@ def load_mcp_config(
         data = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
         raise McpConfigError(f"{file}: not valid JSON: {exc}", path=file) from exc
-    return parse_mcp_config(data, source=file, env=os.environ if env is None else env)
+    variables = dict(os.environ if env is None else env)
+    variables.setdefault(PLUGIN_ROOT_VARIABLE, str(file.resolve().parent))
+    return parse_mcp_config(data, source=file, env=variables)
 
 
 def parse_mcp_config(data: Any, *, source: Path, env: Mapping[str, str]) -> dict[str, McpConfig]:
-    """The servers of already-decoded ``.mcp.json`` data; ``source`` names it in errors."""
-    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
-        raise McpConfigError(
-            f'{source}: expected an object with an "mcpServers" object', path=source
-        )
+    """The servers of already-decoded ``.mcp.json`` data; ``source`` names it in errors.
+
+    ``data`` is ``{"mcpServers": {...}}`` or the server map itself; a map that mixes
+    servers with other keys is refused, naming the keys that are not servers.
+    """
+    servers_map = _server_map(data, source)
     servers: dict[str, McpConfig] = {}
-    for name, entry in data["mcpServers"].items():
+    for name, entry in servers_map.items():
         where = f"{source}: server {name!r}"
         try:
             check_server_name(name, "name")
@@ -98,6 +107,36 @@ def parse_mcp_config(data: Any, *, source: Path, env: Mapping[str, str]) -> dict
             message = str(exc) if str(exc).startswith(where) else f"{where}: {exc}"
             raise McpConfigError(message, server=str(name), path=source) from None
     return servers
+
+
+def _server_map(data: Any, source: Path) -> dict[str, Any]:
+    expected = 'an object with an "mcpServers" object, or the servers by name'
+    if not isinstance(data, dict):
+        raise McpConfigError(
+            f"{source}: expected {expected}, got {type(data).__name__}", path=source
+        )
+    if "mcpServers" in data:
+        wrapped = data["mcpServers"]
+        others = sorted(str(k) for k in data if k not in ("mcpServers", "$schema"))
+        if not isinstance(wrapped, dict):
+            raise McpConfigError(
+                f'{source}: "mcpServers" must be an object of servers by name, got '
+                f"{type(wrapped).__name__}",
+                path=source,
+            )
+        if others:
+            raise McpConfigError(
+                f'{source}: unknown top-level key(s) {", ".join(others)} beside "mcpServers"',
+                path=source,
+            )
+        return wrapped
+    not_servers = sorted(str(k) for k, v in data.items() if not isinstance(v, dict))
+    if not_servers:
+        raise McpConfigError(
+            f"{source}: expected {expected}; {', '.join(not_servers)} is not a server object",
+            path=source,
+        )
+    return data
 
 
 def _server(entry: Any, where: str, base: Path, env: Mapping[str, str]) -> McpConfig:

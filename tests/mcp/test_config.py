@@ -166,8 +166,46 @@ def test_load_refuses_files_that_are_not_mcp_configs(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(McpConfigError, match=r"bad\.json: not valid JSON"):
         load_mcp_config(bad)
-    with pytest.raises(McpConfigError, match='an "mcpServers" object'):
+    with pytest.raises(McpConfigError, match='an "mcpServers" object, or the servers by name'):
+        load_mcp_config(write(tmp_path, [{"command": "x"}]))
+    with pytest.raises(McpConfigError, match='"mcpServers" must be an object'):
+        load_mcp_config(write(tmp_path, {"mcpServers": []}))
+    with pytest.raises(McpConfigError, match='unknown top-level key.*inputs beside "mcpServers"'):
+        load_mcp_config(write(tmp_path, {"mcpServers": {}, "inputs": []}))
+    with pytest.raises(McpConfigError, match="version is not a server object"):
+        load_mcp_config(write(tmp_path, {"version": 1, "git": {"command": "git-mcp"}}))
+    # A flat map whose entry is an object but no server says what a server needs.
+    with pytest.raises(McpConfigError, match="server 'servers': needs a 'command'"):
         load_mcp_config(write(tmp_path, {"servers": {}}))
+
+
+def test_load_reads_the_flat_shape_plugins_write(tmp_path: Path) -> None:
+    wrapped = {"mcpServers": {"git": {"command": "git-mcp", "args": ["--repo", "."]}}}
+    flat = wrapped["mcpServers"]
+    one = load_mcp_config(write(tmp_path, wrapped), env={})
+    (tmp_path / "flat").mkdir()
+    other = load_mcp_config(write(tmp_path / "flat", flat), env={})
+    assert one == other == {"git": McpStdio(command="git-mcp", args=("--repo", "."))}
+    assert load_mcp_config(write(tmp_path, {}), env={}) == {}
+    assert load_mcp_config(write(tmp_path, {"$schema": "x", "mcpServers": {}}), env={}) == {}
+
+
+def test_plugin_root_is_the_files_folder_unless_the_environment_sets_it(
+    tmp_path: Path,
+) -> None:
+    plugin = tmp_path / "my-plugin"
+    plugin.mkdir()
+    path = write(
+        plugin,
+        {"srv": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/server", "args": ["${CLAUDE_PLUGIN_ROOT}"]}},
+    )
+    server = load_mcp_config(path, env={})["srv"]
+    assert isinstance(server, McpStdio)
+    assert server.command == f"{plugin.resolve()}/bin/server"
+    assert server.args == (str(plugin.resolve()),)
+    chosen = load_mcp_config(path, env={"CLAUDE_PLUGIN_ROOT": "/opt/p"})["srv"]
+    assert isinstance(chosen, McpStdio)
+    assert chosen.command == "/opt/p/bin/server"
 
 
 # -- security rules, as properties ------------------------------------------------------
