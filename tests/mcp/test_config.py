@@ -170,7 +170,7 @@ def test_load_refuses_files_that_are_not_mcp_configs(tmp_path: Path) -> None:
         load_mcp_config(write(tmp_path, [{"command": "x"}]))
     with pytest.raises(McpConfigError, match='"mcpServers" must be an object'):
         load_mcp_config(write(tmp_path, {"mcpServers": []}))
-    with pytest.raises(McpConfigError, match='unknown top-level key.*inputs beside "mcpServers"'):
+    with pytest.raises(McpConfigError, match=r'unknown top-level key.*inputs beside "mcpServers"'):
         load_mcp_config(write(tmp_path, {"mcpServers": {}, "inputs": []}))
     with pytest.raises(McpConfigError, match="version is not a server object"):
         load_mcp_config(write(tmp_path, {"version": 1, "git": {"command": "git-mcp"}}))
