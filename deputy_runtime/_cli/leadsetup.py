@@ -12,7 +12,6 @@ the option or file.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -61,7 +60,6 @@ from .definitions import (
 )
 
 __all__ = [
-    "BASE_URL_VARIABLES",
     "DEFAULT_MODELS",
     "LEAD_PROMPT",
     "LEAD_TOOLS",
@@ -198,11 +196,6 @@ def fanout_note(lead_chat: Chat, agents: Sequence[str]) -> str | None:
     )
 
 
-#: Provider -> environment variable naming its endpoint, as the official OpenAI SDK reads it
-#: (``https://host/v1``), so OpenAI-compatible gateways work from the CLI.
-BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL"}
-
-
 def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) -> Chat:
     label = f"--model {spec!r}" if explicit else f"the default model {spec!r}"
     provider = spec.partition("/")[0].strip().lower()
@@ -217,9 +210,6 @@ def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) ->
             )
         raise UsageError(f"{label}: no provider named {spec.partition('/')[0]!r}{hint}")
     kwargs: dict[str, Any] = {}
-    variable = BASE_URL_VARIABLES.get(provider)
-    if variable and os.environ.get(variable, "").strip():
-        kwargs["base_url"] = os.environ[variable].strip()
     if fanout is not None:
         if provider != OFFLINE_MODEL:
             raise UsageError(

@@ -477,6 +477,9 @@ class HTTPProvider:
     name: str = ""
     _path: ClassVar[str] = ""
     _api_key_env: ClassVar[str | None] = None
+    #: The environment variable naming the endpoint when ``base_url`` is not given, read
+    #: where the provider is built (a CLI run, a worker, a host) so all of them agree.
+    _base_url_env: ClassVar[str | None] = None
     _default_base_url: ClassVar[str | None] = None
 
     def __init__(
@@ -497,11 +500,18 @@ class HTTPProvider:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}: model must be a non-empty string")
+        source = "base_url"
+        if not base_url and self._base_url_env:
+            base_url = os.environ.get(self._base_url_env, "").strip() or None
+            source = f"base_url (from {self._base_url_env})" if base_url else source
         base_url = base_url or self._default_base_url
         if not base_url or not isinstance(base_url, str):
             raise ValueError(f"{type(self).__name__}: base_url is required (e.g. http://host/v1)")
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"{type(self).__name__}: base_url must start with http(s)://")
+            shown = display_url(base_url)
+            raise ValueError(
+                f"{type(self).__name__}: {source} must start with http(s)://, got {shown!r}"
+            )
         if client is not None and not isinstance(client, httpx.AsyncClient):
             raise TypeError(f"{type(self).__name__}: client must be an httpx.AsyncClient")
         if params is not None and not isinstance(params, Mapping):

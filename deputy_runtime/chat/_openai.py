@@ -373,7 +373,10 @@ class _ChatStream:
 class OpenAIProvider(HTTPProvider):
     """OpenAI Chat Completions (``POST {base_url}/chat/completions``).
 
-    The key comes from ``api_key`` or ``OPENAI_API_KEY``. ``params`` holds defaults such as
+    The key comes from ``api_key`` or ``OPENAI_API_KEY``, the endpoint from ``base_url`` or
+    ``OPENAI_BASE_URL`` (``https://host/v1``, as the official SDK reads it, so an
+    OpenAI-compatible gateway works wherever the provider is built), else the public API.
+    ``params`` holds defaults such as
     ``temperature``, ``seed`` or ``max_tokens`` (sent as ``max_completion_tokens``);
     unknown keys are sent as they are. ``preserve_thinking`` echoes reasoning text back as
     ``reasoning_content`` (for compatible servers that want it).
@@ -382,6 +385,7 @@ class OpenAIProvider(HTTPProvider):
     name = "openai"
     _path = "/chat/completions"
     _api_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
+    _base_url_env: ClassVar[str | None] = "OPENAI_BASE_URL"
     _default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
     _renames: ClassVar[dict[str, str | None]] = {
         "max_tokens": "max_completion_tokens",
@@ -546,6 +550,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
 
     name = "openai_compatible"
     _api_key_env: ClassVar[str | None] = None
+    _base_url_env: ClassVar[str | None] = None
     _default_base_url: ClassVar[str | None] = None
     _renames: ClassVar[dict[str, str | None]] = {
         "stop_sequences": "stop",

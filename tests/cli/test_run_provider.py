@@ -54,6 +54,26 @@ def _reply(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [_chunk({"role": "assistant", "content": text}), _chunk({}, "stop"), usage]
 
 
+def _completion(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The streamed chunks of ``_reply`` folded into one non-streaming completion."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish, usage = None, None
+    for event in events:
+        usage = event.get("usage", usage)
+        for choice in event["choices"]:
+            message.update({k: v for k, v in choice["delta"].items() if k != "role"})
+            finish = choice["finish_reason"] or finish
+    for call in message.get("tool_calls", []):
+        call.pop("index", None)
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "model": "gpt-4.1-mini",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     requests: list[tuple[str, dict[str, str], dict[str, Any]]]
 
@@ -61,11 +81,14 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         self.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         events = _reply(body)
-        assert body.get("stream") is True
-        payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        if body.get("stream") is True:
+            payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+            kind = "text/event-stream"
+        else:  # a Temporal worker's request: the same reply as one JSON completion
+            payload, kind = json.dumps(_completion(events)), "application/json"
         data = payload.encode()
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", kind)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
