@@ -217,9 +217,17 @@ def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) ->
             )
         kwargs["fanout"] = fanout
     try:
-        return chat(spec, system_prompt=LEAD_PROMPT, **kwargs)
+        built = chat(spec, system_prompt=LEAD_PROMPT, **kwargs)
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(f"{label}: {exc}") from exc
+    if isinstance(getattr(built.provider, "missing_api_key", None), str):
+        # Found now, not after the run started: its first request would fail.
+        variable = getattr(built.provider, "api_key_variable", None) or "its API key"
+        raise UsageError(
+            f"{label} needs an API key: set {variable} in the environment, or choose "
+            "another --model (the offline test model needs none: --model test)"
+        )
+    return built
 
 
 def check_agents(directory: str) -> None:

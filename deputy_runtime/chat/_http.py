@@ -553,6 +553,22 @@ class HTTPProvider:
             secrets=(api_key,),
         )
 
+    @property
+    def api_key_variable(self) -> str | None:
+        """The environment variable the key is read from when none is passed, if any."""
+        return self._api_key_env
+
+    @property
+    def missing_api_key(self) -> str | None:
+        """Why every request would fail for want of a key (none given, none in the
+        provider's environment variable), or ``None`` when a key is set or not needed.
+
+        Lets a caller refuse a run before it starts instead of after its first request.
+        """
+        if not self._missing_key:
+            return None
+        return f"{self.name}: no API key: pass api_key= or set {self._api_key_env}"
+
     # -- subclass hooks -------------------------------------------------------------------
 
     def _requires_key(self) -> bool:
@@ -618,11 +634,9 @@ class HTTPProvider:
         await self.aclose()
 
     def _encode(self, request: ModelRequest, *, stream: bool) -> bytes:
-        if self._missing_key:
-            raise AuthenticationError(
-                f"{self.name}: no API key: pass api_key= or set {self._api_key_env}",
-                provider=self.name,
-            )
+        missing = self.missing_api_key
+        if missing is not None:
+            raise AuthenticationError(missing, provider=self.name)
         if not isinstance(request, ModelRequest):
             raise TypeError(f"{self.name}: expected a ModelRequest, got {type(request).__name__}")
         try:
