@@ -33,6 +33,7 @@ import enum
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -130,10 +131,17 @@ def _run(args: argparse.Namespace) -> int:
     as_json = bool(args.json)
     notes = sys.stderr if as_json else sys.stdout
     print_warnings(loaded.warnings, sys.stderr)
-    print(announcement, file=notes, flush=True)
     left_out = fanout_note(lead_chat, lead.available_sub_agents())
-    if left_out:
-        print(left_out, file=notes, flush=True)
+
+    def announce() -> None:
+        # Only once nothing can refuse the run any more (the OTLP URL, the Redis
+        # connection): an exit-2 error is then one line with no Model: line before it.
+        print(announcement, file=notes, flush=True)
+        if left_out:
+            print(left_out, file=notes, flush=True)
+
+    otlp = getattr(args, "otlp", None)
+    stop_tracing = start_otlp(otlp) if otlp is not None else None
     state = RunState()
     view: JsonView | LiveView | PlainView
     if as_json:
@@ -142,10 +150,8 @@ def _run(args: argparse.Namespace) -> int:
         view = LiveView(sys.stdout, state)
     else:
         view = PlainView(sys.stdout, state)
-    otlp = getattr(args, "otlp", None)
-    stop_tracing = start_otlp(otlp) if otlp is not None else None
     try:
-        outcome = anyio.run(_drive_with, redis, lead, task, view, backend=backend)
+        outcome = anyio.run(_drive_with, redis, lead, task, view, announce, backend=backend)
     finally:
         view.close()
         if stop_tracing is not None:
@@ -169,12 +175,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _drive_with(
-    redis: RedisSetup | None, lead: LeadAgent, task: str, view: JsonView | LiveView | PlainView
+    redis: RedisSetup | None,
+    lead: LeadAgent,
+    task: str,
+    view: JsonView | LiveView | PlainView,
+    announce: Callable[[], None],
 ) -> _Ending:
-    """:func:`_drive` with the ``--redis`` connection open around it."""
+    """:func:`_drive` with the ``--redis`` connection open around it, announced once the
+    connection is open."""
     if redis is None:
+        announce()
         return await _drive(lead, task, view)
     async with redis.opened():
+        announce()
         return await _drive(lead, task, view)
 
 

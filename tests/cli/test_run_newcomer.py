@@ -99,6 +99,23 @@ def test_definition_errors_come_before_the_model_line(tmp_path: Path) -> None:
     assert "Model:" not in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--otlp", "ftp://collector"), "--otlp must be an http:// or https:// URL"),
+        # Port 1 on loopback: nothing listens there, so the connection is refused.
+        (("--redis", "redis://127.0.0.1:1/0"), "--redis: Cannot connect to Redis"),
+    ],
+)
+def test_late_checked_options_still_come_before_the_model_line(
+    tmp_path: Path, agents: Path, options: tuple[str, ...], message: str
+) -> None:
+    done = run_cli("run", "--agents", str(agents), *options, "Go", cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr
+    assert done.stdout == ""  # nothing announced for a run that never started
+
+
 def test_a_plugin_that_raises_shows_its_own_file_and_line(tmp_path: Path, agents: Path) -> None:
     plugin = tmp_path / "my_plugin.py"
     plugin.write_text(
