@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first, as run does (its tools count as known)",
     )
     _mcp_arguments(p, modes=False)
+    p.add_argument(
+        "--mcp-tools",
+        action="store_true",
+        help="start the configured MCP servers the definitions name and check every "
+        "mcp__server__tool name against the tools each lists (default: names are checked "
+        "without starting anything, so a mistyped tool name is not seen)",
+    )
 
     p = sub.add_parser("list", help="list the definitions in a directory")
     p.add_argument(

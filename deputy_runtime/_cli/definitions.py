@@ -334,9 +334,15 @@ def validate(args: argparse.Namespace) -> int:
     except DeputyError as exc:  # a plugin's registry entry the readers refuse
         print(f"deputy-runtime validate: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for problem in report.problems:
+    problems = list(report.problems)
+    if getattr(args, "mcp_tools", False):
+        from .mcpcheck import check_mcp_tools
+
+        problems += check_mcp_tools(report.definitions, servers)
+    for problem in problems:
         print(_line(problem, strict))
-    errors, warnings = len(report.errors), len(report.warnings)
+    errors = sum(1 for p in problems if p.severity is Severity.ERROR)
+    warnings = len(problems) - errors
     if strict:
         errors, warnings = errors + warnings, 0
     parts = [f"{errors} error(s)"] if errors else []

@@ -39,6 +39,7 @@ from ._markdown_read import parse_markdown as parse_markdown
 from ._markdown_write import markdown_text as markdown_text
 from ._markdown_write import surrounding_whitespace as surrounding_whitespace
 from ._markdown_write import whitespace_losses as whitespace_losses
+from ._mcp import parse_mcp_name as parse_mcp_name
 from ._problems import ProblemLog as ProblemLog
 from ._registry import REGISTRY_KEY_PATTERN as REGISTRY_KEY_PATTERN
 from ._yaml import YAMLProblem as YAMLProblem
