@@ -6,6 +6,7 @@ Every async test runs on asyncio and on trio, and every hypothesis property test
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,21 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Run each ``@pytest.mark.anyio`` test once per backend."""
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _provider_registry_restored() -> Iterator[None]:
+    """Providers a test registers (a gated model, a refusing one...) are removed when it
+    ends, so tests after it, in whatever order they run, see the registry as it was.
+
+    Only added names are removed: a test must never replace a built-in provider.
+    """
+    from deputy_runtime.chat import provider_names, unregister_provider
+
+    before = set(provider_names())
+    yield
+    for name in set(provider_names()) - before:
+        unregister_provider(name)
 
 
 #: Test folders whose tests wait longest (real servers, worker processes, real time

@@ -47,18 +47,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(autouse=True)
-def _provider_registry_restored() -> Iterator[None]:
-    """Providers a test registers (the ``gated`` model, a refusing one...) are removed when
-    it ends, so tests after it see the registry as it was."""
-    from deputy_runtime.chat import provider_names, unregister_provider
-
-    before = set(provider_names())
-    yield
-    for name in set(provider_names()) - before:
-        unregister_provider(name)
-
-
 @pytest.fixture
 def anyio_backend() -> str:
     """Temporal's SDK is asyncio-only: these tests run on asyncio alone."""

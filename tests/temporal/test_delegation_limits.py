@@ -98,9 +98,15 @@ class ScriptedLead(TestProvider):
 
 
 def scripted(script: Script) -> str:
-    """Register a ``scripted`` provider playing ``script``; returns the model spec."""
-    register_provider("scripted", lambda model, **_: ScriptedLead(script, model), replace=True)
-    return "scripted/test"
+    """Register a provider playing ``script``; returns the model spec.
+
+    Its own name, never the built-in ``scripted``: a replaced built-in would outlive the
+    test (the registry guard removes added names only) and break later tests.
+    """
+    register_provider(
+        "limits_scripted", lambda model, **_: ScriptedLead(script, model), replace=True
+    )
+    return "limits_scripted/test"
 
 
 def _definition(name: str, model: str = "inherit") -> AgentDefinition:
