@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__
 from ._cli import silence_stream
@@ -33,6 +33,7 @@ _COMMANDS = {
     "attach": "deputy_runtime._cli.run_temporal:attach",
     "answer": "deputy_runtime._cli.answer:answer",
     "serve": "deputy_runtime._cli.serve:serve",
+    "budget": "deputy_runtime._cli.budget:budget",
 }
 
 
@@ -232,6 +233,7 @@ def _parser() -> argparse.ArgumentParser:
         "--quick", action="store_true", help="small sizes, few repetitions (about a minute)"
     )
     p.add_argument("--json", action="store_true", help="print results as JSON")
+    _budget_parser(sub)
     return parser
 
 
@@ -372,6 +374,45 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     _redis_arguments(p)
 
 
+def _budget_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "budget",
+        help="create, show, reset or delete a shared budget in Redis",
+        description="A shared budget has limits of its own; run and serve draw from it "
+        "with --shared-budget NAME.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    helps = {
+        "create": "create the budget with its limits (unchanged if it exists with them)",
+        "show": "what is used, reserved and left",
+        "reset": "nothing used and nothing reserved again, the same limits",
+        "delete": "remove the budget",
+    }
+    for action, text in helps.items():
+        a = actions.add_parser(action, help=text, description=text)
+        a.add_argument("name", metavar="NAME", help="the budget's name")
+        a.add_argument(
+            "--redis", required=True, metavar="URL", help="the Redis server, e.g. "
+            "redis://127.0.0.1:6379/0 (needs the 'redis' extra)",
+        )  # fmt: skip
+        a.add_argument(
+            "--redis-namespace", default="deputy", metavar="NS",
+            help="prefix of the Redis keys (default deputy)",
+        )  # fmt: skip
+        if action == "show":
+            a.add_argument("--json", action="store_true", help="print the state as JSON")
+        if action == "create":
+            for option in ("requests", "tool-calls", "input-tokens", "output-tokens"):
+                a.add_argument(
+                    f"--max-{option}", type=_whole_number, default=None, metavar="N",
+                    help=f"limit of {option.replace('-', ' ')} (default: not limited)",
+                )  # fmt: skip
+            a.add_argument(
+                "--max-cost-usd", type=_positive, default=None, metavar="USD",
+                help="limit of cost in dollars (default: not limited)",
+            )  # fmt: skip
+
+
 def _redis_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--redis",
@@ -385,7 +426,8 @@ def _redis_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help="draw every delegation also from the Redis budget NAME, shared by every "
-        "process using it; its limit is --max-requests requests",
+        "process using it, with the limits it was created with (deputy-runtime budget "
+        "create NAME); a budget that does not exist is refused",
     )
     p.add_argument(
         "--redis-namespace",

@@ -522,7 +522,7 @@ class RedisSetup:
 
     __slots__ = ("_opener", "budget", "leases", "url")
 
-    def __init__(self, url: str, budget_name: str | None, namespace: str, max_requests: int):
+    def __init__(self, url: str, budget_name: str | None, namespace: str):
         try:
             from ..redis import RedisCoordinator, RedisLeases
         except ImportError as exc:
@@ -535,11 +535,10 @@ class RedisSetup:
                 self.budget: BudgetLedger | None = None
                 self._opener: Any = leases
             else:
+                # The budget's size is its own (``deputy-runtime budget create``): a run
+                # draws from it as it is, and a budget that does not exist is refused.
                 coordinator = RedisCoordinator(
-                    url,
-                    budget_name=budget_name,
-                    limits={"requests": max_requests},
-                    namespace=namespace,
+                    url, budget_name=budget_name, limits=None, namespace=namespace
                 )
                 self.leases = coordinator.leases
                 self.budget = coordinator.budget
@@ -561,24 +560,31 @@ class RedisSetup:
         Raises:
             UsageError: Redis cannot be reached or refuses the budget (one line).
         """
-        from ..errors import CoordinationError
+        from ..errors import BudgetLedgerError, CoordinationError
 
         async with AsyncExitStack() as stack:
             try:
                 await stack.enter_async_context(self._opener)
+            except BudgetLedgerError as exc:
+                raise UsageError(f"--shared-budget: {_budget_problem(exc, self.url)}") from None
             except CoordinationError as exc:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise UsageError(f"--redis: {first}") from None
             yield
 
 
+def _budget_problem(exc: Exception, url: str) -> str:
+    """The ledger's refusal with the ``--redis`` URL filled into its create hint."""
+    return str(exc).replace("--redis URL", f"--redis {url}")
+
+
 def redis_setup(
-    url: str | None, budget_name: str | None, namespace: str | None, *, max_requests: int
+    url: str | None, budget_name: str | None, namespace: str | None
 ) -> RedisSetup | None:
     """The ``--redis``/``--shared-budget``/``--redis-namespace`` options, checked.
 
-    The shared budget's limit is ``--max-requests`` requests; every process sharing the
-    budget must pass the same limit (Redis refuses a different one).
+    The shared budget must exist (``deputy-runtime budget create``) and keeps its own
+    limits, whatever each run's ``--max-requests`` is.
     """
     if url is None:
         if budget_name is not None:
@@ -586,7 +592,7 @@ def redis_setup(
         if namespace is not None:
             raise UsageError("--redis-namespace needs --redis URL")
         return None
-    return RedisSetup(url, budget_name, namespace or "deputy", max_requests)
+    return RedisSetup(url, budget_name, namespace or "deputy")
 
 
 def with_lease_backend(

@@ -110,7 +110,6 @@ def _run(args: argparse.Namespace) -> int:
         getattr(args, "redis", None),
         getattr(args, "shared_budget", None),
         getattr(args, "redis_namespace", None),
-        max_requests=args.max_requests,
     )
     policy = plugins.policy if redis is None else with_lease_backend(plugins.policy, redis.leases)
     servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)

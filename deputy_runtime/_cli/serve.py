@@ -176,9 +176,7 @@ def _serve(args: argparse.Namespace) -> int:
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
 
-    redis = redis_setup(
-        args.redis, args.shared_budget, args.redis_namespace, max_requests=args.max_requests
-    )
+    redis = redis_setup(args.redis, args.shared_budget, args.redis_namespace)
     if redis is not None:
         policy = with_lease_backend(policy, redis.leases)
     shared_budget = redis.budget if redis is not None else None

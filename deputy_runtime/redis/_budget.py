@@ -13,6 +13,7 @@ from ..errors import BudgetLedgerError, CoordinationError
 from . import _scripts
 from ._amounts import (
     FIELDS,
+    Amounts,
     LedgerState,
     decode,
     encode_limits,
@@ -39,9 +40,10 @@ def ledger_error(name: str, holder: str, status: int) -> BudgetLedgerError:
     """The error for a refused reserve (status -1: ledger missing, -2: holder ended)."""
     if status == -1:
         return BudgetLedgerError(
-            f"The shared budget {name!r} does not exist in Redis (the server lost its data, "
-            "or the budget was deleted). Reopen a RedisBudget to create it again; spending "
-            "recorded before is lost."
+            f"The shared budget {name!r} does not exist in Redis (never created, deleted, "
+            "or the server lost its data). Create it with: deputy-runtime budget create "
+            f"{name} --redis URL --max-requests N (or open a RedisBudget with limits); "
+            "spending recorded before is lost."
         )
     return BudgetLedgerError(
         f"The holder id {holder!r} was already used on budget {name!r} (settled, or its "
@@ -56,7 +58,10 @@ class RedisBudget:
     ``output_tokens``, ``cost_usd``) to a limit; a missing field or ``None`` is unlimited
     (its usage is still counted). Opening the budget (``async with``) creates the ledger
     when it does not exist yet and otherwise checks that the stored limits are these
-    (BudgetLedgerError when not). ``ttl`` (seconds) is how long a reservation outlives
+    (BudgetLedgerError when not). ``limits=None`` opens a budget that was created before
+    (``deputy-runtime budget create``, or a process that gave limits) with its stored
+    limits, and refuses one that does not exist: a budget with a size of its own, which
+    every process and run uses as it is. ``ttl`` (seconds) is how long a reservation outlives
     its holder's last renewal: then its grant returns to the ledger, exactly once.
     ``keep_ended`` (seconds) is how long settled/expired holder ids are remembered, which
     is how long a repeated or late settle is recognised.
@@ -66,7 +71,7 @@ class RedisBudget:
         self,
         url: str | RedisConnection,
         name: str,
-        limits: Mapping[str, int | float | None],
+        limits: Mapping[str, int | float | None] | None,
         *,
         namespace: str = "deputy",
         ttl: float = 30.0,
@@ -76,8 +81,10 @@ class RedisBudget:
         self.connection = url if isinstance(url, RedisConnection) else RedisConnection(url)
         self.name = check_name("name", name, colon=False)
         self.namespace = check_name("namespace", namespace, colon=False)
-        self._limits = encode_limits(limits)
-        self.limits = decode(self._limits)
+        self._limits: list[int] | None = None if limits is None else encode_limits(limits)
+        #: The ledger's limits: the given ones, or (``limits=None``) the stored ones once
+        #: the budget is opened; ``None`` until then.
+        self.limits: Amounts | None = None if self._limits is None else decode(self._limits)
         self.ttl = check_seconds("ttl", ttl)
         if self.ttl < 0.01:
             raise ValueError(f"ttl must be at least 0.01 seconds, got {ttl!r}")
@@ -155,15 +162,59 @@ class RedisBudget:
         if self._owns:
             await self.connection.__aexit__(exc_type, exc, tb)
 
-    async def ensure(self) -> None:
-        """Create the ledger if missing, else check the stored limits match (idempotent)."""
+    async def ensure(self) -> bool:
+        """Create the ledger if missing, else check the stored limits match (idempotent).
+
+        With ``limits=None``: read the stored limits; the ledger must exist.
+
+        Returns:
+            Whether this call created the ledger.
+
+        Raises:
+            BudgetLedgerError: The stored limits differ, or (``limits=None``) there is no
+                such budget.
+        """
+        if self._limits is None:
+            self.limits = (await self.state()).limit
+            return False
         result = await self.connection.run(_scripts.INIT_BUDGET, self._keys[:1], [*self._limits])
         if int(result[0]) == -1:
             stored = decode([int(v) for v in result[1:]])
+            given = decode(self._limits).as_dict()
             raise BudgetLedgerError(
                 f"The shared budget {self.name!r} already exists with limits "
-                f"{stored.as_dict()}, not {self.limits.as_dict()}: use the same limits in "
+                f"{stored.as_dict()}, not {given}: use the same limits in "
                 "every process, or a different budget name."
+            )
+        return int(result[0]) == 1
+
+    async def reset(self) -> None:
+        """Give the whole budget back: nothing used, nothing reserved, the same limits.
+
+        Raises:
+            BudgetLedgerError: There is no such budget, or reservations are held now (a
+                run is using it: its settle would count against the fresh budget).
+        """
+        await self._reset("reset")
+
+    async def delete(self) -> None:
+        """Remove the budget from Redis (its limits, usage and holder records).
+
+        Raises:
+            BudgetLedgerError: There is no such budget, or reservations are held now.
+        """
+        await self._reset("delete")
+
+    async def _reset(self, action: str) -> None:
+        raw = await self.connection.run(_scripts.RESET_BUDGET, self._keys, [self._keep_ms, action])
+        status = int(raw[0])
+        if status == 0:
+            raise ledger_error(self.name, "", -1)
+        if status == -1:
+            raise BudgetLedgerError(
+                f"The shared budget {self.name!r} has {int(raw[1])} reservation(s) held now; "
+                f"{action} it once the runs using it have ended (or their reservations "
+                "expired)."
             )
 
     def reserve_args(self, holder: str, want: Mapping[str, int | float | None]) -> list[str | int]:

@@ -60,7 +60,7 @@ class RedisCoordinator:
         url: str,
         *,
         budget_name: str,
-        limits: Mapping[str, int | float | None],
+        limits: Mapping[str, int | float | None] | None,
         namespace: str = "deputy",
         lease_ttl: float = 10.0,
         reserve_ttl: float = 30.0,

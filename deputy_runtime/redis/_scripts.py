@@ -240,6 +240,31 @@ return stored
 """
 )
 
+# KEYS: budget, holds, exp, ended, endat. ARGV: keep_ms, action ('reset' or 'delete').
+# Returns {1} done, {0} no such budget, {-1, holders} refused: reservations are held.
+# Ended holder ids are kept on reset, so a late settle is still recognised as late.
+RESET_BUDGET = (
+    _PRELUDE
+    + r"""
+reclaim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], now_ms(), tonumber(ARGV[1]))
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+local holders = redis.call('HLEN', KEYS[2])
+if holders > 0 then return {-1, holders} end
+if ARGV[2] == 'delete' then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  return {1}
+end
+for _, f in ipairs(FIELDS) do
+  local l = redis.call('HGET', KEYS[1], 'limit:' .. f)
+  if l then
+    redis.call('HSET', KEYS[1], 'remaining:' .. f, l, 'reserved:' .. f, '0')
+  end
+  redis.call('HSET', KEYS[1], 'used:' .. f, '0')
+end
+return {1}
+"""
+)
+
 # KEYS: budget, holds, exp, ended, endat. ARGV: holder, ttl_ms, keep_ms, want x5,
 # traceparent.
 RESERVE = (

@@ -30,7 +30,13 @@ def test_run_draws_on_the_shared_budget_under_redis_leases(
     tool_free_agents(tmp_path / "agents", "alpha", "beta")
     plugin = tmp_path / "exclusive_plugin.py"
     plugin.write_text(PLUGIN, encoding="utf-8")
-    argv = ["run", "--agents", "agents", "--plugin", str(plugin), "--max-requests", "20"]
+    created = run_cli(
+        "budget", "create", "nightly", "--redis", redis_url, "--redis-namespace", namespace,
+        "--max-requests", "20", cwd=tmp_path,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    assert created.stdout == "budget 'nightly' created: requests 20\n"
+    argv = ["run", "--agents", "agents", "--plugin", str(plugin), "--max-requests", "8"]
     argv += ["--redis", redis_url, "--shared-budget", "nightly", "--redis-namespace", namespace]
     done = run_cli(*argv, "Do it", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -43,6 +49,7 @@ def test_run_draws_on_the_shared_budget_under_redis_leases(
         return state, current
 
     state, current = anyio.run(read)
+    assert state.limit.requests == 20  # the budget's own size, not the run's --max-requests
     assert state.used.requests > 0  # the delegations' requests were settled there
     assert (state.reserved.requests, state.holders) == (0, 0)
     assert current is None  # every exclusive lease was released
