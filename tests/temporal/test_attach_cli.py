@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,9 @@ pytestmark = pytest.mark.slow  # subprocesses
 DEADLINE_SECONDS = 180.0  # generous: the machine is shared; every wait is on a condition
 
 
-def _wait_for(check: object, what: str, *processes: subprocess.Popen[bytes]) -> None:
+def _wait_for(check: Callable[[], object], what: str, *processes: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + DEADLINE_SECONDS
-    while not check():  # type: ignore[operator]
+    while not check():
         for p in processes:
             assert p.poll() is None, f"{p.args!r} exited early while waiting for {what}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

@@ -29,8 +29,10 @@ operations = st.lists(
 )
 
 
-def _held(budget: Budget, field: str) -> float:
-    return sum(getattr(r, field) or 0 for r in budget.reservations.values())
+def _held(budget: Budget, field: str) -> int:
+    """What the live reservations hold of one of the integer ``LIMITED`` limits."""
+    held: list[int | None] = [getattr(r, field) for r in budget.reservations.values()]
+    return sum(h or 0 for h in held)
 
 
 @settings(max_examples=200, deadline=None)
@@ -41,7 +43,7 @@ def _held(budget: Budget, field: str) -> float:
     ops=operations,
 )
 def test_used_plus_reserved_never_exceeds_the_limits(
-    requests: int, tool_calls: int, tokens: int, ops: list[tuple[str, object]]
+    requests: int, tool_calls: int, tokens: int, ops: list[tuple[str, int | float | None]]
 ) -> None:
     limits = UsageLimits(max_requests=requests, max_tool_calls=tool_calls, max_total_tokens=tokens)
     budget = Budget(limits)
@@ -49,14 +51,16 @@ def test_used_plus_reserved_never_exceeds_the_limits(
     for n, (op, arg) in enumerate(ops):
         if op == "reserve" and budget.exceeded(reaching=True) is None:
             key = f"d{n}"
-            child = budget.reserve(key, arg)  # type: ignore[arg-type]
+            assert arg is None or isinstance(arg, int)  # the reserve strategy's shape
+            child = budget.reserve(key, arg)
             assert child.on_exceed == "stop"
             if arg is not None:
                 assert child.max_requests is not None
                 assert child.max_requests <= arg
             live.append(key)
         elif op == "settle" and live:
-            key = live.pop(int(float(arg) * (len(live) - 1)))  # type: ignore[arg-type]
+            assert isinstance(arg, float)  # the settle strategy's shape
+            key = live.pop(int(arg * (len(live) - 1)))
             held = budget.reservations[key]
             # A child uses at most what it was granted (its own limits stop it).
             budget.release(key)
@@ -71,7 +75,8 @@ def test_used_plus_reserved_never_exceeds_the_limits(
         elif op == "request" and not live and budget.exceeded(reaching=True) is None:
             budget.start_request()
             remaining = tokens - budget.snapshot().total_tokens - _held(budget, "max_total_tokens")
-            budget.add_response(Usage(requests=1, output_tokens=min(int(arg), max(0, remaining))))  # type: ignore[call-overload]
+            assert isinstance(arg, int)  # the request strategy's shape
+            budget.add_response(Usage(requests=1, output_tokens=min(arg, max(0, remaining))))
         elif op == "tool" and not live:
             budget.take_tool_call()
         used = budget.snapshot()

@@ -12,7 +12,7 @@ from deputy_runtime.temporal._checkpoint import checkpoint_of, resume
 from deputy_runtime.temporal._loop import AgentLoop, Ids
 
 
-def _loop(**kwargs: object) -> AgentLoop:
+def _loop(*, lead_permissions: PermissionSpec | None = None) -> AgentLoop:
     return AgentLoop(
         ids=Ids(agent_id="agent_1", agent_name="lead", run_id="run_1"),
         model="test",
@@ -21,17 +21,14 @@ def _loop(**kwargs: object) -> AgentLoop:
         limits=UsageLimits(max_requests=9),
         permissions=PermissionSpec(mode="standard"),
         events=[],
-        **kwargs,  # type: ignore[arg-type]
+        lead_permissions=lead_permissions,
     )
 
 
 def _events(count: int) -> list[Event]:
     ids = {"agent_id": "agent_1", "agent_name": "lead", "run_id": "run_1"}
-    first: Event = RunStart(**ids, task="t", limits=UsageLimits(9))  # type: ignore[arg-type]
-    return [first] + [
-        ModelRequestEvent(**ids, index=i, model="test")  # type: ignore[arg-type]
-        for i in range(1, count)
-    ]
+    first: Event = RunStart(**ids, task="t", limits=UsageLimits(9))
+    return [first] + [ModelRequestEvent(**ids, index=i, model="test") for i in range(1, count)]
 
 
 def test_a_checkpoint_carries_the_loop_state_into_the_next_run() -> None:

@@ -46,6 +46,7 @@ from deputy_runtime.runtime import DelegationStart, RunStart, StopEvent
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
+    LeadWorkflow,
     deputy_worker,
     lead_input,
     start_lead,
@@ -79,9 +80,20 @@ class Gate:
 
 
 async def _start(
-    client: Client, task_queue: str, definitions: list[AgentDefinition], **kwargs: object
-) -> WorkflowHandle[object, LeadOutput]:
-    request = lead_input("Do the work", definitions, model="test", **kwargs)  # type: ignore[arg-type]
+    client: Client,
+    task_queue: str,
+    definitions: list[AgentDefinition],
+    *,
+    usage_limits: UsageLimits,
+    permissions: Permissions | None = None,
+) -> WorkflowHandle[LeadWorkflow, LeadOutput]:
+    request = lead_input(
+        "Do the work",
+        definitions,
+        model="test",
+        usage_limits=usage_limits,
+        permissions=permissions,
+    )
     return await start_lead(
         client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
     )
@@ -126,7 +138,9 @@ async def test_interrupt_reaches_every_running_child(
     for result in out.subagent_results:
         assert result is not None
         # The call that finished keeps its real result; no request followed it.
-        assert result.turns[-1].contents[0].value == "released"  # type: ignore[union-attr]
+        answer = result.turns[-1].contents[0]
+        assert isinstance(answer, ContentToolResult)
+        assert answer.value == "released"
         assert result.usage.requests == 1
     # A run that was signalled mid-way replays too.
     assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 4
@@ -181,7 +195,8 @@ async def test_ceiling_violation_fails_before_the_child_starts(
     assert (record.status, record.stop_reason) == ("failed", "setup_error")
     assert record.error == expected.error
     assert out.subagent_results == (None,)
-    assert out.result.usage == lead.last_result.usage  # type: ignore[union-attr]
+    assert lead.last_result is not None
+    assert out.result.usage == lead.last_result.usage
     # No child workflow was started for it.
     child = client.get_workflow_handle(f"{handle.id}/{record.delegation_id}")
     with pytest.raises(Exception, match="not found"):
@@ -194,8 +209,8 @@ class FlakyProvider(TestProvider):
 
     calls = 0
 
-    def __init__(self, error: Exception, failures: int, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, error: Exception, failures: int, *, model: str) -> None:
+        super().__init__(model=model)
         self.error = error
         self.failures = failures
 

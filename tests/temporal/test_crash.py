@@ -233,12 +233,14 @@ async def test_sigkill_mid_fanout_with_owned_resources_and_idempotent_requests(
         ("completed", "complete", None)
     }
     # Budget: nothing over the lead's limit, and the grants fit in it together.
-    assert out.result.usage.requests <= limits.max_requests  # type: ignore[operator]
+    assert limits.max_requests is not None
+    assert out.result.usage.requests <= limits.max_requests
     grants = [r.limits.max_requests for r in out.subagents if r.limits is not None]
     assert len(grants) == FANOUT
-    assert sum(g or 0 for g in grants) <= limits.max_requests  # type: ignore[operator]
+    assert sum(g or 0 for g in grants) <= limits.max_requests
     for record in out.subagents:
-        assert record.usage.requests <= (record.limits.max_requests or 0)  # type: ignore[union-attr]
+        assert record.limits is not None
+        assert record.usage.requests <= (record.limits.max_requests or 0)
     # Idempotency: a key was sent twice only for the held requests, which never got an
     # answer; every answered request was answered once; every request carried a key.
     sent = Counter(server.keys)

@@ -18,8 +18,10 @@ from deputy_runtime import (
     AgentUsage,
     DelegationPolicy,
     DelegationResources,
+    DelegationStatus,
     LeadAgent,
     RequestLimitExceeded,
+    StopReason,
     SubagentRecord,
     UsageLimits,
     chat,
@@ -312,8 +314,9 @@ def test_delegation_limits_travel_from_the_policy() -> None:
 
 
 def _record(name: str, stop_reason: str) -> SubagentRecord:
+    reason = StopReason(stop_reason)
     return SubagentRecord(
-        delegation_id=f"delegation_{name}_{stop_reason}",
+        delegation_id=f"delegation_{name}_{reason}",
         agent_name=name,
         agent_id="agent_x",
         run_id="run_x",
@@ -321,8 +324,12 @@ def _record(name: str, stop_reason: str) -> SubagentRecord:
         parent_run_id="run_lead",
         tool_call_id=None,
         task="t",
-        status="not_started" if stop_reason == "delegation_limit" else "completed",  # type: ignore[arg-type]
-        stop_reason=stop_reason,  # type: ignore[arg-type]
+        status=(
+            DelegationStatus.NOT_STARTED
+            if reason is StopReason.DELEGATION_LIMIT
+            else DelegationStatus.COMPLETED
+        ),
+        stop_reason=reason,
         usage=AgentUsage(),
         limits=None,
         admitted_at=0.0,

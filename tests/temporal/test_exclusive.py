@@ -19,7 +19,7 @@ from temporalio.service import RPCError
 
 pytest.importorskip("coredis", reason="the redis extra is not installed")
 
-from deputy_runtime import AgentDefinition, UsageLimits, tool
+from deputy_runtime import AgentDefinition, Tool, UsageLimits, tool
 from deputy_runtime.redis import RedisLeases
 from deputy_runtime.runtime import Lease
 from deputy_runtime.temporal import (
@@ -52,7 +52,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
-def _guarded(log: Path) -> object:
+def _guarded(log: Path) -> Tool:
     @tool
     async def guarded(step: str) -> str:
         """Work on the shared resource."""
@@ -68,11 +68,11 @@ def _guarded(log: Path) -> object:
     return guarded
 
 
-def _definitions(guarded: object) -> list[AgentDefinition]:
+def _definitions(guarded: Tool) -> list[AgentDefinition]:
     return [
         AgentDefinition(
             n, f"Works on the repo ({n}).", "You work.", tools=(guarded,), max_requests=3
-        )  # type: ignore[arg-type]
+        )
         for n in ("alpha", "beta")
     ]
 
@@ -84,14 +84,14 @@ async def _workers(
     task_queue: str,
     redis_url: str,
     namespace: str,
-    guarded: object,
+    guarded: Tool,
     tmp: Path,
 ) -> AsyncIterator[None]:
     async with contextlib.AsyncExitStack() as stack:
         # Two workers, each with its own connections to Temporal and to Redis.
         for own in (client, await Client.connect(address, data_converter=data_converter)):
             leases = await stack.enter_async_context(RedisLeases(redis_url, namespace=namespace))
-            activities = DeputyActivities([guarded], working_dir=tmp, lease_backend=leases)  # type: ignore[list-item]
+            activities = DeputyActivities([guarded], working_dir=tmp, lease_backend=leases)
             await stack.enter_async_context(deputy_worker(own, activities, task_queue=task_queue))
         yield
 

@@ -434,7 +434,9 @@ async def test_observer_events_of_a_subagent_reach_the_workers_hooks_as_in_proce
 
 def test_lead_input_carries_the_policys_observers(tmp_path: Path) -> None:
     definitions, _ = _setup(tmp_path)
-    policy = DelegationPolicy(observers=("Notification", HookEvent.SessionStart))
+    # An event's name is accepted as well as the event and normalised to it (the field is
+    # typed as the normalised tuple, so the name form is a deliberate type error here).
+    policy = DelegationPolicy(observers=("Notification", HookEvent.SessionStart))  # type: ignore[arg-type]
     request = lead_input(TASK, definitions, model="test", delegation_policy=policy)
     assert request.observers == ("Notification", "SessionStart")
     assert lead_input(TASK, definitions, model="test").observers == ()
@@ -507,7 +509,11 @@ async def test_a_batchs_responders_reach_the_workers_hooks_as_in_process(
     assert await assert_replays(client, histories) == 3
 
 
-BATCH_SEEN = (HookEvent.SubagentStart, HookEvent.SubagentStop, HookEvent.SessionStart)
+BATCH_SEEN: tuple[HookEvent, ...] = (
+    HookEvent.SubagentStart,
+    HookEvent.SubagentStop,
+    HookEvent.SessionStart,
+)
 BATCH_SEEN += (HookEvent.Stop,)
 BATCH_NAMES = ["SubagentStart", "SubagentStop"]
 

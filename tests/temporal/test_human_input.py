@@ -159,10 +159,11 @@ async def test_a_delegations_question_is_answered_through_the_lead(
             await answer_question(client, handle.id, question_id, answers)
         assert message in str(failed.value.cause)
     # The workflow checks what a client other than answer_question sends, too.
-    for args, message in [
+    raw_updates: list[tuple[list[object], str]] = [
         ([question.question_id, ["A"]], "answers must be a JSON object"),
         ([7, ANSWERS], "question_id must be a string"),
-    ]:
+    ]
+    for args, message in raw_updates:
         with pytest.raises(WorkflowUpdateFailedError) as failed:
             await handle.execute_update("answer", args=args)
         assert message in str(failed.value.cause)
@@ -237,7 +238,8 @@ async def test_ask_user_without_human_input_fails_setup_as_in_process(
     assert record.error is not None
     assert "lead_input(human_input=True)" in record.error
     assert out.subagent_results == (None,)
-    assert out.result.usage == lead.last_result.usage  # type: ignore[union-attr]
+    assert lead.last_result is not None
+    assert out.result.usage == lead.last_result.usage
 
 
 async def test_the_question_survives_a_worker_restart(

@@ -5,6 +5,7 @@ No server needed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 import pytest
 
@@ -15,6 +16,7 @@ from deputy_runtime import (
     PermissionMode,
     Permissions,
     Skill,
+    Tool,
     UsageLimits,
     tools_file,
 )
@@ -22,10 +24,22 @@ from deputy_runtime.errors import SkillError
 from deputy_runtime.temporal import LeadInput, agent_spec, data_converter, lead_input
 
 
-def _definition(tmp_path: Path, **fields: object) -> AgentDefinition:
+class _DefinitionFields(TypedDict, total=False):
+    """The ``AgentDefinition`` fields these tests set (the rest keep their defaults)."""
+
+    tools: tuple[Tool, ...]
+    model: str
+    skills: tuple[Skill | str, ...]
+    disallowed_tools: tuple[str, ...]
+    memory: tuple[str, ...]
+    max_requests: int
+    mcp_tools: tuple[str, ...]
+
+
+def _definition(tmp_path: Path, **fields: Unpack[_DefinitionFields]) -> AgentDefinition:
     files = {t.name: t for t in tools_file(tmp_path)}
     fields.setdefault("tools", (files["read_file"], files["grep_files"]))
-    return AgentDefinition("reader", "Reads.", "You read.", **fields)  # type: ignore[arg-type]
+    return AgentDefinition("reader", "Reads.", "You read.", **fields)
 
 
 def test_a_definition_travels_as_names_and_a_resolved_model(tmp_path: Path) -> None:
@@ -68,12 +82,12 @@ def test_lead_input_round_trips_through_the_data_converter(tmp_path: Path) -> No
     ],
 )
 def test_lead_input_refuses_what_cannot_cross(
-    tmp_path: Path, kwargs: dict[str, object], message: str
+    tmp_path: Path, kwargs: dict[str, Any], message: str
 ) -> None:
-    arguments: dict[str, object] = {"task": "Read it", "model": "test", **kwargs}
+    arguments: dict[str, Any] = {"task": "Read it", "model": "test", **kwargs}
     task = arguments.pop("task")
     with pytest.raises(ValueError, match=message):
-        lead_input(task, [_definition(tmp_path)], **arguments)  # type: ignore[arg-type]
+        lead_input(task, [_definition(tmp_path)], **arguments)
 
 
 def test_skills_and_mcp_names_travel_by_name_and_duplicates_are_refused(tmp_path: Path) -> None:

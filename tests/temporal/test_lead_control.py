@@ -314,6 +314,8 @@ async def test_a_child_cancelled_alone_settles_and_the_lead_goes_on(
         await gate.all_started.wait()
     events = [decode_event(t) for t in await handle.query("events", 0)]
     first, second = (e for e in events if isinstance(e, DelegationStart))
+    assert first.delegation_id is not None
+    assert second.delegation_id is not None
     await client.get_workflow_handle(f"{handle.id}/{first.delegation_id}").cancel()
     with anyio.fail_after(WAIT_SECONDS):
         while gate.left < 1:  # the cancelled child's held call stopped

@@ -25,7 +25,7 @@ from deputy_runtime import (
     chat,
     tool,
 )
-from deputy_runtime.chat import ModelRequest, TestProvider, register_provider
+from deputy_runtime.chat import ContentToolResult, ModelRequest, TestProvider, register_provider
 from deputy_runtime.mcp import McpResource, McpServer, McpStdio
 from deputy_runtime.temporal import (
     DeputyActivities,
@@ -149,7 +149,9 @@ async def test_skills_and_a_shared_mcp_server_match_the_in_process_run(
     assert prompt is not None
     assert "- citing: Citing books with their year." in prompt
     assert offered == ("shelve", "mcp__reader__lookup", "mcp__reader__shout_loud", "load_skill")
-    results = [c for t in out.subagent_results[0].turns for c in t.contents]  # type: ignore[union-attr]
+    child = out.subagent_results[0]
+    assert child is not None
+    results = [c for t in child.turns for c in t.contents]
     values = [getattr(c, "value", None) for c in results]
     assert {"result": "TEST"} in values  # the MCP call ran on the worker's shared server
     assert "test goes on shelf 4" in values  # the skill's own tool
@@ -177,11 +179,11 @@ async def test_owned_mcp_servers_start_one_per_delegation_and_are_all_reaped(
     assert len(started) == 3  # one server per delegation, none at worker start
     assert not [pid for pid in started if process_left(pid)]  # each exited and reaped
     # Each delegation talked to its own server.
-    answers = set()
+    answers: set[object] = set()
     for result in out.subagent_results:
         assert result is not None
-        (reply,) = [c for t in result.turns for c in t.contents if hasattr(c, "value")]
-        answers.add(reply.value)  # type: ignore[attr-defined]
+        (reply,) = [c for t in result.turns for c in t.contents if isinstance(c, ContentToolResult)]
+        answers.add(reply.value)
     assert len(answers) == 3
     assert all(r.cleanup_error is None for r in out.subagents)
 

@@ -56,9 +56,12 @@ def _setup(tmp_path: Path, pid_dir: Path | None = None) -> Path:
     agents.mkdir()
     (agents / "asker.md").write_text(AGENT_MD)
     config = tmp_path / "servers.json"
-    server = {"command": sys.executable, "args": [str(SERVERS / "tiny.py"), "tok"]}
+    server: dict[str, object] = {
+        "command": sys.executable,
+        "args": [str(SERVERS / "tiny.py"), "tok"],
+    }
     if pid_dir is not None:
-        server["env"] = {"PID_DIR": str(pid_dir)}  # type: ignore[assignment]
+        server["env"] = {"PID_DIR": str(pid_dir)}
     config.write_text(json.dumps({"mcpServers": {"tiny": server}}))
     return config
 
@@ -122,8 +125,10 @@ async def test_a_worker_process_serves_a_shared_server_for_its_lifetime(
     command = _worker(
         temporal_address, tmp_path, "--mcp-config", str(config), "--task-queue", task_queue
     )
-    with log.open("wb") as out:
-        worker = subprocess.Popen(command, cwd=tmp_path, env=_env(), stdout=out, stderr=out)
+    with log.open("wb") as log_file:
+        worker = subprocess.Popen(
+            command, cwd=tmp_path, env=_env(), stdout=log_file, stderr=log_file
+        )
     processes.append(worker)
     with anyio.fail_after(WAIT_SECONDS):
         while b"worker: ready" not in log.read_bytes():

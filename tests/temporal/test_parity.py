@@ -23,6 +23,7 @@ from deputy_runtime import (
     HookInput,
     Hooks,
     LeadAgent,
+    PermissionEvent,
     PermissionMode,
     Permissions,
     SubagentRecord,
@@ -100,7 +101,7 @@ def _definitions(
                 "Writes.",
                 "You write.",
                 tools=(files["write_file"],),
-                permission_mode=writer_mode,  # type: ignore[arg-type]
+                permission_mode=writer_mode,
             )
         )
     return definitions
@@ -345,7 +346,7 @@ async def test_a_pre_tool_use_deny_in_a_child_matches(
         if r is not None
         for t in r.turns
         for c in t.contents
-        if getattr(c, "error", None)
+        if isinstance(c, ContentToolResult) and c.error
     ]
     assert texts.count("Denied by hook: reading is off today") == 2  # reviewer, summarizer
     assert Recorder.calls(_with(seen), HookEvent.PreToolUse) == Recorder.calls(
@@ -642,7 +643,5 @@ async def test_the_leads_own_calls_see_permission_request_and_notification_hooks
     assert [h.message for h in recorder.seen if h.event is HookEvent.Notification] == [
         "permission_denied: no edits here"
     ]
-    decisions = sorted(
-        (e.tool_name, e.decision) for e in events if type(e).__name__ == "PermissionEvent"
-    )
+    decisions = sorted((e.tool_name, e.decision) for e in events if isinstance(e, PermissionEvent))
     assert decisions == [("edit_file", "deny"), ("write_file", "allow")]

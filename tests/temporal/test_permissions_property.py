@@ -14,7 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from temporalio.testing import ActivityEnvironment
 
-from deputy_runtime import MODE_TRANSITIONS, PermissionCeilingError, Permissions, Tool
+from deputy_runtime import (
+    MODE_TRANSITIONS,
+    PermissionCeilingError,
+    PermissionMode,
+    Permissions,
+    Tool,
+)
 from deputy_runtime.temporal import (
     AgentSpec,
     DeputyActivities,
@@ -48,7 +54,7 @@ def test_a_child_never_gets_wider_than_its_lead(
     lead: PermissionSpec, mode: str | None, disallowed: tuple[str, ...]
 ) -> None:
     wanted = lead.mode if mode is None else mode
-    if wanted not in MODE_TRANSITIONS[lead.mode]:
+    if wanted not in MODE_TRANSITIONS[PermissionMode(lead.mode)]:
         with pytest.raises(PermissionCeilingError, match=f"Lead mode {lead.mode}"):
             child_permissions(lead, _spec(mode, disallowed))
         return
@@ -59,17 +65,23 @@ def test_a_child_never_gets_wider_than_its_lead(
     assert child.write_root == lead.write_root
 
 
-def _tool(name: str, calls: list[str], **annotations: bool) -> Tool:
+def _tool(
+    name: str, calls: list[str], *, read_only: bool = False, destructive: bool = False
+) -> Tool:
     def run(**_: Any) -> str:
         calls.append(name)
         return f"{name} ran"
 
     parameters = {"type": "object", "properties": {}, "additionalProperties": True}
-    return Tool(name, f"The {name} tool.", parameters, run, **annotations)
+    return Tool(
+        name, f"The {name} tool.", parameters, run, read_only=read_only, destructive=destructive
+    )
 
 
 def _denied(spec: PermissionSpec, tool: Tool, workdir: Path) -> bool:
-    permissions = Permissions(mode=spec.mode, allow=spec.allow, deny=spec.deny)  # type: ignore[arg-type]
+    permissions = Permissions(
+        mode=PermissionMode(spec.mode), allow=frozenset(spec.allow), deny=frozenset(spec.deny)
+    )
     return permissions.bind(workdir).check_static(tool, {}) is not None
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,11 @@ from deputy_runtime import (
     tool,
 )
 from deputy_runtime.errors import DefinitionError, DelegationBindingError
+from deputy_runtime.runtime import Lease
 from deputy_runtime.temporal import (
     DeputyActivities,
     ExclusiveResourceSpec,
+    LeadOutput,
     OwnedResourceFactory,
     OwnedResourceRecord,
     OwnedResourceSpec,
@@ -97,7 +100,7 @@ class Workspaces:
 
 async def _run(
     client: Client, task_queue: str, workspaces: Workspaces, tmp_path: Path
-) -> tuple[str, object]:
+) -> tuple[str, LeadOutput]:
     factory = OwnedResourceFactory(create=workspaces.create, reclaim=workspaces.reclaim)
     activities = DeputyActivities(working_dir=tmp_path, owned_resources={"workspace": factory})
     request = lead_input(
@@ -119,8 +122,8 @@ async def test_owned_resources_are_made_used_and_cleaned_once_per_delegation(
 ) -> None:
     workspaces = Workspaces(tmp_path / "ws")
     workflow_id, out = await _run(client, task_queue, workspaces, tmp_path)
-    assert out.result.stop_reason == "complete"  # type: ignore[attr-defined]
-    records = out.subagents  # type: ignore[attr-defined]
+    assert out.result.stop_reason == "complete"
+    records = out.subagents
     assert sorted(r.agent_name for r in records) == sorted(NAMES)
     assert {(r.status, r.cleanup_error) for r in records} == {("completed", None)}
     states = workspaces.states()
@@ -133,10 +136,10 @@ async def test_owned_resources_are_made_used_and_cleaned_once_per_delegation(
     calls = [json.loads(line) for line in (workspaces.root / "calls.log").read_text().splitlines()]
     assert sorted(d for _, d in calls) == sorted(r.delegation_id for r in records)
     assert all(rid.startswith(f"{d}/workspace/") for rid, d in calls)
-    for result in out.subagent_results:  # type: ignore[attr-defined]
+    for result in out.subagent_results:
         assert result is not None
         assert "noted in" in str(result.turns)
-    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 3  # type: ignore[arg-type]
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 3
 
 
 async def test_a_failing_cleanup_is_the_record_cleanup_error(
@@ -144,9 +147,9 @@ async def test_a_failing_cleanup_is_the_record_cleanup_error(
 ) -> None:
     workspaces = Workspaces(tmp_path / "ws", failing_cleanup=True)
     _, out = await _run(client, task_queue, workspaces, tmp_path)
-    errors = {r.cleanup_error for r in out.subagents}  # type: ignore[attr-defined]
+    errors = {r.cleanup_error for r in out.subagents}
     assert errors == {"workspace: RuntimeError: disk on fire"}
-    assert {r.status for r in out.subagents} == {"completed"}  # type: ignore[attr-defined]
+    assert {r.status for r in out.subagents} == {"completed"}
 
 
 async def test_an_unregistered_owned_resource_fails_the_delegation_at_setup(
@@ -176,14 +179,16 @@ async def test_an_unregistered_owned_resource_fails_the_delegation_at_setup(
 
 def test_lead_input_converts_policy_modes_to_specs() -> None:
     class Shared:  # a cross-process backend stand-in: only its type is looked at
-        async def acquire(self, key: str, holder: str, *, wait: bool) -> object: ...
-        async def hold(self, lease: object, on_lost: object) -> None: ...
-        async def release(self, lease: object) -> None: ...
+        async def acquire(self, key: str, holder: str, *, wait: bool) -> Lease:
+            raise NotImplementedError("never called: only the backend's type is looked at")
+
+        async def hold(self, lease: Lease, on_lost: Callable[[str], None]) -> None: ...
+        async def release(self, lease: Lease) -> None: ...
 
     policy = DelegationPolicy(
         resource_modes=(
             SharedResources(),
-            ExclusiveResource("repo", wait=True, backend=Shared()),  # type: ignore[arg-type]
+            ExclusiveResource("repo", wait=True, backend=Shared()),
         )
     )
     request = lead_input(
@@ -204,7 +209,9 @@ def test_lead_input_converts_policy_modes_to_specs() -> None:
     [
         (DelegationPolicy(resource_mode="exclusive", resource_key="k"), "in-process lease"),
         (
-            DelegationPolicy(resource_modes=(OwnedResources(lambda a, d, c: None),)),  # type: ignore[arg-type,return-value]
+            DelegationPolicy(
+                resource_modes=(OwnedResources(lambda a, d, c: DelegationResources()),)
+            ),
             "OwnedResourceSpec",
         ),
         (DelegationPolicy(human_input=lambda q, c: "yes"), "human_input"),

@@ -12,14 +12,14 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
 from deputy_runtime import decode_event
-from deputy_runtime.runtime import DelegationEnd, DelegationStart, StopEvent
+from deputy_runtime.runtime import DelegationEnd, DelegationStart, Event, StopEvent
 from deputy_runtime.temporal import data_converter
 from tests.temporal.helpers import was_signalled
 
@@ -78,7 +78,7 @@ def test_run_on_temporal_matches_the_in_process_run(
     events = [decode_event(line) for line in done.stdout.splitlines()]
     in_process = [decode_event(line) for line in expected.stdout.splitlines()]
 
-    def ends(stream: list[object]) -> list[tuple[str | None, str, str, int]]:
+    def ends(stream: Sequence[Event]) -> list[tuple[str | None, str, str, int]]:
         return sorted(
             (e.agent_name, e.status, e.stop_reason, e.usage.requests)
             for e in stream

@@ -14,6 +14,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import msgspec
 import pytest
@@ -78,11 +79,27 @@ def _tool_results(turn: Turn) -> list[ContentToolResult]:
     return [c for c in turn.contents if isinstance(c, ContentToolResult)]
 
 
+class _LeadOptions(TypedDict, total=False):
+    """The ``lead_input`` options these scenarios set (the rest keep their defaults)."""
+
+    tools: tuple[str, ...]
+    usage_limits: UsageLimits
+    max_active_delegations: int
+    continue_as_new_after: int
+    delegation_policy: DelegationPolicy
+
+
 async def _durable(
-    client: Client, task_queue: str, prefix: str, **kwargs: object
+    client: Client,
+    task_queue: str,
+    prefix: str,
+    *,
+    sub_agents: list[AgentDefinition],
+    model: str = "test",
+    **options: Unpack[_LeadOptions],
 ) -> tuple[str, LeadOutput]:
     workflow_id = f"{prefix}-{uuid.uuid4().hex}"
-    request = lead_input(TASK, model=kwargs.pop("model", "test"), **kwargs)  # type: ignore[arg-type]
+    request = lead_input(TASK, sub_agents, model=model, **options)
     handle = await start_lead(client, request, workflow_id=workflow_id, task_queue=task_queue)
     return workflow_id, await handle.result()
 

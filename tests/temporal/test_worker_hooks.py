@@ -99,10 +99,10 @@ async def test_a_plugins_hooks_run_on_the_worker(
     log = tmp_path / "worker.log"
     task_queue = f"deputy-hooks-{uuid.uuid4().hex}"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    with log.open("w") as out:
+    with log.open("w") as log_file:
         worker = subprocess.Popen(
             _command(temporal_address, agents, plugin, task_queue),
-            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+            cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
     worker_process.append(worker)
     deadline = time.monotonic() + WAIT_SECONDS
