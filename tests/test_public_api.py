@@ -465,6 +465,7 @@ INTERNAL = {
         "load_yaml",
         "markdown_text",
         "parse_markdown",
+        "parse_mcp_name",
         "read_definition_text",
         "surrounding_whitespace",
         "whitespace_losses",
