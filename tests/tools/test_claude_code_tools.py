@@ -101,12 +101,17 @@ async def test_glob_no_match_and_refusals(tools: dict[str, Tool]) -> None:
         await call(tools, "glob_files", pattern="*", path="../outside")
     with pytest.raises(ToolArgumentError, match="symbolic link"):
         await call(tools, "glob_files", pattern="*", path="link_out")
+    with pytest.raises(ToolArgumentError, match="argument 'pattern': 300 characters"):
+        await call(tools, "glob_files", pattern="a" * 300)
 
 
 async def test_glob_stops_at_the_listing_limit(root: Path) -> None:
     made = {t.name: t for t in tools_file_extra(root, limits=FileToolLimits(list_entries=2))}
     found = (await call(made, "glob_files", pattern="*.py")).splitlines()
-    assert found == ["setup.py", "src/a.py", "[1 more; narrow the pattern or path]"]
+    assert found[:2] == ["setup.py", "src/a.py"]
+    assert found[2:] == [
+        "[stopped after 2 paths, the limit of one call; narrow the pattern or path]"
+    ]
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
