@@ -91,12 +91,14 @@ def test_validate_resolves_claude_code_tools_with_a_warning_per_missing_one(
             assert f"so {name} was dropped and the agent runs without it" in done.stdout
 
 
-def _run_one(relative: str, tmp_path: Path) -> list[object]:
+def _run_one(relative: str, tmp_path: Path, backend: str) -> list[object]:
     agents = tmp_path / "agents"
     agents.mkdir()
     shutil.copy(FIXTURES / relative, agents)
     validate = run_cli("validate", "agents", cwd=tmp_path)
-    done = run_cli("run", "--json", "--agents", "agents", "Look around", cwd=tmp_path)
+    done = run_cli(
+        "run", "--backend", backend, "--json", "--agents", "agents", "Look around", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     # run reads the file as validate does: the same warnings, in the same order.
     warnings = [line for line in done.stderr.splitlines() if ": warning: " in line]
@@ -106,6 +108,7 @@ def _run_one(relative: str, tmp_path: Path) -> list[object]:
 
 
 @needs_fixtures
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize(
     ("relative", "agent", "tools"),
     [
@@ -127,9 +130,9 @@ def _run_one(relative: str, tmp_path: Path) -> list[object]:
     ],
 )
 def test_run_gives_the_agent_the_mapped_tools(
-    relative: str, agent: str, tools: list[str], tmp_path: Path
+    relative: str, agent: str, tools: list[str], backend: str, tmp_path: Path
 ) -> None:
-    events = _run_one(relative, tmp_path)
+    events = _run_one(relative, tmp_path, backend)
     calls = [e for e in events if isinstance(e, ToolStart) and e.agent_name == agent]
     # The offline model calls every tool it is offered once: exactly the mapped ones.
     assert sorted(e.tool_name for e in calls) == sorted(tools)

@@ -114,12 +114,16 @@ async def test_glob_stops_at_the_listing_limit(root: Path) -> None:
     ]
 
 
+BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
+
+
+@BACKENDS
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pattern=st.text(alphabet="*?[]!/.abcpy", min_size=1, max_size=12))
-def test_glob_never_names_a_file_outside_the_root(root: Path, pattern: str) -> None:
+def test_glob_never_names_a_file_outside_the_root(root: Path, backend: str, pattern: str) -> None:
     glob_files = tools_file_extra(root)[0]
     try:
-        found = anyio.run(invoke_tool, glob_files, {"pattern": pattern})
+        found = anyio.run(invoke_tool, glob_files, {"pattern": pattern}, backend=backend)
     except ToolArgumentError:
         return
     assert SECRET not in found
@@ -232,12 +236,15 @@ async def test_multi_edit_result_over_the_write_limit_changes_nothing(root: Path
     assert (root / "f.txt").read_text() == "short\n"
 
 
+@BACKENDS
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     olds=st.lists(st.sampled_from(["a", "b", "ab", "c", "zz"]), min_size=1, max_size=5),
     news=st.lists(st.sampled_from(["a", "b", "", "q"]), min_size=5, max_size=5),
 )
-def test_multi_edit_is_all_or_nothing(root: Path, olds: list[str], news: list[str]) -> None:
+def test_multi_edit_is_all_or_nothing(
+    root: Path, backend: str, olds: list[str], news: list[str]
+) -> None:
     """Either the file holds every edit applied in order, or it is byte-for-byte unchanged."""
     multi_edit = tools_file_extra(root)[1]
     target = root / "prop.txt"
@@ -252,7 +259,7 @@ def test_multi_edit_is_all_or_nothing(root: Path, olds: list[str], news: list[st
             break
         expected = expected.replace(edit["old_string"], edit["new_string"], 1)
     try:
-        anyio.run(invoke_tool, multi_edit, {"path": "prop.txt", "edits": edits})
+        anyio.run(invoke_tool, multi_edit, {"path": "prop.txt", "edits": edits}, backend=backend)
     except ToolArgumentError:
         assert expected is None
         assert target.read_text() == before
