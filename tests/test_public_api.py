@@ -384,6 +384,7 @@ EXPECTED_ALL = {
         "schema_validator",
         "tool",
         "tools_file",
+        "tools_file_extra",
     ],
     "deputy_runtime.mcp": [
         "MCP_MODES",

@@ -35,7 +35,7 @@ from ..definitions import (
 )
 from ..errors import DeputyError
 from ..skills import Skill
-from ..tools import Tool, tools_file
+from ..tools import Tool, tools_file, tools_file_extra
 
 __all__ = [
     "ALL_HOST_TOOLS",
@@ -190,10 +190,12 @@ def plugin_tools(module: ModuleType) -> tuple[Tool, ...]:
 def host_tool_registry(
     plugins: Sequence[ModuleType] = (), working_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, Tool]:
-    """The tool registry ``run`` resolves definitions against: the five file tools
-    confined to ``working_dir`` (default: the current directory), then each plugin's
-    tools. A plugin tool whose name is already taken is a :class:`PluginError`."""
-    registry = {tool.name: tool for tool in tools_file(working_dir or Path.cwd())}
+    """The tool registry ``run`` resolves definitions against: the file tools
+    (:func:`tools_file` and :func:`tools_file_extra`) confined to ``working_dir``
+    (default: the current directory), then each plugin's tools. A plugin tool whose name
+    is already taken is a :class:`PluginError`."""
+    base = working_dir or Path.cwd()
+    registry = {tool.name: tool for tool in (*tools_file(base), *tools_file_extra(base))}
     for module in plugins:
         for tool in plugin_tools(module):
             if tool.name in registry:

@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import DefinitionError, DefinitionFileError
+from ._claude_tools import (
+    CLAUDE_CODE_TOOLS,
+    ClaudeToolResolution,
+    ClaudeToolStatus,
+    resolve_claude_tool,
+)
 from ._files import check_path_argument, read_definition_text
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._mcp import is_mcp_name, mcp_name_problem
@@ -206,7 +212,7 @@ def build_definition(
     if parsed.tool_names is None:
         tool_objects = tuple(tool_registry.values())
     else:
-        names = _without_subagent_tools(fm, parsed.tool_names, tool_registry, log)
+        names = _claude_code_names(fm, parsed.tool_names, tool_registry, log)
         tool_objects = _resolve(fm, path, "tools", names, tool_registry, log)
     skill_objects = _resolve(fm, path, "skills", parsed.skill_names, skill_registry, log)
     log.raise_first_error()
@@ -427,19 +433,35 @@ def _tool_entries(
     return tuple(names), tuple(mcp)
 
 
-def _without_subagent_tools(
+def _claude_code_names(
     fm: Frontmatter, names: tuple[str, ...], registry: Mapping[str, Any], log: ProblemLog
 ) -> tuple[str, ...]:
-    """``names`` without Claude Code's bare ``Agent``/``Task`` when the host's registry
-    has no tool of that name (a warning says why)."""
+    """``names`` with Claude Code's tool names mapped through :data:`CLAUDE_CODE_TOOLS`:
+    a mapped tool the registry holds replaces the name; one it lacks is dropped with a
+    warning naming both, so the agent loads without it and the reader knows what is
+    missing. Other names pass through unchanged (an unknown one is an error later)."""
     kept = []
     for name in names:
-        if name in SUBAGENT_TOOLS and name not in registry:
-            line = _item_line(fm, "tools", name)
-            log.warn(f"tools: {_subagent_note(name)}", line=line, field="tools")
-        else:
+        resolution = resolve_claude_tool(name, registry)
+        if resolution is None:
             kept.append(name)
+        elif resolution.status is ClaudeToolStatus.HONOURED:
+            kept.append(resolution.deputy_name)
+        else:
+            line = _item_line(fm, "tools", name)
+            log.warn(f"tools: {_dropped_note(resolution)}", line=line, field="tools")
     return tuple(kept)
+
+
+def _dropped_note(resolution: ClaudeToolResolution) -> str:
+    if resolution.claude_name in SUBAGENT_TOOLS:
+        return _subagent_note(resolution.claude_name)
+    return (
+        f"{resolution.claude_name!r} is Claude Code's {resolution.claude_name} tool, which "
+        f"maps to deputy's {resolution.deputy_name!r}; this host has no "
+        f"{resolution.deputy_name!r} tool, so {resolution.claude_name} was dropped and the "
+        "agent runs without it (a plugin can register the tool)"
+    )
 
 
 def _disallowed(fm: Frontmatter, path: Path, log: ProblemLog) -> tuple[str, ...] | None:
@@ -463,6 +485,11 @@ def _disallowed(fm: Frontmatter, path: Path, log: ProblemLog) -> tuple[str, ...]
             )
             name = tool
         result.setdefault(name)
+        # Claude Code's name also denies the deputy tool it maps to: a deny list only
+        # ever widens, so the literal name stays denied as well.
+        mapped = CLAUDE_CODE_TOOLS.get(name)
+        if mapped is not None:
+            result.setdefault(mapped)
     return tuple(result)
 
 

@@ -90,7 +90,16 @@ ASK_USER_TOOL_NAME = "ask_user"
 #: Tools that write or execute whatever their annotations say; never allowed in
 #: readonly or plan mode, and write-root checked in standard mode.
 KNOWN_WRITE_TOOLS = frozenset(
-    {"write_file", "edit_file", "multi_edit", "run_bash", "run_code", "install_package"}
+    {
+        "write_file",
+        "edit_file",
+        "multi_edit",
+        "notebook_edit",
+        "bash",
+        "kill_shell",
+        "run_code",
+        "install_package",
+    }
 )
 #: Known write tools whose ``path`` argument must lie inside the write root.
 _PATH_WRITE_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})

@@ -1,13 +1,14 @@
 """Tools: the Tool type, the ``@tool`` decorator and the built-in tools.
 
 A :class:`Tool` is what an agent can call. :func:`tool` builds one from a typed Python
-function; :func:`tools_file` gives the built-in file tools confined to one directory;
+function; :func:`tools_file` gives the built-in file tools confined to one directory (and
+:func:`tools_file_extra` three more: ``glob_files``, ``multi_edit``, ``todo_write``);
 :func:`ask_user` / :func:`ask_user_tool` let a model ask a person a question.
 """
 
 from ._ask_user import ask_user, ask_user_tool
 from ._decorator import tool
-from ._files import tools_file
+from ._files import tools_file, tools_file_extra
 from ._invoke import invoke_tool
 from ._limits import FileToolLimits
 from ._schema import schema_validator
@@ -30,4 +31,5 @@ __all__ = [
     "schema_validator",
     "tool",
     "tools_file",
+    "tools_file_extra",
 ]

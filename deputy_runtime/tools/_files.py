@@ -21,14 +21,17 @@ from typing import Annotated
 import msgspec
 
 from ._decorator import tool
+from ._fileglob import glob_paths
 from ._filegrep import grep
 from ._fileread import list_dir, read_text
 from ._fileroot import Root
 from ._filewrite import edit, write
 from ._limits import FileToolLimits
+from ._multiedit import EditItem, multi_edit_file
+from ._todo import TodoItem, render_todos
 from ._tool import Tool
 
-__all__ = ["SCRATCH_EXAMPLE", "tools_file"]
+__all__ = ["SCRATCH_EXAMPLE", "tools_file", "tools_file_extra"]
 
 SCRATCH_EXAMPLE = "deputy-scratch.txt"
 
@@ -84,12 +87,48 @@ def tools_file(
         ToolDefinitionError: ``working_dir`` does not exist or is not a directory.
         TypeError: ``limits`` is not a FileToolLimits.
     """
+    root, limits = _setup("tools_file", working_dir, limits)
+    tools = (*_read_tools(root, limits), *_write_tools(root, limits))
+    return tuple(msgspec.structs.replace(t, path_base=root.root) for t in tools)
+
+
+def tools_file_extra(
+    working_dir: str | os.PathLike[str], *, limits: FileToolLimits | None = None
+) -> tuple[Tool, ...]:
+    """Three more tools Claude Code's agent files name (``Glob``, ``MultiEdit``,
+    ``TodoWrite``), confined to ``working_dir`` like :func:`tools_file`'s.
+
+    ``glob_files`` (read-only) lists the files whose path matches a glob, sorted by path;
+    ``multi_edit`` applies several exact-text replacements to one file, all or none, in
+    one atomic write; ``todo_write`` (no side effects) checks and shows the agent's task
+    list, which the model sends whole on each call. They are a separate function so that
+    :func:`tools_file` keeps returning exactly its five tools.
+
+    Args:
+        working_dir: The directory the tools are confined to (after resolving symlinks).
+        limits: Bounds on each call, as for :func:`tools_file` (``glob_files`` shows at
+            most ``list_entries`` paths; ``multi_edit`` edits files up to ``write_bytes``).
+
+    Returns:
+        ``(glob_files, multi_edit, todo_write)``.
+
+    Raises:
+        ToolDefinitionError: ``working_dir`` does not exist or is not a directory.
+        TypeError: ``limits`` is not a FileToolLimits.
+    """
+    root, limits = _setup("tools_file_extra", working_dir, limits)
+    tools = _extra_tools(root, limits)
+    return tuple(msgspec.structs.replace(t, path_base=root.root) for t in tools)
+
+
+def _setup(
+    caller: str, working_dir: str | os.PathLike[str], limits: FileToolLimits | None
+) -> tuple[Root, FileToolLimits]:
     root = Root(working_dir)
     limits = limits if limits is not None else FileToolLimits()
     if not isinstance(limits, FileToolLimits):
-        raise TypeError(f"tools_file: limits must be a FileToolLimits, got {limits!r}")
-    tools = (*_read_tools(root, limits), *_write_tools(root, limits))
-    return tuple(msgspec.structs.replace(t, path_base=root.root) for t in tools)
+        raise TypeError(f"{caller}: limits must be a FileToolLimits, got {limits!r}")
+    return root, limits
 
 
 def _read_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool, Tool]:
@@ -188,3 +227,63 @@ def _write_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool]:
         return edit(root, limits, path, old_string, new_string, replace_all)
 
     return write_file, edit_file
+
+
+def _extra_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool, Tool]:
+    @tool(
+        read_only=True,
+        idempotent=True,
+        run_in_thread=True,
+        description=(
+            "Find files in the working directory whose path matches a glob.\n\n'*' also "
+            "matches '/', so '*.py' finds Python files at any depth; a leading '**/' "
+            "matches at the top level too. Paths are sorted by name, at most "
+            f"{limits.list_entries}."
+        ),
+    )
+    def glob_files(
+        pattern: Annotated[str, _meta("Glob matched against each file's path.", "*.md")],
+        path: DirArg = ".",
+    ) -> str:
+        return glob_paths(root, limits, pattern, path)
+
+    @tool(
+        run_in_thread=True,
+        description=(
+            "Make several exact-text replacements in one file in the working directory.\n\n"
+            "Edits apply in order, each to the result of the previous one; if any edit "
+            "fails, none is applied and the file is unchanged."
+        ),
+    )
+    def multi_edit(
+        path: ScratchArg,
+        edits: Annotated[
+            list[EditItem],
+            msgspec.Meta(
+                description="The replacements, applied in order.",
+                examples=[[{"old_string": "safe", "new_string": "safe"}]],
+            ),
+        ],
+    ) -> str:
+        return multi_edit_file(root, limits, path, edits)
+
+    @tool(
+        read_only=True,
+        idempotent=True,
+        description=(
+            "Replace your task list with this complete list and show it.\n\nSend every "
+            "item each time; keep one item in_progress while you work on it."
+        ),
+    )
+    def todo_write(
+        todos: Annotated[
+            list[TodoItem],
+            msgspec.Meta(
+                description="The whole task list.",
+                examples=[[{"content": "Read README.md", "status": "in_progress"}]],
+            ),
+        ],
+    ) -> str:
+        return render_todos(todos)
+
+    return glob_files, multi_edit, todo_write

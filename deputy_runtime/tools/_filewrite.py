@@ -25,7 +25,7 @@ from ._fileroot import Root, open_read, regular_file
 from ._limits import FileToolLimits
 from ._pathlock import path_lock
 
-__all__ = ["edit", "write"]
+__all__ = ["edit", "write", "write_or_explain"]
 
 
 def _atomic_write(real: str, data: bytes) -> None:
@@ -49,7 +49,7 @@ def _atomic_write(real: str, data: bytes) -> None:
         raise
 
 
-def _write_or_explain(real: str, data: bytes, path: str) -> None:
+def write_or_explain(real: str, data: bytes, path: str) -> None:
     try:
         _atomic_write(real, data)
     except (NotADirectoryError, FileExistsError):
@@ -75,7 +75,7 @@ def write(root: Root, limits: FileToolLimits, path: str, content: str) -> str:
         if os.path.lexists(real) and not os.path.isfile(real):
             raise ToolArgumentError(f"argument 'path': {path!r} is not a regular file")
         existed = os.path.exists(real)
-        _write_or_explain(real, data, path)
+        write_or_explain(real, data, path)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {root.rel(real)} ({len(data)} bytes)"
 
@@ -126,5 +126,5 @@ def _edit_locked(
     data = updated.encode("utf-8")
     if len(data) > most:
         raise ToolArgumentError(f"the edited file would be over {most} bytes")
-    _write_or_explain(real, data, path)
+    write_or_explain(real, data, path)
     return count if replace_all else 1

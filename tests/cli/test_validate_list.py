@@ -53,7 +53,7 @@ def test_validate_reports_every_problem_of_a_file(
     assert "Unknown field 'colour'" in lines[0]
     assert "version must be the integer 1" in lines[1]
     assert "'Read' is not a registry key" in lines[2]
-    assert "the tools registry has: edit_file, grep_files, list_files, read_file" in lines[3]
+    assert "the tools registry has: edit_file, glob_files, grep_files, list_files" in lines[3]
     assert err == "checked 1 file(s): 4 error(s)\n"
 
 
@@ -68,8 +68,9 @@ def test_markdown_problems_are_all_reported_too(
     status, out, err = run(capsys, "validate", str(path))
     assert status == 1
     reasons = [line.split(": ", 1)[1] for line in out.splitlines()]
-    assert [r.split(" ")[0] for r in reasons] == ["permissionMode", "maxTurns", "tools:", "unknown"]
-    assert err == "checked 1 file(s): 4 error(s)\n"
+    # Read is Claude Code's name for read_file: no error for it.
+    assert [r.split(" ")[0] for r in reasons] == ["permissionMode", "maxTurns", "tools:"]
+    assert err == "checked 1 file(s): 3 error(s)\n"
 
 
 def test_warnings_are_apart_from_errors_and_strict_makes_them_errors(
@@ -156,7 +157,7 @@ def test_list_shows_what_loads_then_the_bad_files(
 ) -> None:
     (tmp_path / "a.yaml").write_text(MIN)
     (tmp_path / "b.md").write_text("---\nname: Reviewer\ndescription: d\n---\nbody\n")
-    (tmp_path / "c.md").write_text("---\nname: c\ndescription: d\ntools: Read\n---\nbody\n")
+    (tmp_path / "c.md").write_text("---\nname: c\ndescription: d\ntools: Lookup\n---\nbody\n")
     (tmp_path / "d.md").write_text(COLON_MD)
     status, out, err = run(capsys, "list", str(tmp_path))
     assert (status, err) == (1, "")
@@ -164,8 +165,9 @@ def test_list_shows_what_loads_then_the_bad_files(
     assert [row.split()[0] for row in table.splitlines()] == ["NAME", "notes"]
     assert bad.splitlines() == [
         "3 file(s) did not load:",
-        f"  {tmp_path / 'c.md'}:4: unknown tool 'Read' in tools; known names (case-sensitive): "
-        "edit_file, grep_files, list_files, read_file, write_file",
+        f"  {tmp_path / 'c.md'}:4: unknown tool 'Lookup' in tools; known names (case-sensitive): "
+        "edit_file, glob_files, grep_files, list_files, multi_edit, read_file, todo_write, "
+        "write_file",
         f"  {tmp_path / 'a.yaml'}: duplicate agent name 'reviewer': also defined by b.md in "
         "the same directory; names must be unique after lowercasing, so none of these files "
         "was loaded",
@@ -186,7 +188,8 @@ def test_the_shared_checks_for_run(tmp_path: Path) -> None:
     module = import_plugin(str(plugin))
     registry = host_tool_registry([module], tmp_path)
     assert sorted(registry) == [
-        "edit_file", "grep_files", "list_files", "read_file", "search_web", "write_file",
+        "edit_file", "glob_files", "grep_files", "list_files", "multi_edit", "read_file",
+        "search_web", "todo_write", "write_file",
     ]  # fmt: skip
     assert host_skill_registry([module]) == {"house-style": "/srv/skills/house-style"}
     with pytest.raises(DeputyError, match="a tool named 'search_web' is already registered"):

@@ -84,7 +84,12 @@ def test_corpus_details() -> None:
     assert found["sql-expert"].skills == ("/srv/skills/sql-review",)
     assert "\n---\n" in found["frontend-developer"].prompt
     assert found["triage-lead"].tools == ()
-    assert found["test-runner"].disallowed_tools == ("webfetch", "websearch")
+    assert found["test-runner"].disallowed_tools == (
+        "webfetch",
+        "web_fetch",
+        "websearch",
+        "web_search",
+    )
     assert found["docs-writer"].prompt == (
         "You write documentation for developers.\n\nKeep examples runnable and short."
     )

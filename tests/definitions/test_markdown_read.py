@@ -487,7 +487,7 @@ def test_tool_names_are_case_sensitive_and_null_items_are_the_name_none(tmp_path
 
 def test_unknown_tool_without_a_registry(tmp_path: Path) -> None:
     with pytest.raises(DefinitionFileError, match=r"none \(the tools registry is empty\)"):
-        read_md(_tools_file(tmp_path, b"tools: Read\n"))
+        read_md(_tools_file(tmp_path, b"tools: lookup\n"))
 
 
 def test_two_keys_for_one_tool_give_one_tool(tmp_path: Path) -> None:
@@ -505,8 +505,9 @@ def test_two_keys_for_one_tool_give_one_tool(tmp_path: Path) -> None:
         (b"disallowedTools:\n", None),
         (b"disallowedTools: []\n", ()),
         (b"disallowedTools: ''\n", ()),
-        (b"disallowedTools: Bash, Write, bash\n", ("bash", "write")),
-        (b"disallowedTools: [Write, ' Bash ']\n", ("write", "bash")),
+        # A Claude Code name denies itself and the deputy tool it maps to.
+        (b"disallowedTools: Bash, Write, bash\n", ("bash", "write", "write_file")),
+        (b"disallowedTools: [Write, ' Bash ']\n", ("write", "write_file", "bash")),
     ],
 )
 def test_disallowed_tools(tmp_path: Path, line: bytes, expected: object) -> None:

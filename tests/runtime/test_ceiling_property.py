@@ -45,7 +45,16 @@ CUSTOM: dict[str, dict[str, Any]] = {
     "browse": {"read_only": True, "open_world": True},
 }
 TOOL_NAMES = (*CUSTOM, "read_file", "write_file")
-KNOWN_WRITE = {"write_file", "edit_file", "multi_edit", "run_bash", "run_code", "install_package"}
+KNOWN_WRITE = {
+    "write_file",
+    "edit_file",
+    "multi_edit",
+    "notebook_edit",
+    "bash",
+    "kill_shell",
+    "run_code",
+    "install_package",
+}
 
 
 def spec_allows(

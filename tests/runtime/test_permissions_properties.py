@@ -35,7 +35,7 @@ INTERESTING = [
     "write_file",
     "edit_file",
     "multi_edit",
-    "run_bash",
+    "bash",
     "ask_user",
     "delegate_to_agent",
     "web_search",
