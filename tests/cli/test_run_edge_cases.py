@@ -64,6 +64,7 @@ def test_commands_and_run_options_match_design() -> None:
         "worker",
         "attach",
         "answer",
+        "budget",
     }
     run = sub.choices["run"]
     options = {o for a in run._actions for o in a.option_strings}
