@@ -56,7 +56,14 @@ def budget(args: argparse.Namespace) -> int:
     try:
         ledger = RedisBudget(args.redis, args.name, limits, namespace=args.redis_namespace)
     except (ValueError, TypeError) as exc:
-        option = "--redis-namespace" if str(exc).startswith("namespace") else "NAME"
+        text = str(exc)
+        option = (
+            "--redis-namespace"
+            if text.startswith("namespace")
+            else "--redis"
+            if text.startswith("url")
+            else "NAME"
+        )
         print(f"{prog}: {option}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
