@@ -232,6 +232,7 @@ class DelegationCoordinator:
                 # flood of delegations cannot make the host build resources for nothing.
                 if slots is not None:
                     slots.release()
+                d.error = meter.shortfall(empty)
                 self.never_started(d, meter, empty)
                 return outcome_json(d)
         failed: BaseException | None = None
@@ -307,6 +308,7 @@ class DelegationCoordinator:
             if over is None:
                 return None
             blocker = reason = over
+            d.error = meter.shortfall(over)
         slots.release()
         self.never_started(d, meter, reason)
         return blocker

@@ -285,6 +285,26 @@ class Meter:
         # Costs are floats: round away representation noise so 0.3 - 0.1 - 0.2 is 0.
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
+    def shortfall(self, reason: StopReason) -> str:
+        """Why a delegation stopped by ``reason`` could not start, in the model's words.
+
+        Names the limit and what was left of it: what the run used and what running
+        delegations hold, so the lead's model can tell "spent" from "busy".
+        """
+        field = _REASON_FIELDS.get(reason)
+        limit: float | None = getattr(self.limits, field) if field is not None else None
+        if field is None or limit is None:
+            return f"Not started: {reason.value}."
+        held = self.reserved.get(field, 0.0) if self.reserved is not None else 0.0
+        left = self.remaining(field) or 0
+        what = _FIELD_WORDS[field]
+        return (
+            f"Not started: the run's {field} of {_number(limit)} leaves {_number(left)} "
+            f"{what} for this delegation ({_number(self._used(field))} used, "
+            f"{_number(held)} held by running delegations). Do the rest without it, or "
+            "delegate again once running delegations have finished."
+        )
+
     def reserve_child(
         self, max_requests: int | None, overrides: UsageLimits | None = None
     ) -> Reservation:
@@ -373,6 +393,31 @@ def exhausted(limits: UsageLimits) -> StopReason | None:
     if limits.max_seconds is not None and limits.max_seconds <= 0:
         return StopReason.TIME_LIMIT
     return None
+
+
+_REASON_FIELDS: dict[StopReason, str] = {
+    StopReason.REQUEST_LIMIT: "max_requests",
+    StopReason.TOOL_CALL_LIMIT: "max_tool_calls",
+    StopReason.INPUT_TOKEN_LIMIT: "max_input_tokens",
+    StopReason.OUTPUT_TOKEN_LIMIT: "max_output_tokens",
+    StopReason.TOTAL_TOKEN_LIMIT: "max_total_tokens",
+    StopReason.COST_LIMIT: "max_cost_usd",
+}
+_FIELD_WORDS = {
+    "max_requests": "model requests",
+    "max_tool_calls": "tool calls",
+    "max_input_tokens": "input tokens",
+    "max_output_tokens": "output tokens",
+    "max_total_tokens": "tokens",
+    "max_cost_usd": "USD",
+}
+
+
+def _number(value: float) -> str:
+    """A count as an integer, a cost with up to six decimals."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6f}".rstrip("0")
 
 
 def _over(used: float, limit: float, reaching: bool) -> bool:
