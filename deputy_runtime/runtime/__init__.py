@@ -132,6 +132,7 @@ from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
 from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
+from ._usage import shortfall_text as shortfall_text
 
 # isort: split
 # The hook rules the durable lead's workers apply around a tool call, as the gate does.

@@ -9,6 +9,7 @@ step, so parallel delegations can never together be granted more than the lead h
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
@@ -23,6 +24,7 @@ __all__ = [
     "Reservation",
     "UsageLimits",
     "exhausted",
+    "shortfall_text",
     "tighter",
 ]
 
@@ -286,24 +288,12 @@ class Meter:
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
     def shortfall(self, reason: StopReason) -> str:
-        """Why a delegation stopped by ``reason`` could not start, in the model's words.
+        """Why a delegation stopped by ``reason`` could not start (see :func:`shortfall_text`)."""
 
-        Names the limit and what was left of it: what the run used and what running
-        delegations hold, so the lead's model can tell "spent" from "busy".
-        """
-        field = _REASON_FIELDS.get(reason)
-        limit: float | None = getattr(self.limits, field) if field is not None else None
-        if field is None or limit is None:
-            return f"Not started: {reason.value}."
-        held = self.reserved.get(field, 0.0) if self.reserved is not None else 0.0
-        left = self.remaining(field) or 0
-        what = _FIELD_WORDS[field]
-        return (
-            f"Not started: the run's {field} of {_number(limit)} leaves {_number(left)} "
-            f"{what} for this delegation ({_number(self._used(field))} used, "
-            f"{_number(held)} held by running delegations). Do the rest without it, or "
-            "delegate again once running delegations have finished."
-        )
+        def held(field: str) -> float:
+            return self.reserved.get(field, 0.0) if self.reserved is not None else 0.0
+
+        return shortfall_text(reason, self.limits, self._used, held)
 
     def reserve_child(
         self, max_requests: int | None, overrides: UsageLimits | None = None
@@ -413,8 +403,42 @@ _FIELD_WORDS = {
 }
 
 
+def shortfall_text(
+    reason: StopReason,
+    limits: UsageLimits,
+    used: Callable[[str], float],
+    held: Callable[[str], float],
+) -> str:
+    """Why a delegation stopped by ``reason`` could not start, in the model's words.
+
+    Names the limit and what was left of it: what the run used and what running
+    delegations hold, so the lead's model can tell a spent budget from a busy one. Every
+    path that settles a delegation ``not_started`` for a limit (in-process and durable)
+    words it with this one function.
+
+    Args:
+        reason: The limit's stop reason.
+        limits: The run's limits.
+        used: The run's usage of a limit field (``"max_requests"``...).
+        held: What running delegations hold of a limit field.
+    """
+    field = _REASON_FIELDS.get(reason)
+    limit: float | None = getattr(limits, field) if field is not None else None
+    if field is None or limit is None:
+        return f"Not started: {reason.value}."
+    spent, holding = used(field), held(field)
+    left = max(0.0, limit - spent - holding)
+    return (
+        f"Not started: the run's {field} of {_number(limit)} leaves {_number(left)} "
+        f"{_FIELD_WORDS[field]} for this delegation ({_number(spent)} used, "
+        f"{_number(holding)} held by running delegations). Do the rest without it, or "
+        "delegate again once running delegations have finished."
+    )
+
+
 def _number(value: float) -> str:
     """A count as an integer, a cost with up to six decimals."""
+    value = round(value, 12)  # costs are floats: 0.3 - 0.1 - 0.2 is 0
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.6f}".rstrip("0")

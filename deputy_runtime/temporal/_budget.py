@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..chat import Usage
-from ..runtime import AgentUsage, StopReason, UsageLimits
+from ..runtime import AgentUsage, StopReason, UsageLimits, shortfall_text
 
 __all__ = ["LIMIT_FIELDS", "Budget", "exhausted"]
 
@@ -154,6 +154,14 @@ class Budget:
         held = sum(getattr(r, field) or 0 for r in self.reservations.values())
         remaining: float = max(0, limit - self._used(field) - held)
         return round(remaining, 12) if field == "max_cost_usd" else remaining
+
+    def shortfall(self, reason: StopReason) -> str:
+        """Why a delegation stopped by ``reason`` could not start, worded as in-process."""
+
+        def held(field: str) -> float:
+            return sum(getattr(r, field) or 0 for r in self.reservations.values())
+
+        return shortfall_text(reason, self.limits, self._used, held)
 
     def reserve(self, key: str, max_requests: int | None) -> UsageLimits:
         """Carve a child's limits out of what is left and hold them under ``key``.

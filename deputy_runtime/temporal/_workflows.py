@@ -568,6 +568,8 @@ class LeadWorkflow:
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
             d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
+            if not interrupted:
+                d.error = loop.budget.shortfall(blocker)
             if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
             error = f"Run limit reached for {blocker}: no new delegation can start."
@@ -583,6 +585,7 @@ class LeadWorkflow:
             # Granted nothing to run on (running siblings hold the rest): settled before
             # anything starts or is announced, holding no budget, as in-process.
             self._slots.release()
+            d.error = loop.budget.shortfall(empty)
             loop.budget.release(delegation_id)
             d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
             return ContentToolResult(call.id, value=d.outcome())
