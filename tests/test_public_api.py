@@ -494,6 +494,7 @@ INTERNAL = {
         "record_outcome",
         "reserve_share",
         "routing_section",
+        "shortfall_text",
         "tool_span",
     ],
     "deputy_runtime.tools": [

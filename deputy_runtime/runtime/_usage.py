@@ -288,7 +288,14 @@ class Meter:
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
     def shortfall(self, reason: StopReason) -> str:
-        """Why a delegation stopped by ``reason`` could not start (see :func:`shortfall_text`)."""
+        """Why a delegation stopped by ``reason`` could not start (see :func:`shortfall_text`).
+
+        Args:
+            reason: The limit's stop reason.
+
+        Returns:
+            The text for the delegation's ``error``.
+        """
 
         def held(field: str) -> float:
             return self.reserved.get(field, 0.0) if self.reserved is not None else 0.0
@@ -421,6 +428,9 @@ def shortfall_text(
         limits: The run's limits.
         used: The run's usage of a limit field (``"max_requests"``...).
         held: What running delegations hold of a limit field.
+
+    Returns:
+        The text for the delegation's ``error``.
     """
     field = _REASON_FIELDS.get(reason)
     limit: float | None = getattr(limits, field) if field is not None else None

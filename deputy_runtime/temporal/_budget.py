@@ -156,7 +156,14 @@ class Budget:
         return round(remaining, 12) if field == "max_cost_usd" else remaining
 
     def shortfall(self, reason: StopReason) -> str:
-        """Why a delegation stopped by ``reason`` could not start, worded as in-process."""
+        """Why a delegation stopped by ``reason`` could not start, worded as in-process.
+
+        Args:
+            reason: The limit's stop reason.
+
+        Returns:
+            The text for the delegation's ``error``.
+        """
 
         def held(field: str) -> float:
             return sum(getattr(r, field) or 0 for r in self.reservations.values())
