@@ -476,6 +476,7 @@ INTERNAL = {
         "ASK_USER_TOOL_NAME",
         "Brief",
         "DELEGATE_DESCRIPTION",
+        "LIMIT_STOP_REASONS",
         "Meter",
         "Reservation",
         "batch_limits",

@@ -57,13 +57,12 @@ def budget(args: argparse.Namespace) -> int:
         ledger = RedisBudget(args.redis, args.name, limits, namespace=args.redis_namespace)
     except (ValueError, TypeError) as exc:
         text = str(exc)
-        option = (
-            "--redis-namespace"
-            if text.startswith("namespace")
-            else "--redis"
-            if text.startswith("url")
-            else "NAME"
-        )
+        if text.startswith("namespace"):
+            option = "--redis-namespace"
+        elif text.startswith("url"):
+            option = "--redis"
+        else:
+            option = "NAME"
         print(f"{prog}: {option}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:

@@ -130,6 +130,7 @@ from ._parallel import reserve_share as reserve_share
 from ._records import Brief as Brief
 from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
+from ._usage import LIMIT_STOP_REASONS as LIMIT_STOP_REASONS
 from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
 from ._usage import shortfall_text as shortfall_text

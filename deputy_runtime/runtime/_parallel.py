@@ -27,7 +27,7 @@ from ._events import EventSink, GuardedSink
 from ._records import Brief, Delegation, build_outcome
 from ._result import AgentResult, raise_for_limit
 from ._states import DelegationStatus, StopReason
-from ._usage import LIMIT_FIELDS, Meter, Reservation, UsageLimits, tighter
+from ._usage import LIMIT_FIELDS, LIMIT_STOP_REASONS, Meter, Reservation, UsageLimits, tighter
 
 __all__ = [
     "ParallelResult",
@@ -242,13 +242,7 @@ async def _dispatch(
 
 
 # Budget fields a responder needs something of before it can make its one request.
-_SHARED_FIELDS = (
-    ("max_requests", StopReason.REQUEST_LIMIT),
-    ("max_input_tokens", StopReason.INPUT_TOKEN_LIMIT),
-    ("max_output_tokens", StopReason.OUTPUT_TOKEN_LIMIT),
-    ("max_total_tokens", StopReason.TOTAL_TOKEN_LIMIT),
-    ("max_cost_usd", StopReason.COST_LIMIT),
-)
+_SHARED_FIELDS = tuple(pair for pair in LIMIT_STOP_REASONS if pair[0] != "max_tool_calls")
 
 
 _LIMIT_REASONS = frozenset(reason for _, reason in _SHARED_FIELDS)

@@ -19,6 +19,7 @@ from ._states import StopReason
 
 __all__ = [
     "LIMIT_FIELDS",
+    "LIMIT_STOP_REASONS",
     "AgentUsage",
     "Meter",
     "Reservation",
@@ -39,6 +40,16 @@ LIMIT_FIELDS: tuple[str, ...] = (
     "max_total_tokens",
     "max_cost_usd",
 )
+#: Each limit field with the stop reason of a run that reaches it.
+LIMIT_STOP_REASONS: tuple[tuple[str, StopReason], ...] = (
+    ("max_requests", StopReason.REQUEST_LIMIT),
+    ("max_tool_calls", StopReason.TOOL_CALL_LIMIT),
+    ("max_input_tokens", StopReason.INPUT_TOKEN_LIMIT),
+    ("max_output_tokens", StopReason.OUTPUT_TOKEN_LIMIT),
+    ("max_total_tokens", StopReason.TOTAL_TOKEN_LIMIT),
+    ("max_cost_usd", StopReason.COST_LIMIT),
+)
+_REASON_FIELDS = {reason: field for field, reason in LIMIT_STOP_REASONS}
 _COUNT_FIELDS = LIMIT_FIELDS[:-1]  # every field but max_cost_usd is a count
 
 
@@ -392,14 +403,6 @@ def exhausted(limits: UsageLimits) -> StopReason | None:
     return None
 
 
-_REASON_FIELDS: dict[StopReason, str] = {
-    StopReason.REQUEST_LIMIT: "max_requests",
-    StopReason.TOOL_CALL_LIMIT: "max_tool_calls",
-    StopReason.INPUT_TOKEN_LIMIT: "max_input_tokens",
-    StopReason.OUTPUT_TOKEN_LIMIT: "max_output_tokens",
-    StopReason.TOTAL_TOKEN_LIMIT: "max_total_tokens",
-    StopReason.COST_LIMIT: "max_cost_usd",
-}
 _FIELD_WORDS = {
     "max_requests": "model requests",
     "max_tool_calls": "tool calls",

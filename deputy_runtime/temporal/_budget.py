@@ -17,19 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..chat import Usage
-from ..runtime import AgentUsage, StopReason, UsageLimits, shortfall_text
+from ..runtime import LIMIT_STOP_REASONS, AgentUsage, StopReason, UsageLimits, shortfall_text
 
 __all__ = ["LIMIT_FIELDS", "Budget", "exhausted"]
 
 #: (UsageLimits field, stop reason), in the order limits are reported.
-LIMIT_FIELDS: tuple[tuple[str, StopReason], ...] = (
-    ("max_requests", StopReason.REQUEST_LIMIT),
-    ("max_tool_calls", StopReason.TOOL_CALL_LIMIT),
-    ("max_input_tokens", StopReason.INPUT_TOKEN_LIMIT),
-    ("max_output_tokens", StopReason.OUTPUT_TOKEN_LIMIT),
-    ("max_total_tokens", StopReason.TOTAL_TOKEN_LIMIT),
-    ("max_cost_usd", StopReason.COST_LIMIT),
-)
+LIMIT_FIELDS = LIMIT_STOP_REASONS
 
 
 class Budget:

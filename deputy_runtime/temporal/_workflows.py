@@ -568,10 +568,9 @@ class LeadWorkflow:
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
             d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
-            if not interrupted:
-                d.error = loop.budget.shortfall(blocker)
             if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
+            d.error = loop.budget.shortfall(blocker)
             error = f"Run limit reached for {blocker}: no new delegation can start."
             return ContentToolResult(call.id, error=error)
         # Without slots there is no interrupt check here: the loop answers a turn's calls
