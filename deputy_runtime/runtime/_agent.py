@@ -67,11 +67,11 @@ from ._events import (
 )
 from ._gate import gate
 from ._hooks import HookEvent, HookInput, Hooks
-from ._permissions import Permissions, normalize_tool_name
+from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
 from ._states import StopReason
 from ._trace import begin_run, chat_reply, chat_span, end_run, tool_decision, tool_result, tool_span
-from ._usage import UsageLimits
+from ._usage import Meter, Reservation, UsageLimits
 
 __all__ = ["Agent", "begin_batch", "end_batch", "run_delegated"]
 
@@ -434,6 +434,7 @@ class Agent:
         usage_limits: UsageLimits | None,
         emit: EventSink | None,
         run_id: str | None = None,
+        source: tuple[Meter, Reservation] | None = None,
     ) -> AgentResult:
         if self._active:
             raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
@@ -441,6 +442,7 @@ class Agent:
             raise TypeError(f"task must be a string, got {type(task).__name__}")
         self._active = True
         ctx = RunContext(self, run_id or new_id("run"), usage_limits or self.usage_limits, emit)
+        ctx.meter.source = source
         ctx.turns = self.chat.get_turns()  # a fresh list
         error: BaseException | None = None
         # A subagent's run is inside its delegation's span: only top-level runs get one.
@@ -529,7 +531,7 @@ class Agent:
             if not calls:
                 ctx.stop_reason = StopReason.COMPLETE
                 return
-            over = meter.exceeded(reaching=False)
+            over = meter.limit_reached(reaching=False)
             if over is not None:
                 ctx.stop_reason = over
                 return  # finish_run answers the open tool calls
@@ -573,8 +575,11 @@ class Agent:
     async def _run_tool_calls(
         self, ctx: RunContext, calls: Sequence[ContentToolRequest]
     ) -> tuple[ContentToolResult, ...]:
-        # Limit slots are taken synchronously in request order, before anything runs.
-        slots = [ctx.meter.take_tool_call() for _ in calls]
+        # Limit slots are taken synchronously in request order, before anything runs; the
+        # turn's delegations then share what is left of the budget (Meter.expect).
+        meter = ctx.meter
+        slots = [meter.take_tool_call() for _ in calls]
+        meter.expect(sum(1 for c in calls if c.name == DELEGATE_TOOL_NAME))
         # Kept on the run so a run cut off mid-turn can answer these calls truthfully.
         results: list[ContentToolResult | None] = [None] * len(calls)
         ctx.turn_results = results
@@ -728,6 +733,7 @@ def run_delegated(
     usage_limits: UsageLimits,
     emit: EventSink | None,
     run_id: str,
+    source: tuple[Meter, Reservation] | None = None,
 ) -> Awaitable[AgentResult]:
     """Run ``agent`` as a delegation: under its reserved limits, with a preset run id.
 
@@ -740,12 +746,14 @@ def run_delegated(
         usage_limits: The budget reserved for it.
         emit: The lead run's event sink.
         run_id: The run id announced in the delegation's events.
+        source: The lead's meter and the delegation's fair-share reservation on it,
+            which the subagent tops up from when it reaches its share (``None``: never).
 
     Returns:
         The awaitable of the subagent's result (a plain function, so a fan-out keeps no
         frame of its own per in-flight delegation).
     """
-    return agent._run(task, usage_limits=usage_limits, emit=emit, run_id=run_id)
+    return agent._run(task, usage_limits=usage_limits, emit=emit, run_id=run_id, source=source)
 
 
 def begin_batch(agent: Agent) -> None:

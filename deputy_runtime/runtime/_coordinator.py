@@ -203,6 +203,7 @@ class DelegationCoordinator:
             and definition is not None
             and not self._count(ctx.run_id, key)
         ):
+            meter.unexpect()
             cap = policy.delegation_cap(key)
             d.error = (
                 f"The delegation budget for agent '{key}' is spent: {cap} of {cap} "
@@ -248,7 +249,7 @@ class DelegationCoordinator:
             except Exception:
                 d.stop_reason = StopReason.SETUP_ERROR
                 raise
-            await self.start_and_run(d, ctx.emit)
+            await self.start_and_run(d, ctx.emit, meter)
         except BaseException as exc:
             failed = exc
             if not isinstance(exc, Exception):
@@ -298,6 +299,7 @@ class DelegationCoordinator:
         try:
             await slots.acquire()
         except BaseException:
+            meter.unexpect()
             self.never_started(d, meter, StopReason.NOT_STARTED)
             raise
         reason: StopReason
@@ -309,6 +311,7 @@ class DelegationCoordinator:
                 return None
             blocker = reason = over
             d.error = meter.shortfall(over)
+        meter.unexpect()
         slots.release()
         self.never_started(d, meter, reason)
         return blocker
@@ -366,8 +369,16 @@ class DelegationCoordinator:
                 )
             )
 
-    async def start_and_run(self, d: Delegation, emit: EventSink | None) -> bool:
+    async def start_and_run(
+        self, d: Delegation, emit: EventSink | None, meter: Meter | None = None
+    ) -> bool:
         """Fire SubagentStart, then run the built subagent on its brief.
+
+        Args:
+            d: The built delegation, its budget reserved.
+            emit: The lead run's event sink.
+            meter: The lead's meter the delegation may top its share up from; ``None``,
+                and always on a shared ledger, whose grant is fixed: never.
 
         Returns:
             ``False`` when the delegation was stopped before its run (or the lead's
@@ -381,9 +392,16 @@ class DelegationCoordinator:
         assert child is not None
         assert d.reservation is not None
         task = first_message(d.definition, d.brief)
+        reservation = d.reservation
+        source = (meter, reservation) if meter is not None and d.ledger is None else None
         if d.bindings is None or not any(b.holds for b in d.bindings):
             d.result = await run_delegated(
-                child, task, usage_limits=d.reservation.limits, emit=emit, run_id=d.run_id
+                child,
+                task,
+                usage_limits=reservation.limits,
+                emit=emit,
+                run_id=d.run_id,
+                source=source,
             )
             return True
 
@@ -396,7 +414,12 @@ class DelegationCoordinator:
                 if binding.holds:
                     tg.start_soon(binding.hold, lost)
             d.result = await run_delegated(
-                child, task, usage_limits=d.reservation.limits, emit=emit, run_id=d.run_id
+                child,
+                task,
+                usage_limits=reservation.limits,
+                emit=emit,
+                run_id=d.run_id,
+                source=source,
             )
             tg.cancel_scope.cancel()
         return True

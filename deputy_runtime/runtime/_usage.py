@@ -4,6 +4,13 @@ A run's :class:`Meter` counts what the run used (its own requests and tool calls
 settled usage of its delegations) and what running delegations have *reserved*. A child's
 limits are carved out of ``limit - used - reserved`` and reserved in the same synchronous
 step, so parallel delegations can never together be granted more than the lead has.
+
+The rule that keeps this fair (:func:`fair_share`): the lead keeps one model request for
+itself, so a lead run can always conclude; the delegations its model asked for in one
+turn split the rest evenly (the lead counts as one more party for tool calls, tokens and
+cost); and a delegation that used up its share draws more from its lead, atomically, while
+the lead has some left (:meth:`Meter.top_up`), so the whole budget is usable by whoever
+needs it and the total never passes a limit.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ __all__ = [
     "Reservation",
     "UsageLimits",
     "exhausted",
+    "fair_share",
     "shortfall_text",
     "tighter",
 ]
@@ -51,6 +59,8 @@ LIMIT_STOP_REASONS: tuple[tuple[str, StopReason], ...] = (
 )
 _REASON_FIELDS = {reason: field for field, reason in LIMIT_STOP_REASONS}
 _COUNT_FIELDS = LIMIT_FIELDS[:-1]  # every field but max_cost_usd is a count
+# The fields checked after a response, which a run can pass by one response.
+_AFTER_FIELDS = frozenset(LIMIT_FIELDS[2:])
 
 
 def _check_count(name: str, value: object) -> None:
@@ -134,14 +144,25 @@ class AgentUsage(UsageCounts, frozen=True, gc=False):
 
 
 class Reservation:
-    """Budget held by one running delegation; released exactly once."""
+    """Budget held by one running delegation; released exactly once.
 
-    __slots__ = ("held", "limits", "released")
+    Attributes:
+        limits: The delegation's limits (raised by every top-up).
+        held: The ``(field, amount)`` pairs held on the lead's meter.
+        released: Whether it was released.
+        cap: The definition's ``max_requests`` a top-up never passes (``None``: none).
+        fair: Whether it was a fair share, which may be topped up; a reservation under
+            host-given limits (a ``parallel_delegate`` share) is never topped up.
+    """
+
+    __slots__ = ("cap", "fair", "held", "limits", "released")
 
     def __init__(self, limits: UsageLimits) -> None:
         self.limits = limits
         self.released = False
         self.held: tuple[tuple[str, float], ...] = ()  # the (field, amount) pairs held
+        self.cap: int | None = None
+        self.fair = False
 
 
 class Meter:
@@ -155,6 +176,7 @@ class Meter:
         "cached_input_tokens",
         "cost_reported",
         "cost_usd",
+        "expected",
         "input_tokens",
         "limited",
         "limits",
@@ -162,6 +184,7 @@ class Meter:
         "requests",
         "reservations",
         "reserved",
+        "source",
         "tool_calls",
     )
 
@@ -179,6 +202,12 @@ class Meter:
         # (most runs, every subagent's, never reserve).
         self.reservations: set[Reservation] | None = None
         self.reserved: dict[str, float] | None = None
+        # Delegations the current turn asked for that have not reserved yet: the parties
+        # the rest of the budget is split between.
+        self.expected = 0
+        # The lead's meter and this run's reservation on it, when this run is a fair-share
+        # delegation: where a top-up comes from.
+        self.source: tuple[Meter, Reservation] | None = None
 
     # -- accounting ---------------------------------------------------------------------
 
@@ -268,15 +297,57 @@ class Meter:
         return None
 
     def before_request(self) -> StopReason | None:
-        """The stop reason if another model request is not allowed."""
-        return self.exceeded(reaching=True)
+        """The stop reason if another model request is not allowed.
+
+        A delegation that reached its share first draws more from its lead (as often as
+        it needs to and the lead has some left); only then does a limit stop it.
+        """
+        return self.limit_reached(reaching=True)
+
+    def limit_reached(self, *, reaching: bool) -> StopReason | None:
+        """:meth:`exceeded`, after a delegation at its share drew more from its lead.
+
+        Args:
+            reaching: As for :meth:`exceeded`.
+
+        Returns:
+            The stop reason of the first limit still passed once no top-up helps.
+        """
+        reason = self.exceeded(reaching=reaching)
+        while reason is not None and self.source is not None:
+            field = _REASON_FIELDS.get(reason)
+            if field is None or field == "max_tool_calls" or not self._refill(field):
+                break
+            reason = self.exceeded(reaching=reaching)
+        return reason
 
     def take_tool_call(self) -> bool:
         """Count one tool call if the tool-call limit allows it; ``False`` if it does not."""
         limit = self.limits.max_tool_calls
-        if limit is not None and self.tool_calls >= limit:
+        if (
+            limit is not None
+            and self.tool_calls >= limit
+            and (self.source is None or not self._refill("max_tool_calls"))
+        ):
             return False
         self.tool_calls += 1
+        return True
+
+    def _refill(self, field: str) -> bool:
+        """Raise this run's limit ``field`` by a top-up from its lead; ``False``: none."""
+        assert self.source is not None
+        lead, reservation = self.source
+        used = self._used(field)
+        limit: float = getattr(self.limits, field)
+        # Tokens and cost are checked after a response, so a run may be past its share:
+        # the top-up covers that first. It is worth having only if what it adds beyond
+        # covers an average response of this run; else the run stops and the rest stays
+        # with the lead.
+        need = used / self.requests if field in _AFTER_FIELDS and self.requests else 0
+        grant = lead.top_up(reservation, field, excess=max(0, used - limit), need=need)
+        if grant <= 0:
+            return False
+        self.limits = reservation.limits
         return True
 
     # -- reservations ----------------------------------------------------------------------
@@ -313,22 +384,56 @@ class Meter:
 
         return shortfall_text(reason, self.limits, self._used, held)
 
+    def expect(self, delegations: int) -> None:
+        """Say how many delegations the current turn asked for (before any reserves).
+
+        Each of them reserves a fair share of what is left (:func:`fair_share`); a
+        reservation made with nothing expected is shared as if it were the only one.
+
+        Args:
+            delegations: The turn's delegation calls.
+        """
+        self.expected = delegations
+
+    def unexpect(self) -> None:
+        """One expected delegation will not reserve (it was refused before it could)."""
+        if self.expected > 0:
+            self.expected -= 1
+
     def reserve_child(
         self, max_requests: int | None, overrides: UsageLimits | None = None
     ) -> Reservation:
         """Carve a child's limits out of what is left and reserve them, atomically.
 
-        Each field is ``limit - used - reserved`` (unset stays unset); ``max_requests`` is
-        further capped by the definition's value. ``overrides`` (host-given limits) can
-        only tighten the result; its ``max_seconds`` is the child's time limit.
+        Without ``overrides`` each field the run limits is the child's fair share of
+        what is left (:func:`fair_share`, shared with the delegations still expected this
+        turn), and the reservation may be topped up later. With ``overrides``
+        (host-given limits, which can only tighten) each field is ``limit - used -
+        reserved`` tightened by them, and is never topped up; their ``max_seconds`` is
+        the child's time limit. ``max_requests`` is further capped by the definition's
+        value either way.
+
+        Args:
+            max_requests: The definition's ``max_requests`` (``None``: no cap of its own).
+            overrides: Host-given limits for the child, if any.
+
+        Returns:
+            The reservation, held on this meter until :meth:`release`.
         """
         values: dict[str, Any] = {"max_requests": None}
+        fair = overrides is None
+        parties = max(1, self.expected)
+        if fair:
+            self.unexpect()
         # Only fields the run limits (or the overrides) set can be set for the child.
         fields = LIMIT_FIELDS if overrides is not None else self._limited_fields()
         for field in fields:
             remaining = self.remaining(field)
-            if remaining is not None and field != "max_cost_usd":
-                remaining = int(remaining)
+            if remaining is not None:
+                if fair:
+                    remaining = fair_share(field, remaining, parties)
+                elif field != "max_cost_usd":
+                    remaining = int(remaining)
             if overrides is not None:
                 remaining = tighter(remaining, getattr(overrides, field))
             if remaining is not None:
@@ -344,11 +449,69 @@ class Meter:
         if values["max_requests"] is None:
             held = held[1:]  # "max_requests" is first: unset, so nothing is held for it
         reservation.held = held
+        reservation.cap = max_requests
+        reservation.fair = fair
         self._hold(held, 1)
         if self.reservations is None:
             self.reservations = set()
         self.reservations.add(reservation)
         return reservation
+
+    def top_up(
+        self, reservation: Reservation, field: str, *, excess: float = 0, need: float = 0
+    ) -> float:
+        """Grant a live fair-share reservation more of ``field``, atomically.
+
+        The grant is what the delegation already used past its share (``excess``) plus
+        a fair share of what is left after that (the lead keeps its request; the
+        delegations still expected this turn keep theirs); when nothing is left here and
+        this run is itself a delegation, this run first draws from its own lead, so a
+        top-up reaches as far up the tree as there is budget. A reservation under
+        host-given limits, a released one, a field this run does not limit, the
+        definition's own ``max_requests`` and a share smaller than ``need`` are never
+        granted.
+
+        Args:
+            reservation: A reservation on this meter.
+            field: The limit field the delegation reached.
+            excess: How far the delegation's usage is already past its limit.
+            need: The least share worth granting beyond the excess.
+
+        Returns:
+            The amount granted (``0`` when nothing could be).
+        """
+        if reservation.released or not reservation.fair:
+            return 0
+        current = getattr(reservation.limits, field)
+        if current is None or getattr(self.limits, field) is None:
+            return 0
+        headroom: float | None = None
+        if field == "max_requests" and reservation.cap is not None:
+            headroom = reservation.cap - current
+            if headroom <= 0:
+                return 0
+        share = self._grantable(field, excess)
+        if share <= max(0, need - 1e-12) and self.source is not None and self._refill(field):
+            share = self._grantable(field, excess)
+        if share <= 0 or share < need:
+            return 0
+        grant = excess + share
+        if headroom is not None:
+            grant = min(grant, headroom)
+        if grant <= 0:
+            return 0
+        reservation.limits = msgspec.structs.replace(reservation.limits, **{field: current + grant})
+        held = dict(reservation.held)
+        held[field] = held.get(field, 0) + grant
+        reservation.held = tuple(held.items())
+        self._hold(((field, grant),), 1)
+        return grant
+
+    def _grantable(self, field: str, excess: float) -> float:
+        remaining = self.remaining(field)
+        if remaining is None or remaining <= excess:
+            return 0
+        return fair_share(field, remaining - excess, self.expected + 1)
 
     def _limited_fields(self) -> tuple[str, ...]:
         limited = self.limited
@@ -374,6 +537,42 @@ class Meter:
             reserved = self.reserved = dict.fromkeys(LIMIT_FIELDS, 0.0)
         for field, value in held:
             reserved[field] += sign * value
+
+
+def fair_share(field: str, remaining: float, parties: int) -> float:
+    """One delegation's share of what a lead has left of ``field``.
+
+    The lead keeps one model request for its own next request (so it can always
+    conclude) and ``parties`` delegations split the rest of the requests evenly; of tool
+    calls, tokens and cost the lead keeps a share like a delegation's. Shares of requests
+    and tool calls round up, so when there is at least one request for each of them,
+    every delegation started together gets one (token shares round down, the rest staying
+    with the lead); each share is taken from what is left after the ones
+    before it, so together they never pass the limit.
+
+    Worked example: ``max_requests=12``, the lead has made 1 request and its model asks
+    for three delegations in one turn. 11 are left; the lead keeps 1; the three reserve
+    ``ceil(10/3) = 4``, ``ceil(6/2) = 3`` and ``ceil(3/1) = 3``. One that runs out draws
+    more from what the others hand back when they settle.
+
+    Args:
+        field: One of :data:`LIMIT_FIELDS`.
+        remaining: What is left of it after usage and live reservations.
+        parties: The delegations sharing it (this one included), at least 1.
+
+    Returns:
+        The share (an integer for counts).
+    """
+    parties = max(1, parties)
+    if field == "max_requests":
+        return math.ceil(max(0, remaining - 1) / parties)
+    if field == "max_cost_usd":
+        return round(remaining / (parties + 1), 12)
+    if field == "max_tool_calls":
+        return math.ceil(int(remaining) / (parties + 1))
+    # Tokens round down: what is left over stays with the lead, whose next request is
+    # refused once none is left.
+    return int(remaining) // (parties + 1)
 
 
 def exhausted(limits: UsageLimits) -> StopReason | None:
@@ -421,8 +620,9 @@ def shortfall_text(
 ) -> str:
     """Why a delegation stopped by ``reason`` could not start, in the model's words.
 
-    Names the limit and what was left of it: what the run used and what running
-    delegations hold, so the lead's model can tell a spent budget from a busy one. Every
+    Names the limit and what was left of it: what the run used, what running
+    delegations hold and the request the lead keeps for itself, so the lead's model can
+    tell a spent budget from a busy one. Every
     path that settles a delegation ``not_started`` for a limit (in-process and durable)
     words it with this one function.
 
@@ -441,11 +641,15 @@ def shortfall_text(
         return f"Not started: {reason.value}."
     spent, holding = used(field), held(field)
     left = max(0.0, limit - spent - holding)
+    kept = ""
+    if field == "max_requests" and left >= 1:
+        left -= 1  # the lead's own next request (fair_share)
+        kept = ", 1 kept for the lead's own next request"
     return (
         f"Not started: the run's {field} of {_number(limit)} leaves {_number(left)} "
         f"{_FIELD_WORDS[field]} for this delegation ({_number(spent)} used, "
-        f"{_number(holding)} held by running delegations). Do the rest without it, or "
-        "delegate again once running delegations have finished."
+        f"{_number(holding)} held by running delegations{kept}). Do the rest without it, "
+        "or delegate again once running delegations have finished."
     )
 
 

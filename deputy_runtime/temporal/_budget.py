@@ -3,13 +3,15 @@
 Pure and synchronous (no I/O, no clock), so it runs in a workflow and gives the same
 answers on every replay. The rules are the in-process runtime's: request and tool-call
 limits are checked before each request or call; token and cost limits after each
-response; a child's limits are ``limit - used - reserved`` per field (requests further
-capped by the definition's ``max_requests``), carved and reserved in one synchronous
-step, so delegations started concurrently are served first come, first served and never
-together get more than the lead has left. The limit checks and the tool-call slots look
-at what is used, not at what is reserved, as in-process: the loop takes a turn's slots
-before its delegations start and sends the next request only after they all settle, so
-no reservation is live when the lead itself spends.
+response; a child's limits are its fair share of ``limit - used - reserved`` per field
+(``fair_share``: the lead keeps its next request, the turn's delegations split the
+rest; requests further capped by the definition's ``max_requests``), carved and reserved
+in one synchronous step, so delegations started concurrently never together get more
+than the lead has left. A durable child's share is not topped up while it runs. The
+limit checks and the tool-call slots look at what is used, not at what is reserved, as
+in-process: the loop takes a turn's slots before its delegations start and sends the
+next request only after they all settle, so no reservation is live when the lead itself
+spends.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..chat import Usage
-from ..runtime import LIMIT_STOP_REASONS, AgentUsage, StopReason, UsageLimits, shortfall_text
+from ..runtime import (
+    LIMIT_STOP_REASONS,
+    AgentUsage,
+    StopReason,
+    UsageLimits,
+    fair_share,
+    shortfall_text,
+)
 
 __all__ = ["LIMIT_FIELDS", "Budget", "exhausted"]
 
@@ -28,7 +37,7 @@ LIMIT_FIELDS = LIMIT_STOP_REASONS
 class Budget:
     """Usage of one run plus what its running delegations hold."""
 
-    __slots__ = ("cost_reported", "limits", "reservations", "used")
+    __slots__ = ("cost_reported", "expected", "limits", "reservations", "used")
 
     def __init__(self, limits: UsageLimits) -> None:
         self.limits = limits
@@ -43,6 +52,21 @@ class Budget:
         self.cost_reported = False
         # delegation id -> the limits reserved for it, until it settles
         self.reservations: dict[str, UsageLimits] = {}
+        # Delegations the current turn asked for that have not reserved yet.
+        self.expected = 0
+
+    def expect(self, delegations: int) -> None:
+        """Say how many delegations the current turn asked for (before any reserves).
+
+        Args:
+            delegations: The turn's delegation calls.
+        """
+        self.expected = delegations
+
+    def unexpect(self) -> None:
+        """One expected delegation will not reserve (it was refused before it could)."""
+        if self.expected > 0:
+            self.expected -= 1
 
     # -- counting -----------------------------------------------------------------------
 
@@ -164,7 +188,7 @@ class Budget:
         return shortfall_text(reason, self.limits, self._used, held)
 
     def reserve(self, key: str, max_requests: int | None) -> UsageLimits:
-        """Carve a child's limits out of what is left and hold them under ``key``.
+        """Carve a child's fair share out of what is left and hold it under ``key``.
 
         Args:
             key: The delegation's id; it must not hold a reservation already.
@@ -179,10 +203,12 @@ class Budget:
         if key in self.reservations:
             raise ValueError(f"budget reservation {key!r} is already held")
         values: dict[str, Any] = {}
+        parties = max(1, self.expected)
+        self.unexpect()
         for field, _ in LIMIT_FIELDS:
             remaining = self._remaining(field)
             if remaining is not None:
-                values[field] = remaining if field == "max_cost_usd" else int(remaining)
+                values[field] = fair_share(field, remaining, parties)
         values["max_requests"] = _tighter(values.get("max_requests"), max_requests)
         limits = UsageLimits(**values, on_exceed="stop")
         self.reservations[key] = limits

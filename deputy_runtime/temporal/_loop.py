@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         Turn,
     )
     from ..runtime import (
+        DELEGATE_TOOL_NAME,
         AgentResult,
         Event,
         ModelRequestEvent,
@@ -303,6 +304,7 @@ class AgentLoop:
             if over is not None:
                 return over, None
             slots = [self.budget.take_tool_call() for _ in calls]
+            self.budget.expect(sum(1 for c in calls if c.name == DELEGATE_TOOL_NAME))
             results = await asyncio.gather(
                 *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
             )

@@ -554,6 +554,7 @@ class LeadWorkflow:
         delegation_id = d.ids.delegation_id or ""
         spent = self._counts.take(key) if spec is not None else None
         if spent is not None:  # the agent's max_delegations: refused softly, as in-process
+            loop.budget.unexpect()
             d.status, d.stop_reason, d.error = NOT_STARTED, StopReason.DELEGATION_LIMIT, spent
             d.completed_at = _now()
             return ContentToolResult(call.id, value=d.outcome())
@@ -565,6 +566,7 @@ class LeadWorkflow:
             lambda: self._interrupt is not None or loop.deadline.expired,
         )
         if blocker is not None:  # told not to start while queued, as in-process
+            loop.budget.unexpect()
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
             d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker

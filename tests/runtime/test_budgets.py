@@ -1,9 +1,11 @@
 """Budgets across delegations.
 
-Child limits are carved out of the lead's remaining run budget minus live reservations
-(deputy's worked example, directly on the Meter and end to end), actual usage is added at
-settlement, the lead stops when a limit is reached and cannot start another delegation,
-and concurrent siblings can never together exceed the lead's limits.
+Child limits are fair shares of the lead's remaining run budget minus live reservations
+(the lead keeps one request; the turn's delegations split the rest, the lead counting as
+one more party for tool calls, tokens and cost; worked on deputy's numbers, directly on
+the Meter and end to end), actual usage is added at settlement, the lead stops when a
+limit is reached and cannot start another delegation, and concurrent siblings can never
+together exceed the lead's limits.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import reply, tool_call, tool_calls
 from deputy_runtime.chat._types import ModelRequest, Usage
-from deputy_runtime.runtime._usage import AgentUsage, Meter
+from deputy_runtime.runtime._usage import AgentUsage, Meter, fair_share
 from tests.runtime.helpers import (
     definition,
     delegate,
@@ -63,16 +65,23 @@ def test_deputy_worked_example_on_the_meter() -> None:
     meter.add_external(
         AgentUsage(requests=2, tool_calls=1, input_tokens=100, output_tokens=50, cost_usd=0.10)
     )
+    # Left: 4 requests, 3 tool calls, 550 tokens, 0.20. Two delegations in this turn.
+    meter.expect(2)
     child = meter.reserve_child(3)
-    assert _quad(child.limits) == (3, 3, 550, 0.20)
+    # ceil((4 - 1) / 2) requests; ceil(3 / 3) tool calls; 550 // 3 tokens; 0.20 / 3.
+    assert _quad(child.limits) == (2, 1, 183, 0.066666667)
     sibling = meter.reserve_child(3)
-    assert _quad(sibling.limits) == (1, 0, 0, 0.0)
+    # ceil((2 - 1) / 1); ceil(2 / 2); 367 // 2; 0.1333 / 2: both can run.
+    assert _quad(sibling.limits) == (1, 1, 183, 0.066666667)
+    # The lead keeps 1 request, 1 tool call, 184 tokens and a third of the cost.
+    assert meter.remaining("max_requests") == 1
+    assert meter.remaining("max_total_tokens") == 184
     meter.release(sibling)
     meter.release(child)
     meter.release(child)  # a second release does nothing
     assert not meter.reservations
-    again = meter.reserve_child(3)
-    assert _quad(again.limits) == (3, 3, 550, 0.20)
+    again = meter.reserve_child(3)  # alone: all but the lead's request and its share
+    assert _quad(again.limits) == (3, 2, 275, 0.10)
     assert again.limits.on_exceed == "stop"
     meter.release(again)
     # Settlement adds actual usage: 3 of 6 does not stop the lead, 6 of 6 does.
@@ -87,16 +96,20 @@ def test_unset_limits_stay_unset_and_definition_caps_requests() -> None:
     assert meter.reserve_child(None).limits == UsageLimits(max_requests=None)
     assert meter.reserve_child(2).limits.max_requests == 2
     capped = Meter(UsageLimits(max_requests=10)).reserve_child(None)
-    assert capped.limits.max_requests == 10
+    assert capped.limits.max_requests == 9  # the lead keeps one for itself
 
 
 def test_reservations_never_exceed_the_limit_whatever_the_order() -> None:
     meter = Meter(UsageLimits(max_requests=20, max_total_tokens=1000, max_cost_usd=1.0))
     meter.add_external(AgentUsage(requests=3, input_tokens=100, cost_usd=0.25))
+    meter.expect(6)
     held = [meter.reserve_child(cap) for cap in (5, None, 4, 2, None, 7)]
-    assert sum(r.limits.max_requests or 0 for r in held) == 17
-    assert sum(r.limits.max_total_tokens or 0 for r in held) == 900
-    assert sum(r.limits.max_cost_usd or 0 for r in held) == pytest.approx(0.75)
+    # 17 left: the lead keeps 1 and the six split 16 (3, 3, 3, 2 by its cap, 3, 2).
+    assert [r.limits.max_requests for r in held] == [3, 3, 3, 2, 3, 2]
+    tokens = [r.limits.max_total_tokens or 0 for r in held]
+    assert sum(tokens) <= 900
+    assert min(tokens) >= 900 // 7
+    assert sum(r.limits.max_cost_usd or 0 for r in held) == pytest.approx(0.75 * 6 / 7)
     assert all((r.limits.max_requests or 0) >= 0 for r in held)
     assert all((r.limits.max_total_tokens or 0) >= 0 for r in held)
 
@@ -125,29 +138,28 @@ async def test_worked_example_end_to_end_single_delegation(tmp_path: Path) -> No
     )
     await lead.run("go")
     [record] = lead.list_subagents()
-    assert _quad(record.limits) == (3, 3, 550, 0.20)
+    # Left 4 / 3 / 550 / 0.20: all requests but the lead's own next one, half the rest.
+    assert _quad(record.limits) == (3, 2, 275, 0.10)
 
 
-@pytest.mark.parametrize(("max_tool_calls", "first_tool_calls"), [(4, 2), (5, 3)])
+@pytest.mark.parametrize("max_tool_calls", [4, 5])
 async def test_worked_example_end_to_end_concurrent_sibling(
-    tmp_path: Path, max_tool_calls: int, first_tool_calls: int
+    tmp_path: Path, max_tool_calls: int
 ) -> None:
-    """Two delegations in one lead turn: whichever reserves second is prepared while the
-    first holds its reservation (the first child blocks until the other has settled).
+    """Two delegations in one lead turn share what is left, and both run at once.
 
     Our tool-call limit is exact, so both delegate calls of the turn are counted before
-    either runs: with deputy's 4 the first child gets 2 tool calls (deputy, counting one
-    call, gives 3); ``max_tool_calls=5`` is deputy's 4 plus the sibling's own call, which
-    gives exactly deputy's 3 / 3 / 550 / 0.20. The sibling gets 1 / 0 / 0 / 0 either way.
+    either reserves. Left: 4 requests, 550 tokens, 0.20; the lead keeps one request and a
+    third of the rest, so one gets 2 requests and the other 1, each 183 tokens and
+    0.0667, and one tool call each (ceil of what is left over the parties).
     """
     asked: list[str] = []
 
     async def child(request: ModelRequest) -> str:
         asked.append(request.turns[0].text)
         with anyio.fail_after(10):
-            # Hold the reservation until the sibling has settled (it is granted nothing,
-            # so it settles not_started without a SubagentStop).
-            while not any(r.completed_at for r in lead.list_subagents()):
+            # Hold the reservation until the sibling runs too: both are granted a share.
+            while len(asked) < 2:
                 await anyio.sleep(0)
         return "done"
 
@@ -176,18 +188,14 @@ async def test_worked_example_end_to_end_concurrent_sibling(
     result = await lead.run("go")
     records = sorted(lead.list_subagents(), key=lambda r: _quad(r.limits))
     second, first = records
-    assert _quad(first.limits) == (3, first_tool_calls, 550, 0.20)
-    assert _quad(second.limits) == (1, 0, 0, 0.0)
-    # The second has no token budget left: it settles before it is built or sends anything.
-    assert (second.status, second.stop_reason) == ("not_started", "total_token_limit")
-    assert second.started_at is None
-    assert second.usage.requests == 0
-    assert first.status == "completed"
-    assert len(asked) == 1
-    # Lead: 2 + 1 (first child) + 1 (its final answer) requests.
+    assert _quad(first.limits) == (2, 1, 183, 0.066666667)
+    assert _quad(second.limits) == (1, 1, 183, 0.066666667)
+    assert [r.status for r in records] == ["completed", "completed"]
+    assert len(asked) == 2
+    # Lead: 2 + 1 + 1 (the children) + 1 (its final answer, the request it kept).
     assert result.stop_reason == "complete"
-    assert result.usage.requests == 4
-    assert p.requests == 3  # 2 lead requests (the first reported as 2) + 1 child
+    assert result.usage.requests == 5
+    assert p.requests == 4  # 2 lead requests (the first reported as 2) + 2 children
 
 
 async def test_child_usage_stops_the_lead_when_it_reaches_the_limit(tmp_path: Path) -> None:
@@ -201,21 +209,26 @@ async def test_child_usage_stops_the_lead_when_it_reaches_the_limit(tmp_path: Pa
                     usage=Usage(requests=2, input_tokens=1),
                 ),
                 delegate("three", "b"),
-                reply("never sent"),
+                reply("the request the lead kept"),
             ],
             "one": ["done"],
-            "three": [tool_call("noop", {}), tool_call("noop", {}), "done"],
+            "three": [tool_call("noop", {}), tool_call("noop", {}), "never sent"],
         },
         [definition("one", max_requests=3), definition("three", tools=[noop], max_requests=3)],
         tmp_path,
         usage_limits=UsageLimits(max_requests=7),
     )
     result = await lead.run("go")
-    # 2 (lead) + 1 (one) = 3 of 7: the lead goes on; + 1 (lead) + 3 (three) = 7: it stops.
-    assert result.stop_reason == "request_limit"
+    # 2 (lead) + 1 (one) = 3 of 7: the lead goes on; + 1 (lead) = 4, and "three" gets
+    # 2 of the 3 left (the lead keeps one): it stops at its share, nothing left to top
+    # up from, and the lead still makes its final request: 7 of 7.
+    three = next(r for r in lead.list_subagents() if r.agent_name == "three")
+    assert (three.status, three.stop_reason) == ("stopped", "request_limit")
+    assert three.usage.requests == 2
+    assert result.stop_reason == "complete"
     assert result.usage.requests == 7
-    assert len(p.requests_for("lead")) == 2
-    assert p.remaining("lead") == 1
+    assert len(p.requests_for("lead")) == 3
+    assert p.remaining("three") == 1
 
 
 async def test_lead_that_reached_a_limit_cannot_start_a_delegation(tmp_path: Path) -> None:
@@ -286,7 +299,8 @@ async def test_usage_aggregation(tmp_path: Path) -> None:
 
 
 async def test_concurrent_siblings_share_one_budget(tmp_path: Path, meter_spy: Any) -> None:
-    """Four requests left, two uncapped children in one turn: never 4 each."""
+    """Four requests left, two uncapped children in one turn: the lead keeps one, the
+    two split the other three, and neither can top up past what is left."""
     in_flight = anyio.Event()
 
     async def worker(request: ModelRequest) -> Any:
@@ -305,15 +319,19 @@ async def test_concurrent_siblings_share_one_budget(tmp_path: Path, meter_spy: A
     )
     result = await lead.run("go")
     limits = sorted(r.limits.max_requests or 0 for r in lead.list_subagents())  # type: ignore[union-attr]
-    assert limits == [0, 4]
-    assert len(p.requests_for("worker")) <= 4
-    assert result.usage.requests <= 5
+    assert limits == [1, 2]
+    assert len(p.requests_for("worker")) == 3
+    assert result.stop_reason == "complete"  # the request it kept
+    assert result.usage.requests == 5
     assert meter_spy.open_reservations() == 0
 
 
 async def test_lead_on_exceed_error_raises_after_child_usage(tmp_path: Path) -> None:
     lead, _p = scripted_lead(
-        {"lead": [delegate("worker"), reply("never")], "worker": [tool_call("noop", {}), "done"]},
+        {
+            "lead": [delegate("worker"), delegate("worker"), reply("never")],
+            "worker": [tool_call("noop", {}), "done"],
+        },
         [definition("worker", tools=[make_tool("noop", read_only=True)])],
         tmp_path,
         usage_limits=UsageLimits(max_requests=3, on_exceed="error"),
@@ -323,10 +341,11 @@ async def test_lead_on_exceed_error_raises_after_child_usage(tmp_path: Path) -> 
     assert isinstance(raised.value.result, AgentResult)
     assert raised.value.result.usage.requests == 3
     [record] = lead.list_subagents()
-    # the child's share stops it cleanly; only the lead raises
+    # the child's share (1 of the 2 left) stops it cleanly; only the lead raises, after
+    # its second request, when the second delegation cannot start
     assert record.limits is not None
     assert record.limits.on_exceed == "stop"
-    assert record.status == "completed"
+    assert (record.status, record.stop_reason) == ("stopped", "request_limit")
 
 
 async def test_token_budget_overshoot_is_bounded(tmp_path: Path) -> None:
@@ -347,10 +366,41 @@ async def test_token_budget_overshoot_is_bounded(tmp_path: Path) -> None:
     [record] = lead.list_subagents()
     assert record.stop_reason == "total_token_limit"
     assert record.limits is not None
-    assert record.limits.max_total_tokens == 200 - 15
-    assert record.usage.total_tokens <= 185 + 60
-    assert result.stop_reason == "total_token_limit"
-    assert len(p.requests_for("lead")) == 1
+    # Its share of the 185 left is 92; at 120 a top-up would add 28 to cover the overrun
+    # and a share of 32 beyond it, less than one of its 60-token responses: none is
+    # granted, so the lead keeps enough to conclude.
+    assert record.limits.max_total_tokens == 185 // 2
+    assert record.usage.total_tokens == 120
+    assert result.stop_reason == "complete"
+    assert len(p.requests_for("lead")) == 2
+
+
+async def test_a_delegation_past_its_share_tops_up_from_what_the_lead_has_left(
+    tmp_path: Path,
+) -> None:
+    """One uncapped child needs 8 responses of 15 tokens: more than its share of 92."""
+    noop = make_tool("noop", read_only=True)
+
+    def worker(request: ModelRequest) -> Any:
+        return tool_call("noop", {}) if len(request.turns) < 15 else "done"
+
+    lead, p = scripted_lead(
+        {"lead": [delegate("worker"), reply("x")], "worker": worker},
+        [definition("worker", tools=[noop])],
+        tmp_path,
+        usage_limits=UsageLimits(max_requests=50, max_total_tokens=200),
+    )
+    result = await lead.run("go")
+    [record] = lead.list_subagents()
+    assert record.status == "completed"
+    assert record.usage.total_tokens == 8 * 15
+    assert record.limits is not None
+    assert record.limits.max_total_tokens is not None
+    assert 185 // 2 < record.limits.max_total_tokens <= 185
+    # The lead concludes within one response of the limit.
+    assert result.stop_reason == "complete"
+    assert result.usage.total_tokens == 15 + 8 * 15 + 15
+    assert len(p.requests_for("lead")) == 2
 
 
 @pytest.mark.parametrize("how", ["success", "failure", "interrupt"])
@@ -405,10 +455,14 @@ async def test_failed_requests_count_against_the_budget(tmp_path: Path) -> None:
 # -- property: reservations and usage never add up to more than the limits --------------------
 
 
+_FIELDS = ("max_requests", "max_tool_calls", "max_total_tokens", "max_cost_usd")
+
 _ops = st.lists(
     st.one_of(
         st.tuples(st.just("reserve"), st.one_of(st.none(), st.integers(0, 8))),
+        st.tuples(st.just("expect"), st.integers(0, 6)),
         st.tuples(st.just("release"), st.integers(0, 50)),
+        st.tuples(st.just("top_up"), st.tuples(st.integers(0, 50), st.sampled_from(_FIELDS))),
         st.tuples(
             st.just("use"),
             st.tuples(
@@ -434,6 +488,8 @@ _ops = st.lists(
     ops=_ops,
 )
 def test_meter_never_grants_more_than_is_left(limits: tuple[Any, ...], ops: list[Any]) -> None:
+    """Whatever the order of reservations, top-ups, releases and usage: every grant is
+    exactly the fair share of what is left, and what is held never passes a limit."""
     lim = UsageLimits(
         max_requests=limits[0],
         max_tool_calls=limits[1],
@@ -443,33 +499,48 @@ def test_meter_never_grants_more_than_is_left(limits: tuple[Any, ...], ops: list
     meter = Meter(lim)
     held: list[Any] = []
     for op, arg in ops:
-        if op == "reserve":
+        if op == "expect":
+            meter.expect(arg)
+        elif op == "reserve":
+            parties = max(1, meter.expected)
+            left = {f: meter.remaining(f) for f in _FIELDS}
             r = meter.reserve_child(arg)
             held.append(r)
-            # a grant never exceeds limit - used - what the other live reservations hold
-            for field, used in (
-                ("max_requests", meter.requests),
-                ("max_tool_calls", meter.tool_calls),
-                ("max_total_tokens", meter.input_tokens + meter.output_tokens),
-                ("max_cost_usd", meter.cost_usd),
-            ):
-                limit = getattr(lim, field)
-                if limit is None:
+            assert meter.expected == max(0, parties - 1) or parties == 1
+            for field in _FIELDS:
+                if getattr(lim, field) is None:
+                    assert field == "max_requests" or getattr(r.limits, field) is None
                     continue
                 value = getattr(r.limits, field)
                 assert value is not None
                 assert value >= 0
-                others = sum(
-                    getattr(h.limits, field) for h in held if not h.released and h is not r
-                )
-                left = max(0.0, limit - used - others)
-                assert value <= left + 1e-9, (field, value, others)
-                if field == "max_cost_usd":
-                    assert value == pytest.approx(left, abs=1e-9)
-                elif field != "max_requests" or arg is None:
-                    assert value == int(left), (field, value, left)
+                before = left[field]
+                assert before is not None
+                share = fair_share(field, before, parties)
+                if field == "max_requests" and arg is not None:
+                    share = min(share, arg)
+                assert value == pytest.approx(share, abs=1e-9), (field, value, before)
+                assert value <= before + 1e-9
             if arg is not None and r.limits.max_requests is not None:
                 assert r.limits.max_requests <= arg
+        elif op == "top_up" and held:
+            index, field = arg
+            r = held[index % len(held)]
+            before_limit = getattr(r.limits, field)
+            remaining = meter.remaining(field)
+            grant = meter.top_up(r, field)
+            assert grant >= 0
+            if grant:
+                assert not r.released
+                assert remaining is not None
+                assert grant <= remaining + 1e-9
+                assert getattr(r.limits, field) == pytest.approx(before_limit + grant)
+                if field == "max_requests":
+                    assert remaining - grant >= 1  # the lead keeps its own next request
+                    if r.cap is not None:
+                        assert r.limits.max_requests <= r.cap
+            else:
+                assert getattr(r.limits, field) == before_limit
         elif op == "release" and held:
             meter.release(held[arg % len(held)])
         elif op == "use":
@@ -477,16 +548,24 @@ def test_meter_never_grants_more_than_is_left(limits: tuple[Any, ...], ops: list
             meter.add_external(
                 AgentUsage(requests=requests, tool_calls=tools, input_tokens=tokens, cost_usd=cost)
             )
+        # What live reservations hold is what the meter says they hold, and never more
+        # than the limit leaves after usage.
+        for field in _FIELDS:
+            limit = getattr(lim, field)
+            if limit is None:
+                continue
+            holding = sum(getattr(h.limits, field) or 0 for h in held if not h.released)
+            assert meter.reserved is None or meter.reserved[field] == pytest.approx(holding)
     for r in held:
         meter.release(r)
     assert not meter.reservations
-    # with nothing held, a new child gets exactly what is left
+    # with nothing held, a new child alone gets its share of exactly what is left
+    meter.expect(0)
     fresh = meter.reserve_child(None)
     if lim.max_total_tokens is not None:
-        assert fresh.limits.max_total_tokens == max(
-            0, lim.max_total_tokens - meter.input_tokens - meter.output_tokens
-        )
+        tokens_left = max(0, lim.max_total_tokens - meter.input_tokens - meter.output_tokens)
+        assert fresh.limits.max_total_tokens == tokens_left // 2
     if lim.max_cost_usd is not None:
         assert fresh.limits.max_cost_usd == pytest.approx(
-            max(0.0, lim.max_cost_usd - meter.cost_usd), abs=1e-9
+            max(0.0, lim.max_cost_usd - meter.cost_usd) / 2, abs=1e-9
         )

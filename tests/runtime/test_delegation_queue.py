@@ -22,8 +22,8 @@ import anyio
 import pytest
 
 from deputy_runtime import DelegationPolicy, DelegationResources, HookEvent, UsageLimits
-from deputy_runtime.chat import reply, tool_call
-from deputy_runtime.chat._types import ModelRequest
+from deputy_runtime.chat import reply
+from deputy_runtime.chat._types import ModelRequest, Usage
 from deputy_runtime.runtime import DelegationEnd, DelegationStart, Event, ToolEnd, _coordinator
 from tests.runtime.helpers import (
     Cleanups,
@@ -101,12 +101,15 @@ async def test_a_queued_delegation_is_refused_when_the_lead_spent_its_budget_mea
 ) -> None:
     cleanups = Cleanups()
     events: list[Event] = []
-    # lead: 1 request; the first delegation is granted the remaining 2 and uses both
+    # lead: 1 request; 3 left, of which the lead keeps 1 and the first delegation gets
+    # ceil(2 / 2) = 1; its one response reports 3 upstream requests (a provider that
+    # retried), which takes the lead to its limit of 4 before the second gets its slot
+    upstream = reply("done", usage=Usage(requests=3, input_tokens=1))
     lead, provider = scripted_lead(
-        {"lead": [TWO, reply("never sent")], "worker": [tool_call("nothing", {}), "done"]},
+        {"lead": [TWO, reply("never sent")], "worker": [upstream]},
         [definition("worker")],
         tmp_path,
-        usage_limits=UsageLimits(max_requests=3),
+        usage_limits=UsageLimits(max_requests=4),
         max_active_delegations=1,
         delegation_policy=owned(cleanups),
     )
@@ -115,11 +118,11 @@ async def test_a_queued_delegation_is_refused_when_the_lead_spent_its_budget_mea
         result = await lead.run("go", on_event=events.append)
 
     assert result.stop_reason == "request_limit"
-    assert result.usage.requests == 3
+    assert result.usage.requests == 4
     first, second = lead.list_subagents()
     assert first.status == "completed"
     assert first.limits is not None
-    assert first.limits.max_requests == 2
+    assert first.limits.max_requests == 1
     assert (second.status, second.stop_reason) == ("not_started", "request_limit")
     assert second.limits is None  # nothing was reserved for it
     assert second.started_at is None
@@ -127,7 +130,7 @@ async def test_a_queued_delegation_is_refused_when_the_lead_spent_its_budget_mea
     assert cleanups.made == [first.delegation_id]
     cleanups.assert_exactly_once()
     assert starts == [first.delegation_id]
-    assert len(provider.requests_for("worker")) == 2
+    assert len(provider.requests_for("worker")) == 1
     assert meter_spy.open_reservations() == 0
     assert lead.delegations.active == {}
     # the model's tool result for the queued call is the same refusal as for a new call

@@ -56,27 +56,30 @@ def test_deputy_worked_example() -> None:
     meter.start_request()
     meter.add_response(Usage(requests=2, input_tokens=100, output_tokens=50, cost_usd=0.10))
     meter.tool_calls = 1
+    meter.expect(1)  # the turn asked for one delegation; a second comes unannounced
     first = meter.reserve_child(3)
     got = first.limits
+    # All requests but the lead's next one; of the rest, a share like the lead's.
     assert (got.max_requests, got.max_tool_calls, got.max_total_tokens, got.max_cost_usd) == (
         3,
-        3,
-        550,
-        0.20,
+        2,
+        275,
+        0.10,
     )
     sibling = meter.reserve_child(3)
     got = sibling.limits
+    # Nothing is left of the requests but the lead's own: the sibling cannot start.
     assert (got.max_requests, got.max_tool_calls, got.max_total_tokens, got.max_cost_usd) == (
+        0,
         1,
-        0,
-        0,
-        0,
+        137,
+        0.05,
     )
     meter.release(sibling)
     meter.release(first)
     meter.release(first)  # idempotent
     again = meter.reserve_child(3).limits
-    assert (again.max_requests, again.max_total_tokens) == (3, 550)
+    assert (again.max_requests, again.max_total_tokens) == (3, 275)
     # Settling adds actual usage; reaching the limit stops the lead.
     assert meter.reservations is not None
     meter.release(meter.reservations.pop())

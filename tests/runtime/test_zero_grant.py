@@ -89,7 +89,7 @@ async def test_a_flood_of_delegations_builds_only_what_can_run(
     assert sum(o["status"] == "not_started" for o in outcomes) == len(skipped)
 
 
-async def test_a_zero_token_grant_settles_before_resources_are_built(tmp_path: Path) -> None:
+async def test_a_zero_grant_settles_before_resources_are_built(tmp_path: Path) -> None:
     factory = Cleanups()
     both_admitted = anyio.Event()
 
@@ -105,8 +105,8 @@ async def test_a_zero_token_grant_settles_before_resources_are_built(tmp_path: P
         {"lead": [lead_turn, reply("ok")], "w": worker},
         [definition("w", max_requests=1)],
         tmp_path,
-        # The first delegation reserves every token left; the second is granted none.
-        usage_limits=UsageLimits(max_requests=10, max_total_tokens=1_000),
+        # 2 requests left: the lead keeps 1, the first takes 1, the second is granted none.
+        usage_limits=UsageLimits(max_requests=3),
         delegation_policy=DelegationPolicy("owned", resources=factory),
     )
 
@@ -121,9 +121,9 @@ async def test_a_zero_token_grant_settles_before_resources_are_built(tmp_path: P
         both_admitted.set()
     first, second = lead.list_subagents()
     assert first.status == "completed"
-    assert (second.status, second.stop_reason) == ("not_started", "total_token_limit")
+    assert (second.status, second.stop_reason) == ("not_started", "request_limit")
     assert second.limits is not None
-    assert second.limits.max_total_tokens == 0
+    assert second.limits.max_requests == 0
     assert factory.made == [first.delegation_id]
     factory.assert_exactly_once()
     assert len(p.requests_for("w")) == 1

@@ -85,16 +85,19 @@ def test_used_plus_reserved_never_exceeds_the_limits(
         assert used.total_tokens + _held(budget, "max_total_tokens") <= tokens
 
 
-def test_first_come_first_served_in_one_turn() -> None:
+def test_one_turn_shares_what_is_left() -> None:
     budget = Budget(UsageLimits(max_requests=6, max_tool_calls=4))
     budget.start_request()
     assert [budget.take_tool_call() for _ in range(3)] == [True, True, True]
+    budget.expect(3)
     first = budget.reserve("a", None)
     second = budget.reserve("b", 2)
     third = budget.reserve("c", 2)
-    assert (first.max_requests, first.max_tool_calls) == (5, 1)
-    assert (second.max_requests, second.max_tool_calls) == (0, 0)
-    assert (third.max_requests, third.max_tool_calls) == (0, 0)
+    # 5 requests left: the lead keeps 1, the three split 4; the one tool call left goes
+    # to the first (the lead counts as a party for tool calls).
+    assert (first.max_requests, first.max_tool_calls) == (2, 1)
+    assert (second.max_requests, second.max_tool_calls) == (1, 0)
+    assert (third.max_requests, third.max_tool_calls) == (1, 0)
     with pytest.raises(ValueError, match="already held"):
         budget.reserve("a", 1)
     budget.release("a")
