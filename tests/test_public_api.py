@@ -486,6 +486,7 @@ INTERNAL = {
         "check_batch",
         "delegate_parameters",
         "delegate_placeholder",
+        "fair_share",
         "fanout_blocker",
         "first_message",
         "hook_refusal",

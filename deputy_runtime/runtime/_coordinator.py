@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 from .._tracing import STATE, Active
@@ -239,6 +240,11 @@ class DelegationCoordinator:
         failed: BaseException | None = None
         try:
             self.announce(ctx.emit, d)
+            if meter.expected:
+                # Let the turn's other delegations reserve before this one runs: its
+                # child could otherwise finish (and settle its usage) before they do, so
+                # their shares would depend on how fast the provider answered.
+                await anyio.lowlevel.checkpoint()
             try:
                 if definition is None:
                     names = ", ".join(definitions) or "none"

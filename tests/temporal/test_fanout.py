@@ -113,8 +113,8 @@ async def test_three_parallel_delegations_match_the_in_process_run(
 async def test_parallel_delegations_never_exceed_the_lead_budget(
     client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
 ) -> None:
-    # No max_requests on the definitions: the first child admitted takes every request
-    # the lead has left, its siblings get none (first come, first served, as in-process).
+    # No max_requests on the definitions: the lead keeps one of the 4 requests it has left
+    # and the three delegations of its turn share the other 3 (fair shares, as in-process).
     definitions = _definitions(workdir, max_requests=None)
     limits = UsageLimits(max_requests=5)
     expected, expected_records, _ = await _in_process(workdir, definitions, limits)
@@ -123,11 +123,11 @@ async def test_parallel_delegations_never_exceed_the_lead_budget(
     assert sorted(map(comparable_record, out.subagents)) == sorted(
         map(comparable_record, expected_records)
     )
-    # Every child was granted a request limit: 4 (5 minus the lead's first request) to one.
+    # Every child was granted a request limit: 1 each.
     granted = [r.limits.max_requests for r in out.subagents if r.limits is not None]
     assert None not in granted
-    assert sorted(g for g in granted if g is not None) == [0, 0, 4]
-    assert sum(r.usage.requests for r in out.subagents) <= 4
+    assert sorted(g for g in granted if g is not None) == [1, 1, 1]
+    assert sum(r.usage.requests for r in out.subagents) <= 3
     assert limits.max_requests is not None
     assert out.result.usage.requests <= limits.max_requests
     assert out.result.usage == expected.usage

@@ -109,11 +109,13 @@ async def test_capped_fan_out_matches_the_in_process_lead(
 async def test_a_queued_delegation_stops_at_the_limit_its_elders_reached(
     client: Client, task_queue: str, workdir: Path, running_worker: DeputyActivities
 ) -> None:
-    # No max_requests on the definitions and one slot: the first delegation takes the
-    # four requests left and spends two, the second takes the two left and spends them,
-    # so the third leaves the queue with the lead's budget spent: not_started with
-    # request_limit and the "Run limit reached" error for the model, as in-process.
-    limits = UsageLimits(max_requests=5)
+    # One slot and 45 tokens, 15 of them the lead's first response: the first delegation's
+    # share is 30 // 4 = 7 and its first response (15) passes it; a top-up would add
+    # less than one response, so it stops. The second's share of the 15 left is 5 and it
+    # passes it the same way, which takes the lead to 45: the third leaves the queue
+    # not_started with total_token_limit and the "Run limit reached" error for the model,
+    # as in-process.
+    limits = UsageLimits(max_total_tokens=45)
     workflow_id, out, lead, expected = await _both(
         client, task_queue, workdir, review_definitions(workdir, max_requests=None), limits, 1
     )
@@ -122,7 +124,7 @@ async def test_a_queued_delegation_stops_at_the_limit_its_elders_reached(
         map(comparable_record, expected_records)
     )
     statuses = [(r.status, r.stop_reason) for r in out.subagents]
-    assert statuses[2] == ("not_started", "request_limit")
+    assert statuses[2] == ("not_started", "total_token_limit")
     assert out.subagents[2].limits is None
     assert out.subagent_results[2] is None
     assert out.result.usage == expected.usage
@@ -131,7 +133,7 @@ async def test_a_queued_delegation_stops_at_the_limit_its_elders_reached(
     expected_errors = _tool_errors(expected.turns[2])
     assert errors[2] == expected_errors[2]
     assert errors[2] is not None
-    assert errors[2].startswith("Run limit reached for request_limit")
+    assert errors[2].startswith("Run limit reached for total_token_limit")
     assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 3
 
 
