@@ -210,12 +210,12 @@ class DelegationCoordinator:
                 f"The delegation budget for agent '{key}' is spent: {cap} of {cap} "
                 "delegations in this run have started. Do the rest without it."
             )
-            self.never_started(d, meter, StopReason.DELEGATION_LIMIT)
+            self.never_started(d, meter, StopReason.DELEGATION_LIMIT, ctx.emit)
             return outcome_json(d)
         slots = self._slots_for(ctx.run_id)
         if slots is not None:
             # Queued until a slot is free; the budget is reserved only once it runs.
-            blocker = await self._wait_for_slot(d, meter, slots)
+            blocker = await self._wait_for_slot(d, meter, slots, ctx.emit)
             if blocker is not None:
                 if blocker.endswith("_limit"):
                     raise _limit_reached(blocker)
@@ -235,7 +235,7 @@ class DelegationCoordinator:
                 if slots is not None:
                     slots.release()
                 d.error = meter.shortfall(empty)
-                self.never_started(d, meter, empty)
+                self.never_started(d, meter, empty, ctx.emit)
                 return outcome_json(d)
         failed: BaseException | None = None
         try:
@@ -291,7 +291,7 @@ class DelegationCoordinator:
         return self.slots[1]
 
     async def _wait_for_slot(
-        self, d: Delegation, meter: Meter, slots: anyio.Semaphore
+        self, d: Delegation, meter: Meter, slots: anyio.Semaphore, emit: EventSink | None
     ) -> StopReason | None:
         """Wait ``queued`` for a slot; ``None`` once ``d`` holds one and may start.
 
@@ -306,7 +306,7 @@ class DelegationCoordinator:
             await slots.acquire()
         except BaseException:
             meter.unexpect()
-            self.never_started(d, meter, StopReason.NOT_STARTED)
+            self.never_started(d, meter, StopReason.NOT_STARTED, emit)
             raise
         reason: StopReason
         if self.lead.interrupt_reason is not None or d.cancel_reason is not None:
@@ -319,7 +319,7 @@ class DelegationCoordinator:
             d.error = meter.shortfall(over)
         meter.unexpect()
         slots.release()
-        self.never_started(d, meter, reason)
+        self.never_started(d, meter, reason, emit)
         return blocker
 
     # -- running and settling ------------------------------------------------------------------
@@ -364,7 +364,8 @@ class DelegationCoordinator:
         return started or failed is not None
 
     def announce(self, emit: EventSink | None, d: Delegation) -> None:
-        """Emit DelegationStart (admitted, budget reserved): every DelegationEnd has one."""
+        """Emit DelegationStart (admitted, budget reserved): every started delegation's
+        DelegationEnd has one; a delegation that never started has its DelegationEnd alone."""
         if emit is not None:
             emit(
                 DelegationStart(
@@ -442,15 +443,34 @@ class DelegationCoordinator:
             )
         return lead.interrupt_reason is None and d.cancel_reason is None
 
-    def never_started(self, d: Delegation, meter: Meter, stop_reason: StopReason) -> None:
+    def never_started(
+        self,
+        d: Delegation,
+        meter: Meter,
+        stop_reason: StopReason,
+        emit: EventSink | None = None,
+    ) -> None:
         """Settle a delegation that left the queue without starting.
 
-        No DelegationEnd: it never had a DelegationStart, and nothing was bound and no
-        SubagentStart fired, so there is no cleanup or stop hook to run.
+        Its DelegationEnd (``not_started``, with the error saying why) is its one event:
+        it never had a DelegationStart, nothing was bound and no SubagentStart fired, so
+        there is no cleanup or stop hook to run, but a live view and an event log still
+        see it settle.
         """
         self.active.pop(d.delegation_id, None)
         d.stop_reason = stop_reason
         self.settle(d, meter, None)
+        if emit is not None:
+            emit(
+                DelegationEnd(
+                    **d.event_ids(),
+                    status=d.status,
+                    stop_reason=stop_reason,
+                    usage=d.usage,
+                    error=d.error,
+                    tool_call_id=d.tool_call_id,
+                )
+            )
         if self.spans:
             self._end_span(d, None)
 

@@ -528,6 +528,19 @@ class LeadWorkflow:
 
     # -- delegations ------------------------------------------------------------------
 
+    def _ended_unstarted(self, d: DelegationState) -> None:
+        """A delegation that never started still says so: its DelegationEnd, alone."""
+        self._events.append(
+            DelegationEnd(
+                **d.ids.fields(),
+                status=d.status,
+                stop_reason=d.stop_reason or StopReason.NOT_STARTED,
+                usage=d.usage,
+                error=d.error,
+                tool_call_id=d.tool_call_id,
+            )
+        )
+
     async def _delegate(self, call: ContentToolRequest) -> ContentToolResult:
         loop, request = self._loop, self._request
         assert loop is not None
@@ -557,6 +570,7 @@ class LeadWorkflow:
             loop.budget.unexpect()
             d.status, d.stop_reason, d.error = NOT_STARTED, StopReason.DELEGATION_LIMIT, spent
             d.completed_at = _now()
+            self._ended_unstarted(d)
             return ContentToolResult(call.id, value=d.outcome())
         # Queued behind max_active_delegations; the budget is reserved once a slot is held.
         # A queued delegation leaves the queue when the lead is interrupted or out of time.
@@ -570,9 +584,11 @@ class LeadWorkflow:
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
             d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
+            if not interrupted:
+                d.error = loop.budget.shortfall(blocker)
+            self._ended_unstarted(d)
             if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
-            d.error = loop.budget.shortfall(blocker)
             error = f"Run limit reached for {blocker}: no new delegation can start."
             return ContentToolResult(call.id, error=error)
         # Without slots there is no interrupt check here: the loop answers a turn's calls
@@ -589,6 +605,7 @@ class LeadWorkflow:
             d.error = loop.budget.shortfall(empty)
             loop.budget.release(delegation_id)
             d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
+            self._ended_unstarted(d)
             return ContentToolResult(call.id, value=d.outcome())
         fields = d.ids.fields()
         self._events.append(

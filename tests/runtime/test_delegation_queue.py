@@ -86,11 +86,19 @@ def starts_of(lead: Any) -> list[str]:
 
 
 def assert_paired(events: list[Event]) -> None:
-    """Every DelegationEnd follows a DelegationStart of the same delegation, once each."""
+    """Every DelegationEnd follows a DelegationStart of the same delegation, once each,
+    except a delegation that never started: its DelegationEnd (not_started) is alone."""
     started = [e.delegation_id for e in events if isinstance(e, DelegationStart)]
-    ended = [e.delegation_id for e in events if isinstance(e, DelegationEnd)]
+    ended = [
+        e.delegation_id
+        for e in events
+        if isinstance(e, DelegationEnd) and e.delegation_id in started
+    ]
+    alone = [e for e in events if isinstance(e, DelegationEnd) and e.delegation_id not in started]
     assert sorted(started, key=str) == sorted(ended, key=str), (started, ended)
     assert len(set(started)) == len(started)
+    assert all(e.status == "not_started" for e in alone), alone
+    assert len({e.delegation_id for e in alone}) == len(alone)
 
 
 # -- the run limit is checked again when the slot frees ---------------------------------------
@@ -141,8 +149,15 @@ async def test_a_queued_delegation_is_refused_when_the_lead_spent_its_budget_mea
     assert refusal.error.startswith("Run limit reached for request_limit"), refusal.error
     assert_paired(events)
     assert second.delegation_id not in {
-        e.delegation_id for e in events if isinstance(e, DelegationStart | DelegationEnd)
+        e.delegation_id for e in events if isinstance(e, DelegationStart)
     }
+    [end] = [
+        e
+        for e in events
+        if isinstance(e, DelegationEnd) and e.delegation_id == second.delegation_id
+    ]
+    assert (end.status, end.stop_reason) == ("not_started", "request_limit")
+    assert end.error == second.error
 
 
 async def test_queued_delegations_that_fit_the_budget_still_run(
@@ -251,7 +266,7 @@ async def test_cancelling_the_lead_while_a_delegation_is_queued(
     cleanups.assert_exactly_once()
     assert meter_spy.open_reservations() == 0
     assert lead.delegations.active == {}
-    assert_paired(events)  # no DelegationEnd for the queued one, which never had a start
+    assert_paired(events)  # the queued one, which never had a start, has its end alone
 
 
 # -- settlement deadlines while the lead is being cancelled -----------------------------------

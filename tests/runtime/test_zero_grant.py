@@ -77,7 +77,15 @@ async def test_a_flood_of_delegations_builds_only_what_can_run(
     assert all(r.usage.requests == 0 for r in skipped)
     announced = {e.delegation_id for e in events if isinstance(e, DelegationStart)}
     ended = {e.delegation_id for e in events if isinstance(e, DelegationEnd)}
-    assert announced == ended == {r.delegation_id for r in started}
+    assert announced == {r.delegation_id for r in started}
+    # Every delegation settles visibly: one that never started has its DelegationEnd
+    # alone, not_started, with the error saying which limit and how much was left.
+    assert ended == {r.delegation_id for r in records}
+    for e in events:
+        if isinstance(e, DelegationEnd) and e.delegation_id not in announced:
+            assert (e.status, e.stop_reason) == ("not_started", "request_limit")
+            assert e.error is not None
+            assert e.error.startswith("Not started: the run's max_requests")
     assert meter_spy.open_reservations() == 0
     assert result.usage.requests <= BUDGET
     # The lead's model is told, per call, that the delegation did not start.

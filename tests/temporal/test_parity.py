@@ -40,7 +40,13 @@ from deputy_runtime.chat import (
     TestProvider,
     unregister_provider,
 )
-from deputy_runtime.runtime import Event, WarningEvent, decode_event
+from deputy_runtime.runtime import (
+    DelegationEnd,
+    DelegationStart,
+    Event,
+    WarningEvent,
+    decode_event,
+)
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
@@ -244,6 +250,17 @@ async def test_budgets_across_parallel_delegations_match(
     assert statuses & {"not_started", "stopped"}, statuses
     if max_requests is None:  # zero grants: settled before anything starts
         assert sorted(statuses) == ["not_started", "stopped"]
+        # Each of them still has its one event: a DelegationEnd alone, saying why.
+        started = {e.delegation_id for e in got.events if isinstance(e, DelegationStart)}
+        alone = [
+            e for e in got.events if isinstance(e, DelegationEnd) and e.delegation_id not in started
+        ]
+        skipped = [r for r in got.records if r.status == "not_started"]
+        assert sorted(str(e.delegation_id) for e in alone) == sorted(
+            r.delegation_id for r in skipped
+        )
+        assert [e.error for e in alone] == [r.error for r in skipped]
+        assert all(e.error and e.error.startswith("Not started: ") for e in alone)
 
 
 async def test_ceiling_violation_matches(client: Client, task_queue: str, workdir: Path) -> None:
