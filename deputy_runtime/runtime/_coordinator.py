@@ -180,10 +180,15 @@ class DelegationCoordinator:
             ToolRejection: The brief is invalid, a run limit is reached, or the
                 delegation failed (the model sees the outcome in the error).
         """
-        brief = check_brief(arguments)
         meter = ctx.meter
+        try:
+            brief = check_brief(arguments)
+        except ToolRejection:
+            meter.unexpect()  # it will never reserve: its siblings share without it
+            raise
         over = meter.exceeded(reaching=True)
         if over is not None:
+            meter.unexpect()
             raise _limit_reached(over)
         requested = arguments["agent_name"]
         key = requested.strip().lower()

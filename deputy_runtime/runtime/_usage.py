@@ -546,9 +546,9 @@ def fair_share(field: str, remaining: float, parties: int) -> float:
     conclude) and ``parties`` delegations split the rest of the requests evenly; of tool
     calls, tokens and cost the lead keeps a share like a delegation's. Shares of requests
     and tool calls round up, so when there is at least one request for each of them,
-    every delegation started together gets one (token shares round down, the rest staying
-    with the lead); each share is taken from what is left after the ones
-    before it, so together they never pass the limit.
+    every delegation started together gets one (token shares round down, the rest
+    staying with the lead); each share is taken from what is left after the ones before
+    it, so together they never pass the limit.
 
     Worked example: ``max_requests=12``, the lead has made 1 request and its model asks
     for three delegations in one turn. 11 are left; the lead keeps 1; the three reserve
@@ -622,9 +622,8 @@ def shortfall_text(
 
     Names the limit and what was left of it: what the run used, what running
     delegations hold and the request the lead keeps for itself, so the lead's model can
-    tell a spent budget from a busy one. Every
-    path that settles a delegation ``not_started`` for a limit (in-process and durable)
-    words it with this one function.
+    tell a spent budget from a busy one. Every path that settles a delegation
+    ``not_started`` for a limit (in-process and durable) words it with this one function.
 
     Args:
         reason: The limit's stop reason.

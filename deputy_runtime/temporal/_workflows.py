@@ -548,11 +548,14 @@ class LeadWorkflow:
         try:
             args = msgspec.convert(call.arguments, _DelegateArgs)
         except msgspec.ValidationError as exc:
+            loop.budget.unexpect()  # refused before it could reserve, as in-process
             return ContentToolResult(call.id, error=f"Invalid arguments: {exc}")
         if not args.task.strip():
+            loop.budget.unexpect()
             return ContentToolResult(call.id, error="delegate_to_agent: 'task' must not be blank.")
         over = loop.budget.exceeded(reaching=True)
         if over is not None:
+            loop.budget.unexpect()
             error = f"Run limit reached for {over}: no new delegation can start."
             return ContentToolResult(call.id, error=error)
         key = args.agent_name.strip().lower()[:128]
