@@ -466,16 +466,7 @@ class DelegationCoordinator:
         d.stop_reason = stop_reason
         self.settle(d, meter, None)
         if emit is not None:
-            emit(
-                DelegationEnd(
-                    **d.event_ids(),
-                    status=d.status,
-                    stop_reason=stop_reason,
-                    usage=d.usage,
-                    error=d.error,
-                    tool_call_id=d.tool_call_id,
-                )
-            )
+            emit(_end_event(d))
         if self.spans:
             self._end_span(d, None)
 
@@ -527,16 +518,7 @@ class DelegationCoordinator:
             if d.bindings is not None or stop_hooks:
                 await self._finish_shielded(d, stop_hooks, cancelled)
             if emit is not None:
-                emit(
-                    DelegationEnd(
-                        **d.event_ids(),
-                        status=d.status,
-                        stop_reason=d.stop_reason or StopReason.ERROR,
-                        usage=d.usage,
-                        error=d.error,
-                        tool_call_id=d.tool_call_id,
-                    )
-                )
+                emit(_end_event(d))
         finally:
             # The record keeps the result, not the subagent: a long-lived lead's history
             # of delegations must not keep every child's chat, tools and turns alive.
@@ -609,6 +591,18 @@ class DelegationCoordinator:
             permission_mode=lead.permissions.mode,
             **fields,
         )
+
+
+def _end_event(d: Delegation) -> DelegationEnd:
+    """A settled delegation's DelegationEnd (started or not)."""
+    return DelegationEnd(
+        **d.event_ids(),
+        status=d.status,
+        stop_reason=d.stop_reason or StopReason.ERROR,
+        usage=d.usage,
+        error=d.error,
+        tool_call_id=d.tool_call_id,
+    )
 
 
 def _limit_reached(reason: str) -> ToolRejection:

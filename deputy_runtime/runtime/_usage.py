@@ -495,11 +495,7 @@ class Meter:
             share = self._grantable(field, excess)
         if share <= 0 or share < need:
             return 0
-        grant = excess + share
-        if headroom is not None:
-            grant = min(grant, headroom)
-        if grant <= 0:
-            return 0
+        grant = excess + share if headroom is None else min(excess + share, headroom)
         reservation.limits = msgspec.structs.replace(reservation.limits, **{field: current + grant})
         held = dict(reservation.held)
         held[field] = held.get(field, 0) + grant

@@ -528,13 +528,13 @@ class LeadWorkflow:
 
     # -- delegations ------------------------------------------------------------------
 
-    def _ended_unstarted(self, d: DelegationState) -> None:
-        """A delegation that never started still says so: its DelegationEnd, alone."""
+    def _ended(self, d: DelegationState) -> None:
+        """Log a settled delegation's DelegationEnd; one that never started has only it."""
         self._events.append(
             DelegationEnd(
                 **d.ids.fields(),
                 status=d.status,
-                stop_reason=d.stop_reason or StopReason.NOT_STARTED,
+                stop_reason=d.stop_reason or StopReason.ERROR,
                 usage=d.usage,
                 error=d.error,
                 tool_call_id=d.tool_call_id,
@@ -573,7 +573,7 @@ class LeadWorkflow:
             loop.budget.unexpect()
             d.status, d.stop_reason, d.error = NOT_STARTED, StopReason.DELEGATION_LIMIT, spent
             d.completed_at = _now()
-            self._ended_unstarted(d)
+            self._ended(d)
             return ContentToolResult(call.id, value=d.outcome())
         # Queued behind max_active_delegations; the budget is reserved once a slot is held.
         # A queued delegation leaves the queue when the lead is interrupted or out of time.
@@ -589,7 +589,7 @@ class LeadWorkflow:
             d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
             if not interrupted:
                 d.error = loop.budget.shortfall(blocker)
-            self._ended_unstarted(d)
+            self._ended(d)
             if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
             error = f"Run limit reached for {blocker}: no new delegation can start."
@@ -608,7 +608,7 @@ class LeadWorkflow:
             d.error = loop.budget.shortfall(empty)
             loop.budget.release(delegation_id)
             d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
-            self._ended_unstarted(d)
+            self._ended(d)
             return ContentToolResult(call.id, value=d.outcome())
         fields = d.ids.fields()
         self._events.append(
@@ -673,16 +673,7 @@ class LeadWorkflow:
                 result=d.result.response if d.result else None,
                 error=d.error,
             )
-        self._events.append(
-            DelegationEnd(
-                **fields,
-                status=d.status,
-                stop_reason=d.stop_reason or StopReason.ERROR,
-                usage=d.usage,
-                error=d.error,
-                tool_call_id=call.id,
-            )
-        )
+        self._ended(d)
         if d.status == FAILED:
             error = f"Subagent '{key[:512]}' failed.\n{d.outcome()}"
             return ContentToolResult(call.id, error=error)
