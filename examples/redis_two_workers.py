@@ -2,13 +2,14 @@
 
 Each worker is a separate OS process running its own LeadAgent. Both delegate to a
 ``deployer`` sub-agent whose work must never overlap (an exclusive resource on the key
-``"staging"``) and both spend from one shared budget of 12 requests. Redis keeps the
+``"staging"``) and both spend from one shared budget of 16 requests. Redis keeps the
 lease and the budget, so the exclusivity and the limit hold across the processes:
 
 * every delegation takes the lease and its share of the budget in one round trip,
   waits while the other process holds the key, and gives both back in one round trip;
 * the fencing token each holder gets is strictly increasing across both processes;
-* the budget's ``used`` is exactly what the delegations of both workers used.
+* the budget's ``used`` is exactly what both workers used: each lead's own two requests
+  and its two delegations' four.
 
     python examples/redis_two_workers.py redis://127.0.0.1:6379/0 [asyncio|trio]
 
@@ -40,7 +41,7 @@ from deputy_runtime.redis import RedisBudget, RedisCoordinator
 from deputy_runtime.runtime import DelegationContext
 
 NAMESPACE = "example"
-LIMIT = 12
+LIMIT = 16
 
 
 def deployer_turn(request: ModelRequest) -> Any:

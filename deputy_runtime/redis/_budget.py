@@ -217,25 +217,40 @@ class RedisBudget:
                 "expired)."
             )
 
-    def reserve_args(self, holder: str, want: Mapping[str, int | float | None]) -> list[str | int]:
+    def reserve_args(
+        self, holder: str, want: Mapping[str, int | float | None], parties: int = 1
+    ) -> list[str | int]:
         """The script arguments of a reservation (validated; shared with the coordinator).
 
         Args:
             holder: The reservation's holder id.
             want: The amount wanted per ledger field, as for :meth:`reserve`.
+            parties: The reservations made together, as for :meth:`reserve`.
 
         Returns:
             ``holder``, the reservation TTL and ``keep_ended`` in milliseconds, the five
-            encoded wanted amounts (-1 where no limit is asked), then the current span's
-            ``traceparent`` ("" with tracing off).
+            encoded wanted amounts (-1 where no limit is asked), the current span's
+            ``traceparent`` ("" with tracing off), then ``parties``.
 
         Raises:
-            ValueError: ``holder`` is not a valid id, or ``want`` has an unknown field or
-                a value out of range.
-            TypeError: ``want`` is not a mapping or holds a value of the wrong type.
+            ValueError: ``holder`` is not a valid id, ``want`` has an unknown field or a
+                value out of range, or ``parties`` is below 1.
+            TypeError: ``want`` is not a mapping or holds a value of the wrong type, or
+                ``parties`` is not an int.
         """
         check_name("holder", holder)
-        return [holder, self._ttl_ms, self._keep_ms, *encode_want(want), current_traceparent()]
+        if not isinstance(parties, int) or isinstance(parties, bool):
+            raise TypeError(f"parties must be an int, got {type(parties).__name__}")
+        if parties < 1:
+            raise ValueError(f"parties must be at least 1, got {parties}")
+        return [
+            holder,
+            self._ttl_ms,
+            self._keep_ms,
+            *encode_want(want),
+            current_traceparent(),
+            parties,
+        ]
 
     def settle_args(self, holder: str, used: Mapping[str, int | float]) -> list[str | int]:
         """The script arguments of a settlement (validated; shared with the coordinator).
@@ -257,18 +272,22 @@ class RedisBudget:
         return [holder, self._keep_ms, *encode_used(used)]
 
     async def reserve(
-        self, holder: str, want: Mapping[str, int | float | None]
+        self, holder: str, want: Mapping[str, int | float | None], *, parties: int = 1
     ) -> Mapping[str, int | float | None]:
-        """Atomically take ``min(want, remaining)`` per limited field; return the grant.
+        """Atomically take ``min(want, share)`` per limited field; return the grant.
 
-        A field missing from ``want`` or ``None`` asks no limit: it takes everything that
-        remains. Unlimited fields are granted ``None``. Reserving again for a holder that
-        already has a reservation returns that grant (a retry after a lost reply takes
-        nothing twice). Expired reservations are returned to the ledger first.
+        The share is ``ceil(remaining / parties)``: reservations made one after another
+        with ``parties`` counting down (3, 2, 1) split what remains between them, so none
+        takes everything because it asked no limit. A field missing from ``want`` or
+        ``None`` asks no limit: it takes its whole share. Unlimited fields are granted
+        ``None``. Reserving again for a holder that already has a reservation returns
+        that grant (a retry after a lost reply takes nothing twice). Expired
+        reservations are returned to the ledger first.
 
         Args:
             holder: A fresh holder id for this reservation.
             want: The amount wanted per ledger field.
+            parties: The reservations being made together, this one included.
 
         Returns:
             The grant per ledger field; ``None`` for an unlimited field.
@@ -279,14 +298,16 @@ class RedisBudget:
             CoordinationUnavailableError: Redis cannot be reached.
         """
         result = await self.connection.run(
-            _scripts.RESERVE, self._keys, self.reserve_args(holder, want)
+            _scripts.RESERVE, self._keys, self.reserve_args(holder, want, parties)
         )
         status = int(result[0])
         if status < 0:
             raise ledger_error(self.name, holder, status)
         return grant_from([int(v) for v in result[1:]])
 
-    async def hold(self, holder: str, on_lost: Callable[[str], None]) -> None:
+    async def hold(
+        self, holder: str, on_lost: Callable[[str], None], *, renewed_at: float | None = None
+    ) -> None:
         """Renew the reservation's expiry every ``ttl / 3`` until cancelled.
 
         Calls ``on_lost(reason)`` once and returns when the reservation expired
@@ -296,6 +317,9 @@ class RedisBudget:
         Args:
             holder: The holder id the reservation was made for.
             on_lost: Called once with the :class:`LostReason` when the reservation is lost.
+            renewed_at: ``anyio.current_time()`` just before the reservation was sent: a
+                recent one counts as the first renewal, so a holder that settles within
+                ``ttl / 3`` costs no renewal round trip.
         """
         keys = self._keys[1:3]
         args: list[str | int] = [holder, self._ttl_ms]
@@ -304,7 +328,7 @@ class RedisBudget:
             result = await self.connection.run(_scripts.RENEW_RESERVATION, keys, args)
             return None if int(result) == 1 else LostReason.RESERVATION_EXPIRED
 
-        await keep_alive(renew, self.ttl, on_lost)
+        await keep_alive(renew, self.ttl, on_lost, renewed_at=renewed_at)
 
     async def settle(self, holder: str, used: Mapping[str, int | float]) -> None:
         """Count ``used`` and return the rest of the grant; exactly once per holder.

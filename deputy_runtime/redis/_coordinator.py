@@ -94,7 +94,13 @@ class RedisCoordinator:
         await self.connection.__aexit__(exc_type, exc, tb)
 
     async def acquire_and_reserve(
-        self, key: str, holder: str, want: Mapping[str, int | float | None], *, wait: bool
+        self,
+        key: str,
+        holder: str,
+        want: Mapping[str, int | float | None],
+        *,
+        wait: bool,
+        parties: int = 1,
     ) -> tuple[Lease, Mapping[str, int | float | None]]:
         """Take the lease on ``key`` and reserve ``want`` for ``holder`` atomically.
 
@@ -107,6 +113,8 @@ class RedisCoordinator:
             want: The amount wanted per ledger field, as for :meth:`RedisBudget.reserve`.
             wait: Whether to wait for a busy lease (polling, cancellable) instead of
                 failing.
+            parties: The reservations being made together, as for
+                :meth:`RedisBudget.reserve`.
 
         Returns:
             The lease and the grant per ledger field (``None`` for an unlimited field).
@@ -117,7 +125,7 @@ class RedisCoordinator:
                 holder id already used).
             CoordinationUnavailableError: Redis cannot be reached.
         """
-        args = self.budget.reserve_args(holder, want)
+        args = self.budget.reserve_args(holder, want, parties)
         keys = [*self.leases.lease_keys(key), *self.budget.keys]
         script_args: list[str | int] = [
             holder,
@@ -136,7 +144,7 @@ class RedisCoordinator:
             pttl = int(result[1]) / 1000 if int(result[1]) > 0 else delay
             await anyio.sleep(min(delay, pttl) * random.uniform(0.5, 1.0))
             delay = min(delay * 2, self.leases.max_poll_interval)
-        trace = str(args[-1]) or None
+        trace = str(args[-2]) or None
         lease = Lease(key=key, holder=holder, token=int(result[1]), traceparent=trace)
         status = int(result[2])
         if status < 0:

@@ -114,10 +114,13 @@ local function reclaim(b, holds, exp, ended, endat, now, keep_ms)
   if #old > 0 then redis.call('ZREMRANGEBYSCORE', endat, '-inf', fmt(now - keep_ms)) end
 end
 
--- want: five numbers, -1 = no limit asked. Returns {status, g1..g5}; status 1 = granted,
--- 2 = the holder already had this reservation (same grant), -1 = ledger missing,
--- -2 = holder already ended.
-local function reserve(b, holds, exp, ended, endat, holder, ttl, keep_ms, want, trace)
+-- want: five numbers, -1 = no limit asked. parties: the reservations being made together
+-- (this one included); each limited field grants at most ceil(remaining / parties), so
+-- reservations made one after another with parties n, n-1, ..., 1 split what is left
+-- and never pass it. Returns {status, g1..g5}; status 1 = granted, 2 = the holder already
+-- had this reservation (same grant), -1 = ledger missing, -2 = holder already ended.
+local function reserve(b, holds, exp, ended, endat, holder, ttl, keep_ms, want, trace,
+                       parties)
   local now = now_ms()
   reclaim(b, holds, exp, ended, endat, now, keep_ms)
   if redis.call('EXISTS', b) == 0 then return {-1} end
@@ -136,6 +139,7 @@ local function reserve(b, holds, exp, ended, endat, holder, ttl, keep_ms, want, 
       local rem = tonumber(redis.call('HGET', b, 'remaining:' .. f))
       if rem < 0 then rem = 0 end
       g = rem
+      if parties > 1 then g = math.ceil(rem / parties) end
       if want[i] >= 0 and want[i] < rem then g = want[i] end
       redis.call('HINCRBY', b, 'remaining:' .. f, fmt(-g))
       redis.call('HINCRBY', b, 'reserved:' .. f, fmt(g))
@@ -266,12 +270,12 @@ return {1}
 )
 
 # KEYS: budget, holds, exp, ended, endat. ARGV: holder, ttl_ms, keep_ms, want x5,
-# traceparent.
+# traceparent, parties.
 RESERVE = (
     _PRELUDE
     + r"""
 return reserve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[2]),
-  tonumber(ARGV[3]), nums(4, 5), ARGV[9])
+  tonumber(ARGV[3]), nums(4, 5), ARGV[9], tonumber(ARGV[10]))
 """
 )
 
@@ -322,7 +326,7 @@ return out
 )
 
 # KEYS: lease, fence, budget, holds, exp, ended, endat.
-# ARGV: holder, lease_ttl_ms, reserve_ttl_ms, keep_ms, want x5, traceparent.
+# ARGV: holder, lease_ttl_ms, reserve_ttl_ms, keep_ms, want x5, traceparent, parties.
 # Returns {1, token, status, g1..g5}, or {0, pttl_ms} when the lease is busy (nothing is
 # reserved then), or {1, token, status} with a negative reserve status (the lease taken in
 # this step is released again, so a refused reservation leaves no lease behind).
@@ -333,7 +337,7 @@ local holder = ARGV[1]
 local token, pttl = acquire(KEYS[1], KEYS[2], holder, ARGV[2], ARGV[10])
 if not token then return {0, pttl} end
 local r = reserve(KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], holder, tonumber(ARGV[3]),
-  tonumber(ARGV[4]), nums(5, 5), ARGV[10])
+  tonumber(ARGV[4]), nums(5, 5), ARGV[10], tonumber(ARGV[11]))
 if r[1] < 0 then
   release(KEYS[1], fmt(token) .. ':' .. holder)
   return {1, token, r[1]}

@@ -67,6 +67,8 @@ from ._events import (
 )
 from ._gate import gate
 from ._hooks import HookEvent, HookInput, Hooks
+from ._ledger import BudgetLedger
+from ._ownspend import LeadSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
 from ._states import StopReason
@@ -451,16 +453,20 @@ class Agent:
             if STATE.tracer is not None and self.governance is None
             else None
         )
+        # Only a top-level run draws its own spend from a shared budget: a subagent's is
+        # inside its delegation's reservation.
+        ledger = self._own_ledger() if self.governance is None else None
         try:
-            seconds = ctx.limits.max_seconds
-            if seconds is None:
-                await self._loop(ctx, task)
+            if ledger is None:
+                await self._timed_loop(ctx, task)
             else:
-                ctx.deadline = anyio.current_time() + seconds
-                with anyio.CancelScope(deadline=ctx.deadline) as scope:
-                    await self._loop(ctx, task)
-                if scope.cancelled_caught:
-                    ctx.stop_reason = StopReason.TIME_LIMIT
+
+                def lost(reason: str) -> None:
+                    ctx.stop(StopReason.LEASE_LOST)
+
+                async with LeadSpend(ledger, ctx.run_id, lost) as spend:
+                    ctx.spend = spend
+                    await self._timed_loop(ctx, task)
         except ProviderFailure as exc:
             error = exc
         except BaseException as exc:
@@ -480,6 +486,21 @@ class Agent:
         if ctx.limits.on_exceed == "error":
             raise_for_limit(result)  # after the Stop hooks: they see every run end
         return result
+
+    def _own_ledger(self) -> BudgetLedger | None:
+        """The shared budget this agent's own requests are drawn from (LeadAgent's)."""
+        return None
+
+    async def _timed_loop(self, ctx: RunContext, task: str) -> None:
+        seconds = ctx.limits.max_seconds
+        if seconds is None:
+            await self._loop(ctx, task)
+            return
+        ctx.deadline = anyio.current_time() + seconds
+        with anyio.CancelScope(deadline=ctx.deadline) as scope:
+            await self._loop(ctx, task)
+        if scope.cancelled_caught:
+            ctx.stop_reason = StopReason.TIME_LIMIT
 
     async def _loop(self, ctx: RunContext, task: str) -> None:
         if not self._session_started:
@@ -502,14 +523,21 @@ class Agent:
                 ctx.stop_reason = StopReason.INTERRUPTED
                 return
             limit = meter.before_request()
+            spend = ctx.spend
+            if limit is None and spend is not None:
+                limit = await spend.before_request()
             if limit is not None:
                 ctx.stop_reason = limit
                 return
+            reply: AssistantTurn | None = None
             try:
                 reply = await self._request(ctx)
             except ProviderError as exc:
                 ctx.stop_reason = StopReason.PROVIDER_ERROR
                 raise ProviderFailure(str(exc)) from exc
+            finally:
+                if spend is not None:
+                    await spend.after_request(reply.usage if reply is not None else None)
             meter.add_response(reply.usage)
             if reply.usage.cost_usd is None and ctx.limits.max_cost_usd is not None:
                 self._warn_cost_unknown(ctx)
@@ -535,6 +563,9 @@ class Agent:
             if over is not None:
                 ctx.stop_reason = over
                 return  # finish_run answers the open tool calls
+            if spend is not None:
+                # Before the turn's delegations share what is left.
+                await spend.reserve_next(tool_calls=len(calls))
             results = await self._run_tool_calls(ctx, calls)
             ctx.turns.append(Turn("user", results))
             if ctx.stop_reason is not None:
@@ -575,10 +606,14 @@ class Agent:
     async def _run_tool_calls(
         self, ctx: RunContext, calls: Sequence[ContentToolRequest]
     ) -> tuple[ContentToolResult, ...]:
-        # Limit slots are taken synchronously in request order, before anything runs; the
-        # turn's delegations then share what is left of the budget (Meter.expect).
+        # Limit slots are taken in request order before anything runs (on a shared budget
+        # the ledger's first); the turn's delegations then share what is left of the
+        # budget (Meter.expect).
         meter = ctx.meter
-        slots = [meter.take_tool_call() for _ in calls]
+        if ctx.spend is None:
+            slots = [meter.take_tool_call() for _ in calls]
+        else:
+            slots = ctx.spend.tool_slots(len(calls), meter.take_tool_call)
         meter.expect(sum(1 for c in calls if c.name == DELEGATE_TOOL_NAME))
         # Kept on the run so a run cut off mid-turn can answer these calls truthfully.
         results: list[ContentToolResult | None] = [None] * len(calls)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -32,6 +32,9 @@ from ._permissions import Permissions
 from ._result import AgentResult, ProviderFailure
 from ._states import StopReason
 from ._usage import Meter, UsageLimits
+
+if TYPE_CHECKING:
+    from ._ownspend import LeadSpend
 
 __all__ = [
     "RUNNING",
@@ -172,6 +175,7 @@ class RunContext:
         stop_reason: Set when the run must stop (by a tool call, hook or limit); the
             loop stops after the current turn's tool calls are answered.
         deadline: When the run's ``max_seconds`` runs out (``anyio.current_time()``).
+        spend: A lead's own requests and tool calls on its shared budget, if it has one.
     """
 
     __slots__ = (
@@ -185,6 +189,7 @@ class RunContext:
         "owner",
         "requests",
         "run_id",
+        "spend",
         "stop_reason",
         "turn_results",
         "turns",
@@ -210,6 +215,8 @@ class RunContext:
         self.stop_reason: StopReason | None = None
         # When max_seconds runs out, on the backend's clock (anyio.current_time()).
         self.deadline: float | None = None
+        # A lead's own requests and tool calls on its shared budget, when it has one.
+        self.spend: LeadSpend | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 

@@ -89,8 +89,12 @@ class LeadAgent(Agent):
             leads (for example ``deputy_runtime.redis.RedisBudget``, opened by the host
             with ``async with``). Each delegation also reserves its share there, the
             tighter grant wins, the reservation is renewed while it runs (a lost one
-            stops it ``lease_lost``) and its usage is settled exactly once. A ledger that
-            cannot be reached fails new delegations (a tool error for the model).
+            stops it ``lease_lost``) and its usage is settled exactly once. The lead's
+            own model requests and tool calls are drawn from it too: each request is
+            reserved before it is sent (the next one before a turn's delegations
+            reserve, so the lead can always conclude) and settled with its usage. A
+            ledger that cannot be reached fails new delegations (a tool error for the
+            model) and the lead's next request (the run raises what the ledger raised).
 
     Raises:
         TypeError: ``delegation_policy``, ``delegation_scope`` or ``shared_budget`` has
@@ -169,6 +173,9 @@ class LeadAgent(Agent):
         for definition in values:
             self._add_definition(definition)
         self._refresh()
+
+    def _own_ledger(self) -> BudgetLedger | None:
+        return self.shared_budget
 
     # -- sub-agent registry -------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """The budget ledger seam: a budget shared by several leads or processes.
 
-Today every lead run keeps its budget in its own in-process :class:`Meter`; the meter is
-the default and does not implement this protocol. A shared ledger (for example on Redis)
-implements it so that several leads draw on one budget: a delegation reserves what it
-may use, holds the reservation while it runs, and settles what it used exactly once.
+Every lead run keeps its budget in its own in-process :class:`Meter`; the meter is the
+default and does not implement this protocol. A shared ledger (for example on Redis)
+implements it so that several leads draw on one budget: a delegation (and each of the
+lead's own requests) reserves what it may use, holds the reservation while it runs, and
+settles what it used exactly once.
 """
 
 from __future__ import annotations
@@ -25,13 +26,24 @@ class BudgetLedger(Protocol):
     """
 
     async def reserve(
-        self, holder: str, want: Mapping[str, int | float | None]
+        self, holder: str, want: Mapping[str, int | float | None], *, parties: int = 1
     ) -> Mapping[str, int | float | None]:
-        """Atomically take up to ``want`` (``None``: no limit asked); return what was granted."""
+        """Atomically take up to ``want`` (``None``: no limit asked) and at most
+        ``ceil(remaining / parties)`` of each limited field; return what was granted.
+
+        ``parties`` counts the reservations being made together (this one included):
+        made one after another with ``parties`` counting down, they split what remains.
+        """
         ...
 
-    async def hold(self, holder: str, on_lost: Callable[[str], None]) -> None:
-        """Renew the reservation's expiry until cancelled; ``on_lost(reason)`` if it cannot."""
+    async def hold(
+        self, holder: str, on_lost: Callable[[str], None], *, renewed_at: float | None = None
+    ) -> None:
+        """Renew the reservation's expiry until cancelled; ``on_lost(reason)`` if it cannot.
+
+        ``renewed_at`` (``anyio.current_time()`` just before the reservation was sent)
+        lets a recent grant count as the first renewal.
+        """
         ...
 
     async def settle(self, holder: str, used: Mapping[str, int | float]) -> None:
@@ -49,9 +61,16 @@ class LeaseLedger(Protocol):
     """
 
     async def acquire_and_reserve(
-        self, key: str, holder: str, want: Mapping[str, int | float | None], *, wait: bool
+        self,
+        key: str,
+        holder: str,
+        want: Mapping[str, int | float | None],
+        *,
+        wait: bool,
+        parties: int = 1,
     ) -> tuple[Lease, Mapping[str, int | float | None]]:
-        """Take the lease on ``key`` and reserve ``want`` for ``holder`` atomically."""
+        """Take the lease on ``key`` and reserve ``want`` for ``holder`` atomically
+        (``parties`` as for :meth:`BudgetLedger.reserve`)."""
         ...
 
     async def hold(

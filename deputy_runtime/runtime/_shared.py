@@ -1,7 +1,9 @@
 """A lead's shared budget: each delegation's reservation on a :class:`BudgetLedger`.
 
 A lead given ``shared_budget=`` reserves every delegation's share from the ledger as
-well as from its own meter, and the tighter of the two grants wins. The ledger
+well as from its own meter, and the tighter of the two grants wins. The ledger splits
+what it has left between the delegations sharing it at that moment
+(:meth:`Meter.ledger_parties`), so none takes everything because it has no cap. The ledger
 reservation is a binding like a lease: registered on the delegation once granted, held
 (renewed) while the subagent runs, a renewal that fails interrupts it (``lease_lost``),
 and it is settled exactly once with the delegation's actual usage, shielded, when the
@@ -100,16 +102,17 @@ def _apply_grant(d: Delegation, grant: Mapping[str, int | float | None]) -> None
 
 
 class _LedgerBinding:
-    __slots__ = ("d", "ledger")
+    __slots__ = ("d", "granted_at", "ledger")
 
     holds = True
 
-    def __init__(self, ledger: BudgetLedger, d: Delegation) -> None:
+    def __init__(self, ledger: BudgetLedger, d: Delegation, granted_at: float) -> None:
         self.ledger = ledger
         self.d = d
+        self.granted_at = granted_at
 
     async def hold(self, on_lost: Callable[[str], None]) -> None:
-        await self.ledger.hold(self.d.delegation_id, on_lost)
+        await self.ledger.hold(self.d.delegation_id, on_lost, renewed_at=self.granted_at)
 
     async def release(self) -> str | None:
         try:
@@ -159,13 +162,18 @@ async def take_shared(d: Delegation) -> bool:
     assert ledger is not None
     assert d.reservation is not None
     if not d.ledger_held:
+        granted_at = anyio.current_time()
         try:
-            grant = await ledger.reserve(d.delegation_id, ledger_want(d.reservation.limits))
+            grant = await ledger.reserve(
+                d.delegation_id,
+                ledger_want(d.reservation.limits),
+                parties=_parties(d),
+            )
         except BaseException:
             d.stop_reason = StopReason.SETUP_ERROR
             raise
         d.ledger_held = True
-        _keep(d, _LedgerBinding(ledger, d))
+        _keep(d, _LedgerBinding(ledger, d, granted_at))
         _apply_grant(d, grant)
     empty = exhausted(d.reservation.limits)
     if empty is not None:
@@ -188,13 +196,27 @@ async def reserve_combined(d: Delegation, store: LeaseLedger, key: str, *, wait:
         )
     granted_at = anyio.current_time()
     lease, grant = await store.acquire_and_reserve(
-        key, d.delegation_id, ledger_want(d.reservation.limits), wait=wait
+        key,
+        d.delegation_id,
+        ledger_want(d.reservation.limits),
+        wait=wait,
+        parties=_parties(d),
     )
     d.ledger_held = True
     _keep(d, _CombinedBinding(store, lease, d, granted_at))
     d.lease = lease
     _apply_grant(d, grant)
     return lease
+
+
+def _parties(d: Delegation) -> int:
+    """The parties ``d`` shares the ledger with, counted as it takes its share."""
+    reservation = d.reservation
+    assert reservation is not None
+    assert reservation.meter is not None
+    parties = reservation.meter.ledger_parties()
+    reservation.on_ledger = True
+    return parties
 
 
 def _keep(d: Delegation, binding: _LedgerBinding | _CombinedBinding) -> None:

@@ -153,9 +153,12 @@ class Reservation:
         cap: The definition's ``max_requests`` a top-up never passes (``None``: none).
         fair: Whether it was a fair share, which may be topped up; a reservation under
             host-given limits (a ``parallel_delegate`` share) is never topped up.
+        meter: The meter it is held on.
+        on_ledger: Whether its share of the lead's shared budget was reserved (or is
+            being reserved) there.
     """
 
-    __slots__ = ("cap", "fair", "held", "limits", "released")
+    __slots__ = ("cap", "fair", "held", "limits", "meter", "on_ledger", "released")
 
     def __init__(self, limits: UsageLimits) -> None:
         self.limits = limits
@@ -163,6 +166,8 @@ class Reservation:
         self.held: tuple[tuple[str, float], ...] = ()  # the (field, amount) pairs held
         self.cap: int | None = None
         self.fair = False
+        self.meter: Meter | None = None
+        self.on_ledger = False
 
 
 class Meter:
@@ -451,6 +456,7 @@ class Meter:
         reservation.held = held
         reservation.cap = max_requests
         reservation.fair = fair
+        reservation.meter = self
         self._hold(held, 1)
         if self.reservations is None:
             self.reservations = set()
@@ -517,6 +523,16 @@ class Meter:
                 f for f in LIMIT_FIELDS if getattr(limits, f) is not None
             )
         return limited
+
+    def ledger_parties(self) -> int:
+        """How many delegations share what a shared budget has left right now.
+
+        Those the current turn still expects, plus every live reservation whose share
+        of the shared budget is not taken yet (the one about to take it included); a
+        shared budget grants each ``ceil(remaining / parties)``, so they split it.
+        """
+        pending = sum(1 for r in self.reservations or () if not r.on_ledger)
+        return max(1, self.expected + pending)
 
     def release(self, reservation: Reservation) -> None:
         """Release a reservation; a second release does nothing."""

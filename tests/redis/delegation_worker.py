@@ -12,6 +12,9 @@ Modes:
 * ``budget``: one lead with the shared budget ``name`` (``limit`` requests) fans
   ``tasks`` tasks out with ``parallel_delegate``; prints the provider calls it made and
   the requests its records add up to.
+* ``fanout``: one lead with the shared budget ``name`` whose model asks for ``tasks``
+  delegations in one turn and then answers; prints every provider call (the lead's
+  own included) and what its run counted.
 * ``hold``: one delegation on ``key`` with the shared budget; its tool prints
   ``{"token": ...}`` and then waits forever (the test kills the process).
 """
@@ -114,6 +117,7 @@ async def lease_mode(args: dict[str, Any]) -> dict[str, Any]:
         "statuses": sorted({f"{r.status} {r.stop_reason} {r.error}"[:300] for r in records}),
         "completed": sum(r.status == "completed" for r in records),
         "requests": sum(r.usage.requests for r in records),
+        "run_requests": result.usage.requests,
     }
 
 
@@ -140,6 +144,46 @@ async def budget_mode(args: dict[str, Any]) -> dict[str, Any]:
         "requests": sum(r.usage.requests for r in result.results if r is not None),
         "completed": result.statuses.count("completed"),
         "stop_reason": result.run.stop_reason,
+    }
+
+
+async def fanout_mode(args: dict[str, Any]) -> dict[str, Any]:
+    calls = 0
+
+    def answer(request: ModelRequest) -> str:
+        nonlocal calls
+        calls += 1
+        return "answer"
+
+    def lead_turn(request: ModelRequest) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return tool_calls(
+                *[
+                    (DELEGATE, {"agent_name": "worker", "task": f"t{i}"})
+                    for i in range(args["tasks"])
+                ]
+            )
+        return "done"
+
+    async with coordinator(args) as coord:
+        provider = ScriptedProvider({"lead": lead_turn, "worker": answer})
+        lead = LeadAgent(
+            Chat(provider),
+            [AgentDefinition("worker", description="w", prompt="w")],
+            shared_budget=coord.budget,
+            usage_limits=UsageLimits(max_requests=None),
+            max_active_delegations=None,
+        )
+        result = await lead.run("go")
+        records = lead.list_subagents()
+    return {
+        "calls": calls,
+        "run_requests": result.usage.requests,
+        "stop_reason": result.stop_reason,
+        "statuses": sorted({f"{r.status} {r.stop_reason}" for r in records}),
+        "completed": sum(r.status == "completed" for r in records),
     }
 
 
@@ -184,7 +228,7 @@ async def hold_mode(args: dict[str, Any]) -> dict[str, Any]:
     return {"finished": True}
 
 
-MODES = {"lease": lease_mode, "budget": budget_mode, "hold": hold_mode}
+MODES = {"lease": lease_mode, "budget": budget_mode, "fanout": fanout_mode, "hold": hold_mode}
 
 
 def main() -> None:

@@ -82,9 +82,11 @@ def test_four_leads_of_fifty_delegations_never_overlap_on_one_key(
         previous = int(token)
         holders.add(holder)
     assert len(holders) == PROCESSES * 50
-    # The shared budget (combined with the lease) counted every request, holding none.
+    # The shared budget (combined with the lease) counted every request, the leads' own
+    # included, holding none.
     state = anyio.run(ledger_state, redis_url, namespace, "lease-budget", 1_000_000)
-    assert state.used.requests == sum(r["requests"] for r in results)
+    assert state.used.requests == sum(r["run_requests"] for r in results)
+    assert sum(r["run_requests"] - r["requests"] for r in results) == 2 * PROCESSES
     assert (state.reserved.requests, state.holders) == (0, 0)
 
 
@@ -103,6 +105,34 @@ def test_four_leads_fanning_out_a_hundred_share_150_requests(
     assert state.used.requests == calls
     assert (state.reserved.requests, state.holders) == (0, 0)
     assert state.remaining.requests == 150 - calls
+
+
+def test_four_leads_asking_for_a_hundred_delegations_each_spend_150_and_conclude(
+    redis_url: str, namespace: str
+) -> None:
+    name = f"budget-{uuid.uuid4().hex[:8]}"
+    args = {"url": redis_url, "namespace": namespace, "name": name, "limit": 150, "tasks": 100}
+    workers = [start_worker(BACKENDS[i % 2], "fanout", args) for i in range(PROCESSES)]
+    results = [finish(w) for w in workers]
+    calls = sum(r["calls"] for r in results)
+    # Every model request of every process, the leads' own included, is on the ledger,
+    # and together they never pass its limit.
+    state = anyio.run(ledger_state, redis_url, namespace, name, 150)
+    assert state.used.requests == calls <= 150
+    assert (state.reserved.requests, state.holders) == (0, 0)
+    started = [r for r in results if r["calls"] > 0]
+    assert started
+    for r in results:
+        assert r["run_requests"] == r["calls"]
+        if r["calls"] == 0:
+            # Started after the others had reserved all of it: refused its first request.
+            assert (r["stop_reason"], r["statuses"]) == ("request_limit", []), r
+            continue
+        # A lead that made its first request kept its next one and concluded; what did
+        # not fit did not start.
+        assert r["stop_reason"] == "complete", r
+        assert set(r["statuses"]) <= {"completed complete", "not_started request_limit"}, r
+    assert sum(r["completed"] for r in results) == calls - 2 * len(started)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -140,8 +170,10 @@ def test_a_killed_holder_passes_its_lease_on_and_its_reservation_returns_once(
             lease_ttl=ttl,
             reserve_ttl=ttl,
         ) as coord:
-            # The killed holder's reservation of 2 requests is still held.
-            assert (await coord.budget.state()).reserved.requests == 2
+            # The killed process's reservations are still held: its delegation's 2
+            # requests, its lead's next request and its spare (its first was settled).
+            before = await coord.budget.state()
+            assert (before.reserved.requests, before.used.requests) == (2 + 1 + 1, 1)
             tokens: list[int | None] = []
 
             def chat(definition: AgentDefinition, context: Any) -> Chat:
@@ -168,6 +200,7 @@ def test_a_killed_holder_passes_its_lease_on_and_its_reservation_returns_once(
     assert token is not None
     assert token > killed_token
     assert waited < 10 * ttl  # bounded by the TTL (loose: the machine may be loaded)
-    # The killed reservation came back exactly once: only the new holder's usage counts.
-    assert (state.used.requests, state.reserved.requests, state.holders) == (1, 0, 0)
-    assert state.remaining.requests == 9
+    # The killed reservations came back exactly once: what counts is the killed lead's
+    # first request, the new lead's two and its delegation's one.
+    assert (state.used.requests, state.reserved.requests, state.holders) == (1 + 2 + 1, 0, 0)
+    assert state.remaining.requests == 10 - 4

@@ -21,9 +21,10 @@ from deputy_runtime import (
     LeadAgent,
     Tool,
 )
-from deputy_runtime.chat import ScriptedProvider, tool_call
+from deputy_runtime.chat import ScriptedProvider, tool_call, tool_calls
+from deputy_runtime.errors import CoordinationUnavailableError
 from deputy_runtime.redis import RedisBudget, RedisConnection, RedisCoordinator, RedisLeases
-from deputy_runtime.runtime import DelegationContext
+from deputy_runtime.runtime import DelegationContext, HookEvent, Hooks
 from tests.redis.redis_support import RedisServer
 from tests.runtime.helpers import definition, delegate, delegate_many, make_tool
 
@@ -164,32 +165,40 @@ async def test_a_lease_taken_over_stops_the_holder_lease_lost(
 async def test_a_shared_budget_is_reserved_settled_and_tighter(
     redis_url: str, namespace: str
 ) -> None:
-    async with RedisBudget(redis_url, "b", {"requests": 3}, namespace=namespace) as budget:
-        # Two delegations at once, each allowed 2 requests by its definition; the shared
-        # budget of 3 leaves the second at most 1.
+    async with RedisBudget(redis_url, "b", {"requests": 6}, namespace=namespace) as budget:
+        # The lead's first request uses 1, it keeps a spare one, and its next one is
+        # reserved before the two delegations (each allowed 2 requests by its
+        # definition) share the 3 left: they split them 2 and 1, one after the other.
         script: dict[str | None, Any] = {
             "lead": [delegate_many(("worker", "one"), ("worker", "two")), "done"],
             "worker": [tool_call("t"), "a", tool_call("t"), "b"],
         }
         tool = make_tool("t")
         worker = definition("worker", max_requests=2, tools=(tool,))
-        lead, _ = lead_with(script, [worker], shared_budget=budget)
-        assert (await lead.run("go")).stop_reason == "complete"
+        lead, provider = lead_with(script, [worker], shared_budget=budget)
+        result = await lead.run("go")
+        assert result.stop_reason == "complete"
         records = lead.list_subagents()
-        used = sum(r.usage.requests for r in records)
         limits = sorted(r.limits.max_requests or 0 for r in records if r.limits)
         assert limits == [1, 2]
         state = await budget.state()
-        assert state.used.requests == used
+        # Everything the run sent is on the ledger: the lead's 2 requests and 2 tool
+        # calls (the delegations) as well as the subagents' usage.
+        assert state.used.requests == result.usage.requests == provider.requests
+        assert state.used.tool_calls == result.usage.tool_calls
+        assert state.used.input_tokens == result.usage.input_tokens
         assert state.reserved.requests == 0
         assert state.holders == 0
-        assert state.remaining.requests == 3 - used
+        assert state.remaining.requests == 6 - result.usage.requests
 
 
 async def test_a_spent_shared_budget_leaves_new_delegations_not_started(
     redis_url: str, namespace: str
 ) -> None:
-    async with RedisBudget(redis_url, "b", {"requests": 1}, namespace=namespace) as budget:
+    # 4 requests: the lead's first, the first delegation's, the lead's second (reserved
+    # before that delegation) and the lead's third, sent on the spare it kept with its
+    # first; the second delegation finds nothing left.
+    async with RedisBudget(redis_url, "b", {"requests": 4}, namespace=namespace) as budget:
         lead, _ = lead_with(
             {"lead": [delegate("worker"), delegate("worker"), "done"], "worker": ["a"]},
             [definition("worker")],
@@ -200,7 +209,7 @@ async def test_a_spent_shared_budget_leaves_new_delegations_not_started(
         assert first.status == "completed"
         assert (second.status, second.stop_reason) == ("not_started", "request_limit")
         state = await budget.state()
-        assert (state.used.requests, state.reserved.requests, state.holders) == (1, 0, 0)
+        assert (state.used.requests, state.reserved.requests, state.holders) == (4, 0, 0)
 
 
 async def test_lease_and_budget_of_one_connection_cost_two_round_trips(
@@ -224,11 +233,13 @@ async def test_lease_and_budget_of_one_connection_cost_two_round_trips(
         assert (await lead.run("go")).stop_reason == "complete"
         after = await evalsha_calls(redis_url)
         # Taking both in one script and giving both back in one; the holder finished
-        # before its first renewal was due.
-        assert after - before == 2
+        # before its first renewal was due. The lead's own two requests cost a
+        # reservation and a settlement each (its second is reserved before the
+        # delegation, with the turn's tool call), and so does its spare request.
+        assert after - before == 2 + 3 * 2
         assert lead.list_subagents()[0].status == "completed"
         state = await coord.budget.state()
-        assert (state.used.requests, state.reserved.requests) == (1, 0)
+        assert (state.used.requests, state.reserved.requests) == (1 + 2, 0)
         assert await coord.leases.current("repo") is None
 
 
@@ -247,9 +258,35 @@ async def test_parallel_delegate_draws_on_the_shared_budget(redis_url: str, name
         assert (state.used.requests, state.reserved.requests, state.holders) == (3, 0, 0)
 
 
-async def test_redis_down_fails_new_delegations_with_a_tool_error(
+async def test_redis_down_stops_the_lead_before_it_sends_a_request(
     restartable_redis: RedisServer, namespace: str
 ) -> None:
+    connection = RedisConnection(restartable_redis.url, connect_timeout=1, timeout=1, retry_for=1)
+    async with connection:
+        budget = RedisBudget(connection, "b", {"requests": 5}, namespace=namespace)
+        async with budget:
+            lead, provider = lead_with(
+                {"lead": [delegate("worker"), "done"], "worker": ["a"]},
+                [definition("worker")],
+                shared_budget=budget,
+            )
+            restartable_redis.stop()
+            with pytest.raises(CoordinationUnavailableError, match="Redis"):
+                await lead.run("go")
+            # The lead's first request needs its reservation: nothing went unaccounted.
+            assert provider.requests == 0
+            assert lead.last_result is not None
+            assert lead.last_result.stop_reason == "error"
+
+
+async def test_redis_down_fails_a_new_delegation_with_a_tool_error(
+    restartable_redis: RedisServer, namespace: str
+) -> None:
+    # Redis goes away after the lead reserved its next request and before the delegation
+    # reserves its share: the delegation fails (a tool error), and the lead's run then
+    # raises when it cannot settle its own request.
+    hooks = Hooks()
+    hooks.add(HookEvent.PreToolUse, lambda _: restartable_redis.stop())
     connection = RedisConnection(restartable_redis.url, connect_timeout=1, timeout=1, retry_for=1)
     async with connection:
         budget = RedisBudget(connection, "b", {"requests": 5}, namespace=namespace)
@@ -262,10 +299,10 @@ async def test_redis_down_fails_new_delegations_with_a_tool_error(
                     resource_mode="exclusive", resource_key="repo", lease_backend=leases
                 ),
                 shared_budget=budget,
+                hooks=hooks,
             )
-            restartable_redis.stop()
-            result = await lead.run("go")
-            assert result.stop_reason == "complete"  # the lead itself did not crash
+            with pytest.raises(CoordinationUnavailableError):
+                await lead.run("go")
             [record] = lead.list_subagents()
             assert (record.status, record.stop_reason) == ("failed", "setup_error")
             assert record.error is not None
@@ -306,14 +343,16 @@ async def test_a_reservation_that_expires_stops_the_delegation_lease_lost(
             shared_budget=budget,
         )
         leads.append(lead)
-        assert (await lead.run("go")).stop_reason == "complete"
+        result = await lead.run("go")
+        assert result.stop_reason == "complete"
         [record] = lead.list_subagents()
         assert (record.status, record.stop_reason) == ("stopped", "lease_lost")
         # The grant went back once (on expiry); the settlement counted the usage only.
+        # The lead's own two requests are on the ledger as well.
         state = await budget.state()
         assert (state.reserved.requests, state.holders) == (0, 0)
-        assert state.used.requests == record.usage.requests
-        assert state.remaining.requests == 10 - record.usage.requests
+        assert state.used.requests == record.usage.requests + 2 == result.usage.requests
+        assert state.remaining.requests == 10 - result.usage.requests
 
 
 async def test_a_settlement_while_redis_is_down_lands_when_it_is_back(
@@ -351,4 +390,80 @@ async def test_a_settlement_while_redis_is_down_lands_when_it_is_back(
         assert record.status == "completed"
         assert record.cleanup_error is None
         state = await budget.state()
-        assert (state.used.requests, state.reserved.requests, state.holders) == (2, 0, 0)
+        # The worker's 2 requests and the lead's 2 (its second settled after the outage).
+        assert (state.used.requests, state.reserved.requests, state.holders) == (4, 0, 0)
+
+
+async def test_the_leads_tool_calls_take_their_slots_from_the_shared_budget(
+    redis_url: str, namespace: str
+) -> None:
+    calls: list[str] = []
+    async with RedisBudget(redis_url, "b", {"tool_calls": 1}, namespace=namespace) as budget:
+        lead, provider = lead_with(
+            {"lead": [tool_calls(("t", {}), ("t", {})), "done"]},
+            [definition("worker")],
+            tools=[make_tool("t", calls=calls)],
+            shared_budget=budget,
+        )
+        result = await lead.run("go")
+        # One slot on the ledger: the first call runs, the second is refused and the run
+        # stops after answering the turn.
+        assert calls == ["t"]
+        assert result.stop_reason == "tool_call_limit"
+        errors = [getattr(c, "error", None) for c in result.turns[-1].contents]
+        errors = [e for e in errors if e]
+        assert errors == ["Tool call limit reached; the call did not run."]
+        state = await budget.state()
+        assert (state.used.tool_calls, state.remaining.tool_calls) == (1, 0)
+        assert state.used.requests == provider.requests == 1
+        assert state.holders == 0
+
+
+async def test_a_shared_token_budget_stops_the_lead_after_one_overrunning_response(
+    redis_url: str, namespace: str
+) -> None:
+    # Every scripted response uses 10 input tokens: 15 allow a second request (5 are
+    # left when it is sent), which overruns by 5; the third finds nothing left.
+    async with RedisBudget(redis_url, "b", {"input_tokens": 15}, namespace=namespace) as budget:
+        lead, provider = lead_with(
+            {"lead": [tool_call("t"), tool_call("t"), "never sent"]},
+            [definition("worker")],
+            tools=[make_tool("t")],
+            shared_budget=budget,
+        )
+        result = await lead.run("go")
+        assert result.stop_reason == "input_token_limit"
+        assert provider.requests == 2
+        state = await budget.state()
+        assert state.used.input_tokens == 20 == result.usage.input_tokens
+        assert (state.remaining.input_tokens, state.reserved.input_tokens) == (-5, 0)
+        assert state.holders == 0
+
+
+async def test_a_lead_cancelled_mid_request_settles_its_reservation(
+    redis_url: str, namespace: str
+) -> None:
+    sent = anyio.Event()
+
+    async def hang(request: Any) -> str:
+        sent.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    async with RedisBudget(redis_url, "b", {"requests": 5}, namespace=namespace) as budget:
+        lead, _ = lead_with({"lead": hang}, [definition("worker")], shared_budget=budget)
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                with anyio.CancelScope() as scope:
+                    scopes.append(scope)
+                    await lead.run("go")
+
+            scopes: list[anyio.CancelScope] = []
+            tg.start_soon(run)
+            await sent.wait()
+            scopes[0].cancel()
+        # The request was sent: it counts one request; nothing stays reserved.
+        state = await budget.state()
+        assert (state.used.requests, state.reserved.requests, state.holders) == (1, 0, 0)
+        assert state.remaining.requests == 4

@@ -33,4 +33,4 @@ def test_two_workers_share_one_key_and_one_budget(redis_url: str, backend: str) 
     assert len(tokens) == 4
     assert len(set(tokens)) == 4
     assert done.stdout.count("completed, 2 requests") == 4
-    assert "budget: used 8 of 12 requests, 0 reserved, 4 remaining" in done.stdout
+    assert "budget: used 12 of 16 requests, 0 reserved, 4 remaining" in done.stdout

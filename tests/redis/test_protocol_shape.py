@@ -4,14 +4,14 @@ backend and budget ledger protocols), which the runtime will call them through."
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import msgspec
 import pytest
 
 from deputy_runtime.redis import Lease, RedisBudget, RedisCoordinator, RedisLeases
-from deputy_runtime.runtime import LeaseLedger
+from deputy_runtime.runtime import BudgetLedger, LeaseLedger
 
 
 @runtime_checkable
@@ -19,15 +19,6 @@ class LeaseBackend(Protocol):
     async def acquire(self, key: str, holder: str, *, wait: bool) -> Lease: ...
     async def hold(self, lease: Lease, on_lost: Callable[[str], None]) -> None: ...
     async def release(self, lease: Lease) -> None: ...
-
-
-@runtime_checkable
-class BudgetLedger(Protocol):
-    async def reserve(
-        self, holder: str, want: Mapping[str, int | float | None]
-    ) -> Mapping[str, int | float | None]: ...
-    async def hold(self, holder: str, on_lost: Callable[[str], None]) -> None: ...
-    async def settle(self, holder: str, used: Mapping[str, int | float]) -> None: ...
 
 
 def shape(function: object) -> list[tuple[str, object]]:

@@ -194,11 +194,14 @@ async def test_a_combined_lease_and_reservation_name_the_delegations_span_in_two
         await lead.run("go")
         after = await evalsha_calls(redis_url)
     # Taking both and giving both back, the traceparent included: two scripts, plus the
-    # worker's two reads.
-    assert after - before == 2 + 2
+    # worker's two reads, plus the lead's own two requests and its spare one (a
+    # reservation and a settlement each).
+    assert after - before == 2 + 2 + 3 * 2
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent worker"]
     held, traceparents = seen[0]
     holder = lead.list_subagents()[0].delegation_id
     assert held is not None
     assert (held.holder, held.traceparent) == (holder, traceparent(span))
-    assert traceparents == {holder: traceparent(span)}
+    # The lead's spare and next request, held while the delegation runs, name the lead's.
+    assert traceparents[holder] == traceparent(span)
+    assert len(traceparents) == 3
