@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -28,13 +28,11 @@ from ..chat import (
 from ..tools import Tool
 from ._events import EventSink, StopEvent, TextDelta, UsageEvent, WarningEvent
 from ._hooks import HookDecision, HookEvent, HookInput, Hooks
+from ._ownspend import LeadSpend
 from ._permissions import Permissions
 from ._result import AgentResult, ProviderFailure
 from ._states import StopReason
 from ._usage import Meter, UsageLimits
-
-if TYPE_CHECKING:
-    from ._ownspend import LeadSpend
 
 __all__ = [
     "RUNNING",

@@ -2,9 +2,10 @@
 
 Built on :class:`loopback.LoopbackServer` (real sockets on 127.0.0.1). The lead (the
 request whose system prompt carries the routing section) first asks for one
-``delegate_to_agent`` call per agent it is offered, then answers once the results are
-back; any other request (a subagent) answers at once. Streaming and non-streaming
-requests are both served, in the OpenAI Chat Completions or Anthropic Messages shape.
+``delegate_to_agent`` call per agent it is offered (or ``fanout`` calls over them), then
+answers once the results are back; any other request (a subagent) answers at once.
+Streaming and non-streaming requests are both served, in the OpenAI Chat Completions or
+Anthropic Messages shape.
 Every request's ``model`` field is recorded, so a test can say exactly which model ids a
 provider was asked for.
 """
@@ -24,9 +25,12 @@ ROUTING_MARKER = "deputy-lead-routing"
 class AgentServer(LoopbackServer):
     """Serves a lead and its subagents; ``models`` lists each request's ``model`` field."""
 
-    def __init__(self, api: Api, *, tasks: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, api: Api, *, tasks: dict[str, str] | None = None, fanout: int | None = None
+    ) -> None:
         self.api = api
         self.tasks = tasks or {}
+        self.fanout = fanout  # delegate calls the lead asks for (default: one per agent)
         self.models: list[str] = []
         self.lead_models: list[str] = []
         self.count_lock = threading.Lock()
@@ -42,6 +46,8 @@ class AgentServer(LoopbackServer):
                 self.lead_models.append(body.get("model", ""))
         if lead and not _has_tool_results(self.api, body):
             agents = _delegate_enum(self.api, body)
+            if self.fanout is not None:
+                agents = [agents[i % len(agents)] for i in range(self.fanout)]
             calls = [
                 (f"call_{i}", {"agent_name": a, "task": self.tasks.get(a, f"{a} task")})
                 for i, a in enumerate(agents)
