@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,11 +33,11 @@ def _budget(tmp_path: Path, redis_url: str, namespace: str, *args: str) -> str:
     return done.stdout
 
 
-def _stop(stdout: str) -> dict[str, object]:
+def _stop(stdout: str) -> dict[str, Any]:
     """The lead's stop event: the last event of its ``--json`` stream."""
     events = [json.loads(line) for line in stdout.splitlines() if line.strip()]
     assert events, stdout
-    last = events[-1]
+    last: dict[str, Any] = events[-1]
     assert last["type"] == "stop", last
     return last
 
@@ -75,14 +76,12 @@ def test_four_runs_of_a_hundred_delegations_send_at_most_the_shared_150(
     # ledger counted exactly what it saw and what the runs' records add up to.
     assert 0 < served <= LIMIT
     assert state["used"]["requests"] == served
-    assert sum(int(s["usage"]["requests"]) for s in stops) == served  # type: ignore[index]
+    assert sum(int(s["usage"]["requests"]) for s in stops) == served
     assert (state["reserved"]["requests"], state["holders"]) == (0, 0)
     assert state["remaining"]["requests"] == LIMIT - served
     # A run that made its first request kept its next one and concluded.
     for stop in stops:
-        usage = stop["usage"]
-        assert isinstance(usage, dict)
-        if usage["requests"] > 0:
+        if stop["usage"]["requests"] > 0:
             assert stop["stop_reason"] == "complete", stop
         else:
             assert stop["stop_reason"] == "request_limit", stop
