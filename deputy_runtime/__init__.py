@@ -109,10 +109,12 @@ from .runtime import (
     ToolStart,
     UsageEvent,
     UsageLimits,
+    UsageNode,
     WarningEvent,
     decode_event,
     delegation_status,
     encode_event,
+    usage_tree,
 )
 from .skills import Skill, skill_load
 from .tools import FileToolLimits, Tool, ask_user, ask_user_tool, tool, tools_file
@@ -228,6 +230,7 @@ __all__ = [
     "UsageEvent",
     "UsageLimitExceeded",
     "UsageLimits",
+    "UsageNode",
     "UsageValueError",
     "WarningEvent",
     "agent_definition",
@@ -247,6 +250,7 @@ __all__ = [
     "skill_load",
     "tool",
     "tools_file",
+    "usage_tree",
 ]
 
 #: The provider classes (and RetryPolicy) this module loads from deputy_runtime.chat on

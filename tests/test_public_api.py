@@ -121,6 +121,7 @@ EXPECTED_ALL = {
         "UsageEvent",
         "UsageLimitExceeded",
         "UsageLimits",
+        "UsageNode",
         "UsageValueError",
         "WarningEvent",
         "agent_definition",
@@ -140,6 +141,7 @@ EXPECTED_ALL = {
         "skill_load",
         "tool",
         "tools_file",
+        "usage_tree",
     ],
     "deputy_runtime.chat": [
         "ALIASES_CHECKED",
@@ -309,10 +311,12 @@ EXPECTED_ALL = {
         "ToolStart",
         "UsageEvent",
         "UsageLimits",
+        "UsageNode",
         "WarningEvent",
         "decode_event",
         "delegation_status",
         "encode_event",
+        "usage_tree",
     ],
     "deputy_runtime.skills": [
         "Skill",

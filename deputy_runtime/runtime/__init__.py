@@ -48,6 +48,7 @@ from ._resources import (
 from ._result import AgentResult
 from ._states import STOP_REASONS, DelegationStatus, StopReason, delegation_status
 from ._usage import AgentUsage, UsageLimits
+from ._usagetree import UsageNode, usage_tree
 
 __all__ = [
     "DELEGATE_TOOL_NAME",
@@ -102,10 +103,12 @@ __all__ = [
     "ToolStart",
     "UsageEvent",
     "UsageLimits",
+    "UsageNode",
     "WarningEvent",
     "decode_event",
     "delegation_status",
     "encode_event",
+    "usage_tree",
 ]
 
 # isort: split

@@ -29,6 +29,7 @@ from ._result import AgentResult
 from ._routing import DELEGATE_DESCRIPTION, delegate_parameters, routing_section
 from ._shared import check_ledger
 from ._usage import UsageLimits
+from ._usagetree import UsageNode, usage_tree
 
 __all__ = ["LeadAgent"]
 
@@ -283,6 +284,28 @@ class LeadAgent(Agent):
     def list_subagents(self) -> list[SubagentRecord]:
         """One record per admitted delegation, in admission order."""
         return self.delegations.list_records()
+
+    def usage_tree(self) -> UsageNode:
+        """The cost tree of the lead's last run: its own usage and each delegation's.
+
+        Every node carries its run's ``own`` usage and its ``subtree`` (own plus every
+        descendant's); the ``own`` values add up to the root's ``subtree``, the run's
+        ``AgentResult.usage``. ``UsageNode.to_json()`` gives it as JSON. For a
+        ``parallel_delegate`` batch use ``usage_tree(batch.run, lead.list_subagents())``.
+
+        Returns:
+            The root node (the lead run) with its delegations below it.
+
+        Raises:
+            RuntimeError: The lead has not finished a run yet.
+        """
+        result = self.last_result
+        if result is None:
+            raise RuntimeError(
+                f"LeadAgent {self.name or self.agent_id} has no finished run: call "
+                "usage_tree() after run() returns"
+            )
+        return usage_tree(result, self.list_subagents())
 
     def get_subagent_results(
         self, agent_name: str | None = None, delegation_id: str | None = None
