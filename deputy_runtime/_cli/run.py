@@ -262,7 +262,7 @@ async def _drive(lead: LeadAgent, task: str, view: JsonView | LiveView | PlainVi
 def _print_summary(lead: LeadAgent, result: AgentResult | None, interrupted: bool) -> None:
     out = sys.stdout
     records = lead.list_subagents()
-    out.write("\n" + summary_table(records, result.usage if result else None) + "\n")
+    out.write("\n" + summary_table(records, result) + "\n")
     problems = [
         f"  {r.agent_name}: {kind}: {text.splitlines()[0]}"
         for r in records

@@ -340,7 +340,7 @@ def _print_summary(
     records: tuple[SubagentRecord, ...], result: AgentResult, interrupted: bool
 ) -> None:
     out = sys.stdout
-    out.write("\n" + summary_table(records, result.usage) + "\n")
+    out.write("\n" + summary_table(records, result) + "\n")
     problems = [f"  {r.agent_name}: error: {r.error.splitlines()[0]}" for r in records if r.error]
     if problems:
         out.write("\n" + "\n".join(problems) + "\n")

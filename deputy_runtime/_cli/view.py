@@ -18,8 +18,10 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import IO, Any, NamedTuple
 
+from ..chat import add_costs
 from ..runtime import (
     DELEGATE_TOOL_NAME,
+    AgentResult,
     AgentUsage,
     DelegationEnd,
     DelegationStart,
@@ -36,9 +38,11 @@ from ..runtime import (
     ToolStart,
     UsageEvent,
     UsageLimits,
+    UsageNode,
     WarningEvent,
     delegation_status,
     encode_event,
+    usage_tree,
 )
 from . import silence_stream
 
@@ -80,6 +84,7 @@ class Node:
     __slots__ = (
         "agent_name",
         "children",
+        "cost_usd",
         "delegation_id",
         "ended",
         "error",
@@ -105,6 +110,7 @@ class Node:
         self.requests = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cost_usd: float | None = None  # of its own responses, None while unreported
         self.usage: AgentUsage | None = None  # authoritative once the run settled
         self.last_tool: str | None = None
         self.error: str | None = None
@@ -119,6 +125,15 @@ class Node:
         if self.usage is not None:
             return self.usage.requests
         return self.requests + sum(c.live_requests() for c in self.children)
+
+    def live_cost(self) -> float | None:
+        """Cost so far, counted like :meth:`live_requests` (``None``: none reported)."""
+        if self.usage is not None:
+            return self.usage.cost_usd
+        cost = self.cost_usd
+        for child in self.children:
+            cost = add_costs(cost, child.live_cost())
+        return cost
 
     def live_tokens(self) -> int:
         """Tokens so far, counted the same way as :meth:`live_requests`."""
@@ -192,6 +207,7 @@ def _update(node: Node, event: Event, now: float) -> None:
     elif isinstance(event, ModelResponseEvent):
         node.input_tokens += event.input_tokens
         node.output_tokens += event.output_tokens
+        node.cost_usd = add_costs(node.cost_usd, event.cost_usd)
     elif isinstance(event, ToolStart):
         node.last_tool = _call_text(event)
     elif isinstance(event, ToolEnd) and event.error is not None:
@@ -328,18 +344,19 @@ def _child_rows(
 # -- columns ------------------------------------------------------------------------------
 
 #: The live tree's columns, left to right.
-COLUMNS = ("agent", "status", "elapsed", "requests", "tokens", "last tool")
+COLUMNS = ("agent", "status", "elapsed", "requests", "tokens", "cost", "last tool")
 #: On a narrow terminal, columns are left out in this order until a row fits; the agent
 #: and its status always stay (what is running, and how it ended, matter most).
-DROP_ORDER = ("last tool", "tokens", "elapsed", "requests")
+DROP_ORDER = ("last tool", "cost", "tokens", "elapsed", "requests")
 # Widths of the full layout, and the space before each column.
-_WIDTHS = {"agent": 19, "status": 24, "elapsed": 7, "requests": 9, "tokens": 9}
+_WIDTHS = {"agent": 19, "status": 24, "elapsed": 7, "requests": 9, "tokens": 9, "cost": 9}
 _GAPS = {
     "agent": "",
     "status": " ",
     "elapsed": " ",
     "requests": "  ",
     "tokens": " ",
+    "cost": " ",
     "last tool": " ",
 }
 _RIGHT = frozenset({"elapsed"})
@@ -375,6 +392,7 @@ def _node_cells(node: Node, prefix: str, now: float) -> _Cells:
         "elapsed": f"{node.elapsed(now):6.1f}s",
         "requests": _budget(node.live_requests(), limits.max_requests if limits else None),
         "tokens": _budget(node.live_tokens(), limits.max_total_tokens if limits else None),
+        "cost": _cost(node.live_cost()),
         "last tool": _printable(node.last_tool or ""),
     }
     return _Cells(values, _STATUS_COLOURS.get(node.status, "0"))
@@ -737,35 +755,67 @@ def _write(stream: IO[Any], data: Any) -> bool:
 # -- the summary --------------------------------------------------------------------------
 
 
-def summary_table(records: Sequence[SubagentRecord], lead_usage: AgentUsage | None) -> str:
-    """Per delegation: agent, status, stop reason, requests, tokens, cost; then the total."""
+def summary_table(records: Sequence[SubagentRecord], result: AgentResult | None) -> str:
+    """The run's cost tree as a table: the lead's own row, one row per delegation
+    (nested ones indented under their parent), then the total.
+
+    Each row shows what that run used itself (requests, tokens, cost), so the rows add
+    up to the total, which is the lead run's usage (delegations included).
+    """
     header = ("delegation", "agent", "status", "stop reason", "requests", "tokens", "cost")
-    rows = [
-        (
-            _short_id(r.delegation_id),
-            r.agent_name,
-            str(r.status),
-            str(r.stop_reason or "-"),
-            _limit_text(r.usage.requests, r.limits.max_requests if r.limits else None),
-            str(r.usage.total_tokens),
-            _cost(r.usage.cost_usd),
+    rows: list[tuple[str, ...]] = []
+    nodes: list[tuple[int, UsageNode | None, SubagentRecord]]
+    if result is None:
+        nodes = [(1, None, r) for r in records]
+        tree = None
+    else:
+        tree = usage_tree(result, records)
+        by_id = {r.delegation_id: r for r in records}
+        nodes = [
+            (depth, node, by_id[node.delegation_id])
+            for depth, node in tree.walk()
+            if node.delegation_id is not None
+        ]
+        own = tree.own
+        rows.append(
+            (
+                "-",
+                _printable(result.agent_name or "lead"),
+                "-",
+                str(result.stop_reason),
+                _limit_text(own.requests, None),
+                str(own.total_tokens),
+                _cost(own.cost_usd),
+            )
         )
-        for r in records
-    ]
-    if lead_usage is not None:
+    for depth, node, r in nodes:
+        used = node.own if node is not None else r.usage
+        rows.append(
+            (
+                _short_id(r.delegation_id),
+                "  " * (depth - 1) + r.agent_name,
+                str(r.status),
+                str(r.stop_reason or "-"),
+                _limit_text(used.requests, r.limits.max_requests if r.limits else None),
+                str(used.total_tokens),
+                _cost(used.cost_usd),
+            )
+        )
+    if not records:
+        rows.append(("(none)", "", "", "", "", "", ""))
+    if tree is not None:
+        total = tree.subtree
         rows.append(
             (
                 "total",
                 "lead + subagents",
                 "",
                 "",
-                str(lead_usage.requests),
-                str(lead_usage.total_tokens),
-                _cost(lead_usage.cost_usd),
+                str(total.requests),
+                str(total.total_tokens),
+                _cost(total.cost_usd),
             )
         )
-    if not records:
-        rows.insert(0, ("(none)", "", "", "", "", "", ""))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     numeric = {4, 5, 6}
 

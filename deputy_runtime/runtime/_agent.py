@@ -554,6 +554,7 @@ class Agent:
                         input_tokens=reply.usage.input_tokens,
                         output_tokens=reply.usage.output_tokens,
                         duration=reply.duration,
+                        cost_usd=reply.usage.cost_usd,
                     )
                 )
             if not calls:

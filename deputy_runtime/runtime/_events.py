@@ -66,7 +66,7 @@ class ModelRequestEvent(_Base, frozen=True, gc=False, tag="model_request"):
 
 
 class ModelResponseEvent(_Base, frozen=True, gc=False, tag="model_response"):
-    """A model response arrived."""
+    """A model response arrived (``cost_usd``: its cost, ``None`` when not reported)."""
 
     index: int
     finish_reason: str | None
@@ -74,6 +74,7 @@ class ModelResponseEvent(_Base, frozen=True, gc=False, tag="model_response"):
     input_tokens: int
     output_tokens: int
     duration: float | None = None
+    cost_usd: float | None = None
 
 
 class TextDelta(_Base, frozen=True, gc=False, tag="text"):

@@ -296,6 +296,7 @@ class AgentLoop:
                     input_tokens=reply.usage.input_tokens,
                     output_tokens=reply.usage.output_tokens,
                     duration=reply.duration,
+                    cost_usd=reply.usage.cost_usd,
                 )
             )
             if not calls:

@@ -77,9 +77,11 @@ def test_live_view_redraws_in_place_on_a_pty_and_ctrl_c_stops_it(tmp_path: Path)
     running = [f for f in frames if re.search(r"└─ slow_one\s+running", f)]
     assert running, "no frame showed the slow delegation running"
     frame = running[-1]
-    assert re.search(r"^agent\s+status\s+elapsed\s+requests\s+tokens\s+last tool", frame, re.M)
+    header = r"^agent\s+status\s+elapsed\s+requests\s+tokens\s+cost\s+last tool"
+    assert re.search(header, frame, re.M)
     assert re.search(r"^lead\s+running\s+\d+\.\ds\s+\d+/25", frame, re.M)
-    assert re.search(r"├─ quick\s+completed\s+\d+\.\ds\s+2/4\s+30\s+lookup\(query='test'\)", frame)
+    quick = r"├─ quick\s+completed\s+\d+\.\ds\s+2/4\s+30\s+-\s+lookup\(query='test'\)"
+    assert re.search(quick, frame)
     plain = _ANSI.sub("", text)
     assert re.search(r"^delegation_\w+\s+slow_one\s+stopped\s+interrupted", plain, re.M)
     assert sorted(p.name[:7] for p in markers.iterdir()) == ["cleaned"] * 2 + ["created"] * 2

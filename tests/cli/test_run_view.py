@@ -70,7 +70,7 @@ async def test_summary_table_matches_the_records() -> None:
     lead, _ = await _events()
     records = lead.list_subagents()
     assert lead.last_result is not None
-    table = summary_table(records, lead.last_result.usage)
+    table = summary_table(records, lead.last_result)
     rows = table.splitlines()
     assert rows[0].split() == [
         "delegation",
@@ -83,11 +83,17 @@ async def test_summary_table_matches_the_records() -> None:
         "cost",
     ]
     by_agent = {r.split()[1]: r.split() for r in rows[2:-1]}
+    assert by_agent["lead"][:4] == ["-", "lead", "-", "complete"]
     assert by_agent["alpha"][2:5] == ["completed", "complete", "1/2"]
     assert by_agent["beta"][2:4] == ["failed", "setup_error"]
     assert rows[-1].split()[:4] == ["total", "lead", "+", "subagents"]
     assert lead.last_result is not None
     assert rows[-1].split()[4] == str(lead.last_result.usage.requests)
+    # Each row is what that run used itself: the rows add up to the total.
+    requests = [int(r.split()[4].split("/")[0]) for r in rows[2:-1]]
+    tokens = [int(r.split()[5]) for r in rows[2:-1]]
+    assert sum(requests) == lead.last_result.usage.requests
+    assert sum(tokens) == lead.last_result.usage.total_tokens == int(rows[-1].split()[5])
 
 
 async def test_plain_view_prints_one_line_per_milestone() -> None:

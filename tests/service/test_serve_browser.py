@@ -198,6 +198,8 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     wait.until(lambda d: row("slow_one").get("last_tool", "").startswith("wait_for_release"))
     wait.until(lambda d: row("quick_a").get("status") == "completed")
     wait.until(lambda d: row("slow_one").get("elapsed") not in ("", "0.0s"))  # the clock runs
+    # Cost is live too: the running delegation's first response, before it settles.
+    assert row("slow_one")["cost"] == "$0.0004"
     screenshot = tmp_path / "serve-tree.png"
     assert driver.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 0

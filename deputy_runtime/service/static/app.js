@@ -103,7 +103,7 @@ async function refreshRuns() {
 function newNode(name, delegationId, limits) {
   return {
     name, delegationId, limits, children: [], status: "running", stopReason: null,
-    started: performance.now(), ended: null, requests: 0, tokens: 0, usage: null,
+    started: performance.now(), ended: null, requests: 0, tokens: 0, cost: null, usage: null,
     lastTool: "", exact: null,
   };
 }
@@ -146,7 +146,10 @@ function apply(event) {
   if (!node) return;
   switch (event.type) {
     case "model_request": node.requests = Math.max(node.requests, event.index); break;
-    case "model_response": node.tokens += event.input_tokens + event.output_tokens; break;
+    case "model_response":
+      node.tokens += event.input_tokens + event.output_tokens;
+      if (event.cost_usd !== null && event.cost_usd !== undefined) node.cost = (node.cost ?? 0) + event.cost_usd;
+      break;
     case "tool_start": node.lastTool = callText(event); break;
     case "tool_end": if (event.error) node.lastTool = event.tool_name + " failed"; break;
     case "usage": if (!event.delegation_id) node.usage = event.usage; break;
@@ -169,6 +172,14 @@ function liveRequests(n) {
 function liveTokens(n) {
   if (n.usage) return n.usage.input_tokens + n.usage.output_tokens;
   return n.tokens + n.children.reduce((a, c) => a + liveTokens(c), 0);
+}
+// Cost so far, counted like liveRequests; null while no response reported one.
+function liveCost(n) {
+  if (n.usage) return n.usage.cost_usd ?? null;
+  return n.children.reduce((a, c) => {
+    const b = liveCost(c);
+    return a === null ? b : b === null ? a : a + b;
+  }, n.cost);
 }
 // A provider without prices reports no cost: shown as a dash, never as $0.
 function cost(usage) {
@@ -223,7 +234,7 @@ function render() {
     const limits = node.limits || {};
     setText(cells[3], budget(liveRequests(node), limits.max_requests));
     setText(cells[4], budget(liveTokens(node), limits.max_total_tokens));
-    setText(cells[5], cost(node.usage));
+    setText(cells[5], cost({ cost_usd: liveCost(node) }));
     setText(cells[6], node.lastTool);
     cells[6].title = node.lastTool;
     if (node.usage) {
