@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deputy_runtime import UsageLimits
+from deputy_runtime import UsageLimits, usage_tree
 from deputy_runtime.chat._types import ModelRequest
 from tests.runtime.helpers import definition, scripted_lead
 
@@ -95,3 +95,10 @@ def test_parallel_batches_respect_slots_and_budgets(
     if (allowed is None or allowed >= len(tasks)) and max_tokens is None:
         assert result.statuses == ("completed",) * len(tasks)
         assert result.run.stop_reason == "complete"
+    # The batch's cost tree adds up: its responders' own usage is the batch's.
+    tree = usage_tree(result.run, lead.list_subagents())
+    assert len(tree.children) == len(tasks)
+    assert tree.own.requests == 0
+    for field in ("requests", "input_tokens", "output_tokens", "tool_calls"):
+        total = sum(getattr(node.own, field) for _, node in tree.walk())
+        assert total == getattr(result.run.usage, field)
