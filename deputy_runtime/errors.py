@@ -38,6 +38,7 @@ __all__ = [
     "ResourceBusyError",
     "ResponseTooLargeError",
     "RunActiveError",
+    "SandboxUnavailableError",
     "ScriptError",
     "SkillError",
     "ToolArgumentError",
@@ -94,6 +95,11 @@ class ToolArgumentError(DeputyError, ValueError):
     Returned to the model as a tool error naming the bad argument; never raised to the host
     by the agent loop.
     """
+
+
+class SandboxUnavailableError(DeputyError):
+    """A tool must run in a sandbox and the sandbox is not installed (for example the
+    bash tool without bubblewrap); it never runs unsandboxed instead."""
 
 
 class DelegationBindingError(DeputyError):

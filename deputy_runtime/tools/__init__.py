@@ -3,10 +3,13 @@
 A :class:`Tool` is what an agent can call. :func:`tool` builds one from a typed Python
 function; :func:`tools_file` gives the built-in file tools confined to one directory (and
 :func:`tools_file_extra` three more: ``glob_files``, ``multi_edit``, ``todo_write``);
-:func:`ask_user` / :func:`ask_user_tool` let a model ask a person a question.
+:func:`ask_user` / :func:`ask_user_tool` let a model ask a person a question;
+:func:`tools_bash` gives a sandboxed shell (``bash``, ``bash_output``, ``kill_shell``).
 """
 
 from ._ask_user import ask_user, ask_user_tool
+from ._bash import BashLimits, BashSandbox, BashTools, tools_bash
+from ._bashrules import BashRules
 from ._decorator import tool
 from ._files import tools_file, tools_file_extra
 from ._invoke import invoke_tool
@@ -23,6 +26,10 @@ from ._schema import inline_refs as inline_refs
 from ._tool import TOOL_NAME_PATTERN as TOOL_NAME_PATTERN
 
 __all__ = [
+    "BashLimits",
+    "BashRules",
+    "BashSandbox",
+    "BashTools",
     "FileToolLimits",
     "Tool",
     "ask_user",
@@ -30,6 +37,7 @@ __all__ = [
     "invoke_tool",
     "schema_validator",
     "tool",
+    "tools_bash",
     "tools_file",
     "tools_file_extra",
 ]

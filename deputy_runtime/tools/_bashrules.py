@@ -160,7 +160,14 @@ class BashRules(msgspec.Struct, frozen=True):
         return not self.deny and (not self.allow or any(r.broad for r in self.allow))
 
     def refusal(self, command: str) -> str | None:
-        """Why ``command`` may not run, or ``None`` when it may."""
+        """Why ``command`` may not run, or ``None`` when it may.
+
+        Args:
+            command: The whole command line.
+
+        Returns:
+            The reason in words the model can act on, or ``None``.
+        """
         if self.unrestricted:
             return None
         try:
@@ -186,7 +193,14 @@ class BashRules(msgspec.Struct, frozen=True):
         return None
 
     def check(self, command: str) -> None:
-        """Raise ToolArgumentError with :meth:`refusal`'s reason if ``command`` may not run."""
+        """Raise ToolArgumentError with :meth:`refusal`'s reason if ``command`` may not run.
+
+        Args:
+            command: The whole command line.
+
+        Raises:
+            ToolArgumentError: The rules refuse it.
+        """
         reason = self.refusal(command)
         if reason is not None:
             raise ToolArgumentError(reason)
