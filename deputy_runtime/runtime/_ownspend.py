@@ -14,10 +14,12 @@ ledger counts everything the run makes:
 * **The lead keeps its next request.** When the lead's model asks for tool calls, the
   next request is reserved before the calls run, so the turn's delegations share what is
   left after it. Other processes draw on the same budget between two of the lead's
-  reservations, so with its first request the lead also reserves a spare one (holder
+  reservations, so before its first request the lead reserves a spare one (holder
   ``RUN_ID.spare``, when the budget limits requests): a next request the budget can no
-  longer grant is sent on the spare, once. A lead run that could make its first request
-  can therefore always conclude after its delegations, on a shared budget too.
+  longer grant is sent on the spare, once. A run whose spare or first request the budget
+  cannot grant stops with ``request_limit`` before sending anything, so a lead run that
+  made its first request can always conclude after its delegations, on a shared budget
+  too.
 * **Tool calls.** The same reservation asks for the turn's tool calls; the calls take
   their slots from its grant in request order before any of them runs, and a call with
   no slot is refused like one past the run's own tool-call limit. The slots taken are
@@ -163,6 +165,17 @@ class LeadSpend:
         field's limit is returned: the request must not be sent.
         """
         first = self._seq == 0
+        if first:
+            # The spare first: a run starts only when the budget still has the request it
+            # would conclude with, whatever other processes reserve meanwhile.
+            kept = await self._reserve(_SPARE_WANT, holder=f"{self.run_id}.spare")
+            granted = kept.grant.get("requests")
+            if granted is not None and granted >= 1:
+                self._spare = kept
+            else:
+                await self._settle(kept, {})  # unlimited, or nothing left to keep
+                if granted is not None:
+                    return StopReason.REQUEST_LIMIT
         await self.reserve_next()
         pending = self._next
         assert pending is not None
@@ -172,18 +185,14 @@ class LeadSpend:
                 spare = self._spare
                 self._next = None
                 await self._settle(pending, {"tool_calls": pending.tool_calls})
-                if name != "requests" or spare is None:
+                if name != "requests" or spare is None or first:
+                    # The first request is never sent on the spare: the run would then
+                    # have nothing left to conclude with.
                     return reason
                 # The budget has no request left for this one: it is sent on the spare.
                 self._spare = None
                 self._next = pending = spare
                 break
-        if first and pending.grant.get("requests") is not None:
-            spare = await self._reserve(_SPARE_WANT, holder=f"{self.run_id}.spare")
-            if (spare.grant.get("requests") or 0) >= 1:
-                self._spare = spare
-            else:
-                await self._settle(spare, {})  # nothing left to keep
         return None
 
     async def after_request(self, usage: Usage | None) -> None:
