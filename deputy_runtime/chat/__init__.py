@@ -74,6 +74,7 @@ from ._chat import running_async_library as running_async_library
 from ._context import reset_current_agent as reset_current_agent
 from ._context import set_current_agent as set_current_agent
 from ._stream import complete_streaming as complete_streaming
+from ._toolloop import tool_error_text as tool_error_text
 from ._toolloop import user_turn_after as user_turn_after
 from ._types import UsageCounts as UsageCounts
 from ._types import add_costs as add_costs

@@ -47,6 +47,7 @@ from ._context import current_request_headers
 from ._limits import ACCEPT_ENCODING, ResponseLimits
 from ._redact import Redactor, display_url, header_secrets, url_secrets
 from ._sse import EventTooLarge, ServerSentEvent, SSEDecoder
+from ._toolloop import TOOL_ERROR_PREFIX, tool_error_text
 from ._types import AssistantTurn, ModelRequest, StreamDelta
 
 __all__ = [
@@ -789,9 +790,9 @@ def tool_result_text(value: Any, error: str | None) -> str:
     anything else is sent as JSON.
     """
     if error is not None:
-        if error.startswith("Tool calling failed with error"):
+        if error.startswith(TOOL_ERROR_PREFIX):
             return error
-        return f"Tool calling failed with error {error}"
+        return tool_error_text(error)
     if isinstance(value, str):
         return value
     try:

@@ -153,6 +153,20 @@ from ._permissions import ASK_USER_TOOL_NAME as ASK_USER_TOOL_NAME
 from ._permissions import normalize_tool_name as normalize_tool_name
 
 # isort: split
+# The texts the model reads about its calls and delegations, worded once for both engines;
+# not public API.
+from ._texts import BLANK_TASK_TEXT as BLANK_TASK_TEXT
+from ._texts import CUT_OFF_TEXT as CUT_OFF_TEXT
+from ._texts import INTERRUPTED_TEXT as INTERRUPTED_TEXT
+from ._texts import NOT_RUN_TEXT as NOT_RUN_TEXT
+from ._texts import TOOL_CALL_LIMIT_TEXT as TOOL_CALL_LIMIT_TEXT
+from ._texts import delegation_cap_text as delegation_cap_text
+from ._texts import invalid_arguments_text as invalid_arguments_text
+from ._texts import permission_denied_text as permission_denied_text
+from ._texts import run_limit_text as run_limit_text
+from ._texts import unknown_agent_text as unknown_agent_text
+
+# isort: split
 # Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and
 # the same limit rule as in-process; not public API.
 from ._result import raise_for_limit as raise_for_limit

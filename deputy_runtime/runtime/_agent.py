@@ -35,6 +35,7 @@ from ..chat import (
     reset_current_agent,
     running_async_library,
     set_current_agent,
+    tool_error_text,
 )
 from ..errors import (
     ProviderError,
@@ -72,6 +73,7 @@ from ._ownspend import LeadSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
 from ._states import StopReason
+from ._texts import invalid_arguments_text
 from ._trace import begin_run, chat_reply, chat_span, end_run, tool_decision, tool_result, tool_span
 from ._usage import Meter, Reservation, UsageLimits
 
@@ -695,9 +697,9 @@ class Agent:
         except ToolRejection as exc:
             error = str(exc)
         except ToolArgumentError as exc:
-            error = f"Invalid arguments: {exc}"
+            error = invalid_arguments_text(exc)
         except Exception as exc:
-            error = f"Tool calling failed with error {exc}"
+            error = tool_error_text(exc)
         event = HookEvent.PostToolUse if error is None else HookEvent.PostToolUseFailure
         if ctx.wants(event):
             decision = await ctx.fire(

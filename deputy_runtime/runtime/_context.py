@@ -32,6 +32,7 @@ from ._ownspend import LeadSpend
 from ._permissions import Permissions
 from ._result import AgentResult, ProviderFailure
 from ._states import StopReason
+from ._texts import CUT_OFF_TEXT, NOT_RUN_TEXT
 from ._usage import Meter, UsageLimits
 
 __all__ = [
@@ -150,12 +151,7 @@ def wants(owner: RunOwner, event: HookEvent) -> bool:
 
 
 #: A call that passed its gate and is running: if the run ends now, its result is unknown.
-_CUT_OFF = (
-    "The run was cancelled while this tool call was running; it may have had effects, "
-    "but its result is unknown."
-)
-_NOT_RUN = "The run stopped before this tool call ran."
-RUNNING = ContentToolResult("", error=_CUT_OFF)
+RUNNING = ContentToolResult("", error=CUT_OFF_TEXT)
 
 
 class RunContext:
@@ -339,9 +335,9 @@ def answer_open_calls(turns: list[Turn], results: Sequence[ContentToolResult | N
         for i, c in enumerate(open_calls):
             result = results[i] if i < len(results) else None
             if result is None:
-                answers.append(ContentToolResult(c.id, error=_NOT_RUN))
+                answers.append(ContentToolResult(c.id, error=NOT_RUN_TEXT))
             elif result is RUNNING:
-                answers.append(ContentToolResult(c.id, error=_CUT_OFF))
+                answers.append(ContentToolResult(c.id, error=CUT_OFF_TEXT))
             else:
                 answers.append(result)
         turns.append(Turn("user", tuple(answers)))

@@ -38,6 +38,7 @@ from ._records import (
 from ._result import AgentResult, ToolRejection
 from ._shared import take_shared
 from ._states import DelegationStatus, StopReason
+from ._texts import delegation_cap_text, run_limit_text, unknown_agent_text
 from ._trace import begin_delegation, end_delegation
 from ._usage import Meter, UsageLimits, exhausted, tighter
 
@@ -211,10 +212,8 @@ class DelegationCoordinator:
         ):
             meter.unexpect()
             cap = policy.delegation_cap(key)
-            d.error = (
-                f"The delegation budget for agent '{key}' is spent: {cap} of {cap} "
-                "delegations in this run have started. Do the rest without it."
-            )
+            assert cap is not None  # only a cap refuses a count
+            d.error = delegation_cap_text(key, cap)
             self.never_started(d, meter, StopReason.DELEGATION_LIMIT, ctx.emit)
             return outcome_json(d)
         slots = self._slots_for(ctx.run_id)
@@ -253,7 +252,7 @@ class DelegationCoordinator:
             try:
                 if definition is None:
                     names = ", ".join(definitions) or "none"
-                    raise ToolRejection(f"Unknown agent: {requested}. Available agents: {names}")
+                    raise ToolRejection(unknown_agent_text(requested, names))
                 await build_subagent(
                     self.lead, d, reservation.limits, self.forwarded, emit=ctx.emit
                 )
@@ -606,4 +605,4 @@ def _end_event(d: Delegation) -> DelegationEnd:
 
 
 def _limit_reached(reason: str) -> ToolRejection:
-    return ToolRejection(f"Run limit reached for {reason}: no new delegation can start.")
+    return ToolRejection(run_limit_text(reason))

@@ -17,6 +17,7 @@ from ._events import PermissionEvent
 from ._hooks import HookDecision, HookEvent, HookInput
 from ._permissions import PermissionDeny
 from ._states import StopReason
+from ._texts import INTERRUPTED_TEXT, TOOL_CALL_LIMIT_TEXT, permission_denied_text
 
 __all__ = ["gate", "hook_refusal", "lead_denial", "refuse"]
 
@@ -37,11 +38,11 @@ async def gate(
     """
     if not slot:
         ctx.stop(StopReason.TOOL_CALL_LIMIT)
-        return ContentToolResult(call.id, error="Tool call limit reached; the call did not run.")
+        return ContentToolResult(call.id, error=TOOL_CALL_LIMIT_TEXT)
     owner = ctx.owner
     if owner.interrupt_reason is not None:
         ctx.stop(StopReason.INTERRUPTED)
-        return ContentToolResult(call.id, error="The run was interrupted; the call did not run.")
+        return ContentToolResult(call.id, error=INTERRUPTED_TEXT)
     tool = owner.tool(call.name)
     if tool is None:
         names = ", ".join(owner.tool_names()) or "none"
@@ -179,4 +180,4 @@ async def refuse(
         await ctx.fire(
             ctx.hook_input(HookEvent.Notification, message=f"permission_denied: {denial.reason}")
         )
-    return f"Permission denied: {denial.reason}"
+    return permission_denied_text(denial.reason)

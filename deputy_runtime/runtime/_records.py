@@ -23,6 +23,7 @@ from ._leases import Lease
 from ._ledger import BudgetLedger
 from ._result import AgentResult, ToolRejection
 from ._states import DelegationStatus, StopReason, delegation_status
+from ._texts import BLANK_TASK_TEXT
 from ._usage import AgentUsage, Reservation, UsageLimits
 
 __all__ = [
@@ -76,7 +77,7 @@ def check_brief(arguments: Mapping[str, Any]) -> Brief:
     """
     task = arguments["task"]
     if not task.strip():
-        raise ToolRejection("delegate_to_agent: 'task' must not be blank.")
+        raise ToolRejection(BLANK_TASK_TEXT)
     if len(task.encode()) > _TASK_MAX_BYTES:
         raise ToolRejection("delegate_to_agent: 'task' is larger than 1 MiB.")
     return Brief(

@@ -30,6 +30,7 @@ from ..chat import (
     agent_name_scope,
     request_headers_scope,
     resolve_provider,
+    tool_error_text,
 )
 from ..errors import AuthenticationError, BadRequestError, ProviderError, ToolArgumentError
 from ..runtime import (
@@ -39,6 +40,7 @@ from ..runtime import (
     Permissions,
     chat_reply,
     chat_span,
+    invalid_arguments_text,
     tool_span,
 )
 from ..tools import Tool, invoke_tool
@@ -307,11 +309,11 @@ class DeputyActivities:
         except ToolArgumentError as exc:
             if traced is not None:
                 mark_error(traced, exc)
-            error = f"Invalid arguments: {exc}"
+            error = invalid_arguments_text(exc)
         except Exception as exc:
             if traced is not None:
                 mark_error(traced, exc)
-            error = f"Tool calling failed with error {exc}"
+            error = tool_error_text(exc)
         event = HookEvent.PostToolUse if error is None else HookEvent.PostToolUseFailure
         decision = await hooks.fire(event, tool_result=value, tool_error=error)
         stop = decision.reason if decision and decision.decision == "stop" else None

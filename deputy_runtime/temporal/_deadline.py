@@ -33,18 +33,11 @@ from temporalio.exceptions import is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolResult, Turn
-    from ..runtime import Event, ToolStart, UsageLimits
+    from ..runtime import CUT_OFF_TEXT, NOT_RUN_TEXT, Event, ToolStart, UsageLimits
 
-__all__ = ["CUT_OFF", "Deadline", "close_cut_turn", "outlive"]
+__all__ = ["Deadline", "close_cut_turn", "outlive"]
 
 T = TypeVar("T")
-
-#: The answer to a tool call that was running when the time limit cut the run off.
-CUT_OFF = (
-    "The run was cancelled while this tool call was running; it may have had effects, "
-    "but its result is unknown."
-)
-_NOT_RUN = "The run stopped before this tool call ran."
 
 
 def _now() -> float:
@@ -140,7 +133,7 @@ def close_cut_turn(turns: list[Turn], deadline: Deadline, events: list[Event]) -
     """Answer the last reply's tool calls after the run was cut off, as in-process.
 
     A call that finished keeps its result, one that was running (its ``ToolStart`` is in
-    ``events``) is answered :data:`CUT_OFF`, one that never started is answered "not run".
+    ``events``) is answered :data:`CUT_OFF_TEXT`, one that never started is answered "not run".
     Nothing happens when the last turn is not a reply asking for tool calls.
     """
     if not turns or turns[-1].role != "assistant" or not turns[-1].tool_requests:
@@ -154,7 +147,7 @@ def close_cut_turn(turns: list[Turn], deadline: Deadline, events: list[Event]) -
         if done is not None:
             answers.append(done)
         else:
-            error = CUT_OFF if call.id in started else _NOT_RUN
+            error = CUT_OFF_TEXT if call.id in started else NOT_RUN_TEXT
             answers.append(ContentToolResult(call.id, error=error))
     turns.append(Turn("user", tuple(answers)))
 

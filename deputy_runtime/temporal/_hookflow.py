@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         WarningEvent,
         hook_refusal,
         hook_warning,
+        permission_denied_text,
     )
     from ..tools import ask_user
     from ._cancel import cancelling
@@ -282,7 +283,7 @@ async def _delegate_permission(
         reason = f"Tool '{call.name}' denied: the permission check failed: {cause}"
         step = GateStep(GateStepKind.DENY, reason)
         reply = ToolReply(
-            ContentToolResult(call.id, error=f"Permission denied: {reason}"),
+            ContentToolResult(call.id, error=permission_denied_text(reason)),
             denied=reason,
             gate=GateReport(started=False, steps=(step,)),
         )

@@ -20,9 +20,9 @@ import msgspec
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec
+    from ..chat import ContentToolRequest, ContentToolResult, ToolSpec, tool_error_text
     from ..errors import ToolArgumentError
-    from ..runtime import Event, QuestionEvent
+    from ..runtime import Event, QuestionEvent, invalid_arguments_text, permission_denied_text
     from ..tools import ask_user, tool_validator
     from ._human_values import (
         AnswerDelivery,
@@ -52,9 +52,9 @@ ANSWERS_SIGNAL = "answers"
 #: human input (a lead refuses to start such a delegation unless ``ask_user`` is
 #: disallowed, and then the deny list refuses the call first), worded as the in-process
 #: unbound tool's failure.
-NOT_ALLOWED = (
-    "Tool calling failed with error ask_user has no answer handler bound: this run does "
-    "not allow delegated human input (lead_input(human_input=True))"
+NOT_ALLOWED = tool_error_text(
+    "ask_user has no answer handler bound: this run does not allow delegated human "
+    "input (lead_input(human_input=True))"
 )
 #: The answer to an ``ask_user`` call whose wait an interrupt ended.
 INTERRUPTED = "The run was interrupted before the user answered; the question is withdrawn."
@@ -138,12 +138,12 @@ class HumanInput:
             denial = spec.checkable().check_static(ask_user, call.arguments)
             if denial is not None:
                 reason = f"{denial.reason}{suffix}"
-                error = f"Permission denied: {reason}"
+                error = permission_denied_text(reason)
                 return ToolReply(ContentToolResult(call.id, error=error), denied=reason)
         try:
             questions = tool_validator(ask_user)(call.arguments)["questions"]
         except ToolArgumentError as exc:
-            return ToolReply(ContentToolResult(call.id, error=f"Invalid arguments: {exc}"))
+            return ToolReply(ContentToolResult(call.id, error=invalid_arguments_text(exc)))
         if not self.allowed:
             return ToolReply(ContentToolResult(call.id, error=NOT_ALLOWED))
         ids = loop.ids.fields()

@@ -26,6 +26,7 @@ from ..runtime import (
     StopReason,
     SubagentRecord,
     UsageLimits,
+    delegation_cap_text,
     raise_for_limit,
 )
 
@@ -91,10 +92,7 @@ def delegation_limits(policy: DelegationPolicy | None) -> DelegationLimits:
 
 def spent_message(agent_name: str, cap: int) -> str:
     """The error a delegation refused by its agent's cap carries (the in-process text)."""
-    return (
-        f"The delegation budget for agent '{agent_name}' is spent: {cap} of {cap} "
-        "delegations in this run have started. Do the rest without it."
-    )
+    return delegation_cap_text(agent_name, cap)
 
 
 class DelegationCounts:

@@ -39,9 +39,13 @@ with workflow.unsafe.imports_passed_through():
         ContentToolResult,
         ToolSpec,
         Turn,
+        tool_error_text,
     )
     from ..runtime import (
         DELEGATE_TOOL_NAME,
+        INTERRUPTED_TEXT,
+        NOT_RUN_TEXT,
+        TOOL_CALL_LIMIT_TEXT,
         AgentResult,
         Event,
         ModelRequestEvent,
@@ -85,8 +89,6 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 #: heartbeat), so nothing of the run is still running once it has ended.
 CANCELLATION = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
 
-#: The answer to a tool call of a reply after which the run stopped (as in-process).
-NOT_RUN = "The run stopped before this tool call ran."
 
 Delegate = Callable[[ContentToolRequest], Awaitable[ContentToolResult]]
 #: Called at each turn boundary (every call of the turn settled, before the next
@@ -244,7 +246,9 @@ class AgentLoop:
             turns.append(
                 Turn(
                     "user",
-                    tuple(ContentToolResult(c.id, error=NOT_RUN) for c in turns[-1].tool_requests),
+                    tuple(
+                        ContentToolResult(c.id, error=NOT_RUN_TEXT) for c in turns[-1].tool_requests
+                    ),
                 )
             )
         usage = self.budget.snapshot()
@@ -340,13 +344,9 @@ class AgentLoop:
 
     async def _tool_call(self, call: ContentToolRequest, slot: bool) -> ContentToolResult:
         if not slot:
-            return ContentToolResult(
-                call.id, error="Tool call limit reached; the call did not run."
-            )
+            return ContentToolResult(call.id, error=TOOL_CALL_LIMIT_TEXT)
         if self.interrupt_reason is not None:
-            return ContentToolResult(
-                call.id, error="The run was interrupted; the call did not run."
-            )
+            return ContentToolResult(call.id, error=INTERRUPTED_TEXT)
         ids = self.ids.fields()
 
         def start() -> None:  # after the gate, as in-process (see ``after_tool_reply``)
@@ -413,7 +413,7 @@ class AgentLoop:
             if cancelling(exc):
                 raise
             cause = exc.cause if exc.cause is not None else exc
-            error = f"Tool calling failed with error {cause}"
+            error = tool_error_text(cause)
             return ToolReply(ContentToolResult(call.id, error=error))
         return reply
 

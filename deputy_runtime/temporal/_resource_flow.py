@@ -28,7 +28,7 @@ from ._cancel import cancelling
 from ._loop import CANCELLATION, HEARTBEAT_TIMEOUT, TOOL_RETRY, TOOL_TIMEOUT
 
 with workflow.unsafe.imports_passed_through():
-    from ..chat import ContentToolResult, ToolSpec
+    from ..chat import ContentToolResult, ToolSpec, tool_error_text
     from ..runtime import AgentResult, AgentUsage, DelegationContext, StopReason
     from ._activities import NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._resource_records import LeaseGrant, OwnedPlacement, OwnedResourceRecord
@@ -345,12 +345,12 @@ class ResourceScope:
                 if cancelling(exc):  # the workflow's own cancellation: not a tool failure
                     raise
                 if placement is None or not _worker_lost(exc) or attempt == MAX_RELOCATIONS:
-                    error = f"Tool calling failed with error {_reason(exc)}"
+                    error = tool_error_text(_reason(exc))
                     return ToolReply(ContentToolResult(call.request_id, error=error))
                 try:
                     await self._relocate(placement)
                 except ActivityError as again:
-                    error = f"Tool calling failed with error {_reason(again)}"
+                    error = tool_error_text(_reason(again))
                     return ToolReply(ContentToolResult(call.request_id, error=error))
         raise AssertionError("unreachable")  # pragma: no cover
 

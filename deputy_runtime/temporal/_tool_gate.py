@@ -25,6 +25,7 @@ from ..runtime import (
     Permissions,
     delegate_placeholder,
     hook_refusal,
+    permission_denied_text,
 )
 from ..tools import Tool
 from ._gate_report import TOOL_STARTED_SIGNAL, GateLog, GatePassed, GateStepKind
@@ -138,7 +139,7 @@ async def tool_gate(
             HookEvent.Notification, tool=False, message=f"permission_denied: {denial.reason}"
         )
         log.errors(hooks.errors)
-        result_ = ContentToolResult(call.request_id, error=f"Permission denied: {denial.reason}")
+        result_ = ContentToolResult(call.request_id, error=permission_denied_text(denial.reason))
         return ToolReply(
             result_,
             denied=denial.reason,

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec, Turn
     from ..errors import PermissionCeilingError
     from ..runtime import (
+        BLANK_TASK_TEXT,
         DELEGATE_DESCRIPTION,
         DELEGATE_TOOL_NAME,
         AgentResult,
@@ -50,7 +51,10 @@ with workflow.unsafe.imports_passed_through():
         delegate_parameters,
         delegation_status,
         encode_event,
+        invalid_arguments_text,
         routing_section,
+        run_limit_text,
+        unknown_agent_text,
     )
     from ._budget import exhausted
     from ._ceiling import child_permissions
@@ -549,14 +553,14 @@ class LeadWorkflow:
             args = msgspec.convert(call.arguments, _DelegateArgs)
         except msgspec.ValidationError as exc:
             loop.budget.unexpect()  # refused before it could reserve, as in-process
-            return ContentToolResult(call.id, error=f"Invalid arguments: {exc}")
+            return ContentToolResult(call.id, error=invalid_arguments_text(exc))
         if not args.task.strip():
             loop.budget.unexpect()
-            return ContentToolResult(call.id, error="delegate_to_agent: 'task' must not be blank.")
+            return ContentToolResult(call.id, error=BLANK_TASK_TEXT)
         over = loop.budget.exceeded(reaching=True)
         if over is not None:
             loop.budget.unexpect()
-            error = f"Run limit reached for {over}: no new delegation can start."
+            error = run_limit_text(over)
             return ContentToolResult(call.id, error=error)
         key = args.agent_name.strip().lower()[:128]
         spec = self._specs.get(key)
@@ -592,7 +596,7 @@ class LeadWorkflow:
             self._ended(d)
             if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
-            error = f"Run limit reached for {blocker}: no new delegation can start."
+            error = run_limit_text(blocker)
             return ContentToolResult(call.id, error=error)
         # Without slots there is no interrupt check here: the loop answers a turn's calls
         # with "interrupted" before handing them over, and nothing awaits until this point.
@@ -617,9 +621,7 @@ class LeadWorkflow:
         try:
             if spec is None:
                 available = ", ".join(self._specs) or "none"
-                raise _SetupFailure(
-                    f"Unknown agent: {args.agent_name}. Available agents: {available}"
-                )
+                raise _SetupFailure(unknown_agent_text(args.agent_name, available))
             child_input = self._child_input(d, spec, args, request)
             d.status, d.started_at = DelegationStatus.RUNNING, _now()
             if loop.lead_hooks is not None:
