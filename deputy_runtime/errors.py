@@ -15,6 +15,7 @@ __all__ = [
     "BadRequestError",
     "BudgetExceeded",
     "BudgetLedgerError",
+    "CommandHookError",
     "CoordinationError",
     "CoordinationUnavailableError",
     "DefinitionError",
@@ -100,6 +101,12 @@ class ToolArgumentError(DeputyError, ValueError):
 class SandboxUnavailableError(DeputyError):
     """A tool must run in a sandbox and the sandbox is not installed (for example the
     bash tool without bubblewrap); it never runs unsandboxed instead."""
+
+
+class CommandHookError(DeputyError):
+    """A command hook (a shell command run as a hook) exited with an unexpected code,
+    timed out or could not start; recorded as the hook's error, and a ``PreToolUse`` call
+    it guarded is denied."""
 
 
 class DelegationBindingError(DeputyError):

@@ -31,6 +31,7 @@ from ..definitions import (
     Severity,
     candidate_names,
     collect_agent_definitions,
+    find_plugins,
     validate_definitions,
 )
 from ..errors import DeputyError
@@ -245,6 +246,12 @@ def definitions_path_problem(path: str | os.PathLike[str]) -> str | None:
         return f"{str(target)!r} does not exist"
     if is_dir:
         try:
+            plugins = find_plugins(target)
+            if plugins is not None:
+                if not any(p.agent_files for p in plugins):
+                    shown = ", ".join(p.name for p in plugins)
+                    return f"{str(target)!r} holds plugins ({shown}) but none has agents"
+                return None
             names = candidate_names(target, markdown=True)
         except DeputyError as exc:
             return str(exc)

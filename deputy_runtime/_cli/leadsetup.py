@@ -33,12 +33,19 @@ from ..chat import (
     resolve_model,
     suggest_model_spec,
 )
-from ..definitions import AgentDefinition, DefinitionProblem, agent_definitions
+from ..definitions import (
+    AgentDefinition,
+    DefinitionProblem,
+    PluginFolder,
+    agent_definitions,
+    find_plugins,
+)
 from ..errors import DeputyError
 from ..runtime import (
     BudgetLedger,
     DelegationPolicy,
     ExclusiveResource,
+    Hooks,
     LeadAgent,
     LeaseBackend,
     Permissions,
@@ -252,15 +259,21 @@ def check_agents(directory: str) -> None:
 
 
 class Definitions:
-    """The definitions of an ``--agents`` directory and the warnings reading them gave."""
+    """The definitions of an ``--agents`` directory, the warnings reading them gave, and
+    the Claude Code plugins it holds (when it is a plugin root, a folder of plugins or a
+    marketplace)."""
 
-    __slots__ = ("definitions", "warnings")
+    __slots__ = ("definitions", "plugins", "warnings")
 
     def __init__(
-        self, definitions: dict[str, AgentDefinition], warnings: Sequence[DefinitionProblem]
+        self,
+        definitions: dict[str, AgentDefinition],
+        warnings: Sequence[DefinitionProblem],
+        plugins: Sequence[PluginFolder] = (),
     ) -> None:
         self.definitions = definitions
         self.warnings = tuple(warnings)
+        self.plugins = tuple(plugins)
 
 
 def load_definitions(
@@ -277,9 +290,10 @@ def load_definitions(
         found = agent_definitions(
             directory, tools=tools, skills=skills, markdown=True, on_warning=warnings.append
         )
+        plugins = find_plugins(Path(directory)) or ()
     except DeputyError as exc:
         raise UsageError(str(exc)) from exc
-    return Definitions(found, warnings)
+    return Definitions(found, warnings, plugins)
 
 
 def print_warnings(warnings: Sequence[DefinitionProblem], stream: TextIO) -> None:
@@ -301,8 +315,10 @@ def build_lead(
     policy: DelegationPolicy | None,
     aliases: Mapping[str, str],
     shared_budget: BudgetLedger | None = None,
+    hooks: Hooks | None = None,
 ) -> LeadAgent:
-    """A lead over ``definitions`` with the read-only file tools and the given ceilings."""
+    """A lead over ``definitions`` with the read-only file tools and the given ceilings
+    (``hooks``: the plugins' hooks, which see every subagent's tool calls)."""
     try:
         limits = UsageLimits(max_requests=max_requests, max_total_tokens=max_total_tokens)
         permissions = Permissions(mode=permission_mode)  # type: ignore[arg-type]
@@ -316,6 +332,7 @@ def build_lead(
             delegation_policy=policy,
             model_aliases=aliases,
             shared_budget=shared_budget,
+            hooks=hooks,
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc

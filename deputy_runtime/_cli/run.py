@@ -39,6 +39,7 @@ from pathlib import Path
 import anyio
 
 from ..runtime import AgentResult, DelegationStatus, LeadAgent
+from .hookplugins import plugin_hooks
 from .leadsetup import (
     DEFAULT_MODELS,
     OFFLINE_MODEL,
@@ -62,6 +63,7 @@ from .leadsetup import (
     with_lease_backend,
 )
 from .otlp import start_otlp
+from .pluginfolders import folder_parts, merge_hooks, merge_servers
 from .view import JsonView, LiveView, PlainView, RunState, summary_table
 
 __all__ = ["DEFAULT_MODELS", "OFFLINE_MODEL", "run", "select_model"]
@@ -106,16 +108,26 @@ def _run(args: argparse.Namespace) -> int:
     fanout = getattr(args, "test_fanout", None)
     lead_chat = make_chat(spec, explicit=bool(args.model), fanout=fanout)
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
+    folders = folder_parts(loaded.plugins)
     redis = redis_setup(
         getattr(args, "redis", None),
         getattr(args, "shared_budget", None),
         getattr(args, "redis_namespace", None),
     )
     policy = plugins.policy if redis is None else with_lease_backend(plugins.policy, redis.leases)
-    servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)
-    mcp_modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
+    mcp_config = getattr(args, "mcp_config", None)
+    servers = merge_servers(
+        load_mcp_servers(mcp_config, cwd),
+        folders.servers,
+        f"--mcp-config {mcp_config!r}" if mcp_config else str(cwd / ".mcp.json"),
+    )
+    mcp_modes = {
+        **folders.modes,
+        **mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers),
+    }
     leases = None if redis is None else redis.leases
     policy = attach_mcp_servers(policy, servers, mcp_modes, lease_backend=leases)
+    hooks = merge_hooks(plugin_hooks(plugins.modules)[0], folders.hooks)
     lead = build_lead(
         lead_chat,
         loaded.definitions,
@@ -126,10 +138,13 @@ def _run(args: argparse.Namespace) -> int:
         policy=policy,
         aliases=aliases,
         shared_budget=redis.budget if redis is not None else None,
+        hooks=hooks,
     )
     as_json = bool(args.json)
     notes = sys.stderr if as_json else sys.stdout
     print_warnings(loaded.warnings, sys.stderr)
+    for line in folders.warnings:
+        print(line, file=sys.stderr)
     left_out = fanout_note(lead_chat, lead.available_sub_agents())
 
     def announce() -> None:

@@ -31,6 +31,7 @@ from ..errors import DeputyError
 from ..runtime import LeadAgent, UsageLimits
 from ..service.auth import check_token_text
 from ..service.config import Resolved, ServiceConfig
+from .hookplugins import plugin_hooks
 from .leadsetup import (
     UsageError,
     alias_options,
@@ -51,6 +52,7 @@ from .leadsetup import (
     with_lease_backend,
 )
 from .otlp import start_otlp
+from .pluginfolders import folder_parts, merge_hooks, merge_servers
 
 __all__ = ["TOKEN_VARIABLE", "is_loopback", "read_tokens", "serve"]
 
@@ -158,8 +160,18 @@ def _serve(args: argparse.Namespace) -> int:
     probe = make_chat(spec, explicit=explicit, fanout=fanout)  # refuses a bad model now
     loaded = load_definitions(args.agents, registry, plugins.skills)
     definitions: dict[str, AgentDefinition] = loaded.definitions
-    servers = load_mcp_servers(getattr(args, "mcp_config", None), cwd)
-    mcp_modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
+    folders = folder_parts(loaded.plugins)
+    mcp_config = getattr(args, "mcp_config", None)
+    servers = merge_servers(
+        load_mcp_servers(mcp_config, cwd),
+        folders.servers,
+        f"--mcp-config {mcp_config!r}" if mcp_config else str(cwd / ".mcp.json"),
+    )
+    mcp_modes = {
+        **folders.modes,
+        **mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers),
+    }
+    hooks = merge_hooks(plugin_hooks(plugins.modules)[0], folders.hooks)
     try:
         config = ServiceConfig(
             max_requests=args.max_requests,
@@ -199,11 +211,14 @@ def _serve(args: argparse.Namespace) -> int:
             ),
             aliases=aliases,
             shared_budget=shared_budget,
+            hooks=hooks,
         )
 
     limits = UsageLimits(max_requests=config.max_requests, max_total_tokens=config.max_total_tokens)
     make_lead(Resolved("check", tuple(definitions), limits, config.permission_mode))
     print_warnings(loaded.warnings, sys.stderr)
+    for line in folders.warnings:
+        print(line, file=sys.stderr)
     print(announcement, file=sys.stderr, flush=True)
     note = fanout_note(probe, list(definitions))
     if note:

@@ -32,11 +32,12 @@ from typing import Any
 
 from .._extras import install_hint
 from ..definitions import AgentDefinition
-from ..runtime import Hooks
+from ..runtime import HookEvent, Hooks
 from ..tools import Tool
 from .hookplugins import plugin_can_use_tool, plugin_hooks
 from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
 from .otlp import start_otlp
+from .pluginfolders import folder_parts, merge_hooks
 from .worker_extras import worker_extras
 
 __all__ = ["worker"]
@@ -93,6 +94,13 @@ def _setup(
         args, loaded.definitions, plugins.tools, plugins.skills, resources["lease_backend"]
     )
     hooks, hook_count = plugin_hooks(plugins.modules)
+    # A plugin folder's command hooks run on the worker too, after the modules' hooks.
+    folders = folder_parts(loaded.plugins)
+    for line in folders.warnings:
+        print(line, file=sys.stderr)
+    if folders.hooks is not None:
+        hooks = merge_hooks(hooks, folders.hooks) or hooks
+        hook_count += sum(len(folders.hooks.matchers(event)) for event in HookEvent)
     return plugins.tools, loaded.definitions, {**resources, **extras}, hooks, hook_count
 
 

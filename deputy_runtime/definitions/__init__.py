@@ -17,6 +17,7 @@ from ._markdown import (
 )
 from ._mcp import McpToolName, missing_mcp_server_message, split_tool_names
 from ._model import AgentDefinition, agent_definition
+from ._plugins import PluginFolder, find_plugins
 from ._problems import DefinitionProblem, DefinitionWarning, Severity
 from ._schema import AGENT_DEFINITION_SCHEMA, agent_definition_schema
 from ._validate import ValidationReport, validate_definitions
@@ -25,6 +26,7 @@ from ._validate import ValidationReport, validate_definitions
 # The building blocks the package's own command line (validate, list, convert) works with.
 # They are importable from here so that no module outside this package reaches into its
 # private modules, but they are not in __all__: they are not public API and may change.
+from ._claude_tools import CLAUDE_CODE_TOOLS as CLAUDE_CODE_TOOLS
 from ._discovery import FORMAT_BY_SUFFIX as FORMAT_BY_SUFFIX
 from ._discovery import candidate_names as candidate_names
 from ._discovery import definition_format as definition_format
@@ -52,6 +54,7 @@ __all__ = [
     "DefinitionProblem",
     "DefinitionWarning",
     "McpToolName",
+    "PluginFolder",
     "Severity",
     "ValidationReport",
     "agent_definition",
@@ -63,6 +66,7 @@ __all__ = [
     "agent_definitions",
     "claude_agent_definitions",
     "collect_agent_definitions",
+    "find_plugins",
     "missing_mcp_server_message",
     "split_tool_names",
     "validate_definitions",

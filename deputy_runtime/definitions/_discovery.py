@@ -2,6 +2,8 @@
 
 Top level only, ``.yaml``/``.yml`` in any case (and ``.md`` when asked), hidden files
 skipped, sorted by name in code point order so the result never depends on the locale.
+A Claude Code plugin root, a folder of plugins or a marketplace is read as its plugins'
+``agents`` (see ``_plugins``): agents named ``plugin:agent``, never its README.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ._files import check_path_argument, read_definition_text
 from ._format import definition_from_yaml
 from ._markdown_read import read_markdown_file
 from ._model import AgentDefinition
+from ._plugins import PluginFolder, find_plugins, namespaced, plugin_skills
 from ._problems import DefinitionProblem, ProblemLog, Severity, WarningCallback
 from ._registry import SkillRegistry, ToolRegistry, check_skill_registry, check_tool_registry
 
@@ -115,14 +118,14 @@ def agent_definitions(
         DefinitionFileError: A file is invalid, two files have the same canonical name, or
             ``path`` is not a directory; the error names the file(s).
     """
-    directory, tool_registry, skill_registry, names = _discover(path, tools, skills, markdown)
+    directory, tool_registry, entries = _discover(path, tools, skills, markdown)
     result: dict[str, AgentDefinition] = {}
     origin: dict[str, str] = {}
     logs = []
-    for name in names:
-        file = directory / name
+    for entry in entries:
+        file, name = entry.file, entry.label
         log = ProblemLog(file)
-        definition = read_one(file, tool_registry, skill_registry, log, markdown=markdown)
+        definition = entry.read(tool_registry, log)
         logs.append(log)
         if definition.name in result:
             raise DefinitionFileError(
@@ -168,15 +171,15 @@ def collect_agent_definitions(
         DefinitionFileError: A problem with the arguments or the directory itself (a
             registry of the wrong type, a path that is a file, an unreadable directory).
     """
-    directory, tool_registry, skill_registry, names = _discover(path, tools, skills, markdown)
+    directory, tool_registry, entries = _discover(path, tools, skills, markdown)
     loaded: dict[str, tuple[str, AgentDefinition]] = {}
     duplicates: dict[str, list[str]] = {}
     problems: list[DefinitionProblem] = []
-    for name in names:
-        file = directory / name
+    for entry in entries:
+        file, name = entry.file, entry.label
         log = ProblemLog(file)
         try:
-            definition = read_one(file, tool_registry, skill_registry, log, markdown=markdown)
+            definition = entry.read(tool_registry, log)
         except DefinitionFileError as exc:
             log.record_raised(exc)
         else:
@@ -202,7 +205,7 @@ def collect_agent_definitions(
             )
     definitions = {agent: definition for agent, (_, definition) in loaded.items()}
     sources = {agent: directory / name for agent, (name, _) in loaded.items()}
-    return DefinitionCollection(definitions, tuple(problems), len(names), sources)
+    return DefinitionCollection(definitions, tuple(problems), len(entries), sources)
 
 
 def read_one(
@@ -221,17 +224,47 @@ def read_one(
     return definition_from_yaml(text, file, tools, skills, log)
 
 
+class _Entry:
+    """One file discovery reads: where, what errors call it, and how to read it."""
+
+    __slots__ = ("file", "label", "markdown", "plugin", "skills")
+
+    def __init__(
+        self,
+        file: Path,
+        label: str,
+        skills: SkillRegistry,
+        *,
+        markdown: bool,
+        plugin: PluginFolder | None = None,
+    ) -> None:
+        self.file = file
+        self.label = label
+        self.skills = skills
+        self.markdown = markdown
+        self.plugin = plugin
+
+    def read(self, tools: ToolRegistry, log: ProblemLog) -> AgentDefinition:
+        definition = read_one(self.file, tools, self.skills, log, markdown=self.markdown)
+        return definition if self.plugin is None else namespaced(definition, self.plugin, log)
+
+
 def _discover(
     path: object, tools: object, skills: object, markdown: bool
-) -> tuple[Path, ToolRegistry, SkillRegistry, list[str]]:
-    """The checked directory and registries, and the names of the files to read."""
+) -> tuple[Path, ToolRegistry, list[_Entry]]:
+    """The checked directory and tool registry, and the files to read.
+
+    A plugin root, a folder of plugins or a marketplace gives its plugins' agent files
+    (markdown, each plugin's skills in front of the host's); any other directory its
+    top-level definition files.
+    """
     directory = check_path_argument(path)
     tool_registry = check_tool_registry(tools, directory)
     skill_registry = check_skill_registry(skills, directory)
     try:
         st = os.stat(directory)
     except FileNotFoundError:
-        return directory, tool_registry, skill_registry, []
+        return directory, tool_registry, []
     except (OSError, ValueError) as exc:
         raise DefinitionFileError(
             f"Could not inspect the directory: {_os_reason(exc)}", path=directory
@@ -242,8 +275,26 @@ def _discover(
             "agent_definition_read() for a single file",
             path=directory,
         )
+    plugins = find_plugins(directory)
+    if plugins is not None:
+        entries = []
+        for plugin in plugins:
+            own = check_skill_registry(plugin_skills(plugin, skill_registry), directory)
+            entries += [
+                _Entry(f, _label(f, directory), own, markdown=True, plugin=plugin)
+                for f in plugin.agent_files
+            ]
+        return directory, tool_registry, entries
     names = candidate_names(directory, markdown=markdown)
-    return directory, tool_registry, skill_registry, names
+    entries = [_Entry(directory / n, n, skill_registry, markdown=markdown) for n in names]
+    return directory, tool_registry, entries
+
+
+def _label(file: Path, directory: Path) -> str:
+    try:
+        return file.relative_to(directory).as_posix()
+    except ValueError:
+        return str(file)
 
 
 def _os_reason(exc: BaseException) -> str:

@@ -34,8 +34,9 @@ __all__ = [
     "permission_mode_value",
 ]
 
-#: A canonical agent name (after trimming and lowercasing).
-NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*\Z")
+#: A canonical agent name (after trimming and lowercasing); a plugin's agents are
+#: namespaced by the plugin (``plugin:agent``).
+NAME_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_-]*(?::[a-z][a-z0-9_-]*)?\Z")
 #: Largest ``max_requests``: the int32 maximum, so every reader of the file can hold it.
 MAX_REQUESTS_LIMIT: Final = 2**31 - 1
 #: Largest magnitude of an integer model parameter: 18 decimal digits, what a definition
@@ -96,7 +97,8 @@ def _name(value: object) -> str:
         raise DefinitionFieldError(
             "name",
             f"{value!r} is not a valid agent name; expected a letter followed by letters, "
-            f"digits, '_' or '-' (e.g. {example!r}); it is trimmed and lowercased first",
+            f"digits, '_' or '-' (e.g. {example!r}), optionally after a plugin's name and "
+            "':' ('plugin:agent'); it is trimmed and lowercased first",
         )
     return name
 

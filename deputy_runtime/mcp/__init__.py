@@ -22,7 +22,7 @@ from ._events import (
     McpToolCall,
     McpToolsChanged,
 )
-from ._mcpjson import load_mcp_config
+from ._mcpjson import load_mcp_config, parse_mcp_config
 from ._names import expand_mcp_names, mcp_tool_names
 from ._pool import McpServerPool
 from ._resource import MCP_MODES, McpResource
@@ -51,4 +51,5 @@ __all__ = [
     "expand_mcp_names",
     "load_mcp_config",
     "mcp_tool_names",
+    "parse_mcp_config",
 ]

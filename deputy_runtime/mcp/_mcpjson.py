@@ -91,10 +91,24 @@ def load_mcp_config(
 
 
 def parse_mcp_config(data: Any, *, source: Path, env: Mapping[str, str]) -> dict[str, McpConfig]:
-    """The servers of already-decoded ``.mcp.json`` data; ``source`` names it in errors.
+    """The servers of already-decoded ``.mcp.json`` data (a plugin manifest's inline
+    ``mcpServers``, say).
 
     ``data`` is ``{"mcpServers": {...}}`` or the server map itself; a map that mixes
     servers with other keys is refused, naming the keys that are not servers.
+
+    Args:
+        data: The decoded JSON.
+        source: The file it came from: named in errors, and a relative ``cwd`` is
+            relative to its folder.
+        env: What ``${VAR}`` expands from (``CLAUDE_PLUGIN_ROOT`` included, when set).
+
+    Returns:
+        Each server's name mapped to its configuration, in order.
+
+    Raises:
+        McpConfigError: A server entry is invalid; the message names the file, the
+            server and the field.
     """
     servers_map = _server_map(data, source)
     servers: dict[str, McpConfig] = {}

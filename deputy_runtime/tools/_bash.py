@@ -370,15 +370,18 @@ class BashTools:
         return [*argv, "--", *shell]
 
     async def _open(self, argv: list[str]) -> anyio.abc.Process:
-        return await anyio.open_process(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=self.root,
-            env=self.env,
-            start_new_session=True,
-        )
+        # Shielded: the child may already run when the spawn is cancelled, and a process
+        # the caller never got could not be killed.
+        with anyio.CancelScope(shield=True):
+            return await anyio.open_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.root,
+                env=self.env,
+                start_new_session=True,
+            )
 
     async def _foreground(self, argv: list[str], seconds: float) -> str:
         cap = self.limits.output_bytes
