@@ -373,7 +373,7 @@ class BashTools:
         # Shielded: the child may already run when the spawn is cancelled, and a process
         # the caller never got could not be killed.
         with anyio.CancelScope(shield=True):
-            return await anyio.open_process(
+            process = await anyio.open_process(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -382,6 +382,7 @@ class BashTools:
                 env=self.env,
                 start_new_session=True,
             )
+        return process
 
     async def _foreground(self, argv: list[str], seconds: float) -> str:
         cap = self.limits.output_bytes
