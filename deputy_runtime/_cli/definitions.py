@@ -36,7 +36,7 @@ from ..definitions import (
 )
 from ..errors import DeputyError
 from ..skills import Skill
-from ..tools import Tool, tools_file, tools_file_extra
+from ..tools import BashTools, Tool, tools_bash, tools_file, tools_file_extra
 
 __all__ = [
     "ALL_HOST_TOOLS",
@@ -47,6 +47,7 @@ __all__ = [
     "McpSetupError",
     "PluginError",
     "definitions_path_problem",
+    "host_shell",
     "host_skill_registry",
     "host_tool_registry",
     "import_plugin",
@@ -188,18 +189,37 @@ def plugin_tools(module: ModuleType) -> tuple[Tool, ...]:
     return tuple(value)
 
 
+def host_shell(working_dir: str | os.PathLike[str] | None = None) -> BashTools:
+    """The shell tools the command line gives subagents: ``bash``, ``bash_output`` and
+    ``kill_shell`` in ``working_dir`` (default: the current directory), sandboxed by
+    bubblewrap with no network. Where bubblewrap is missing a ``bash`` call is refused
+    with a message saying so; nothing ever runs unsandboxed. The command that runs the
+    lead opens it (``async with``) so background commands are killed when it ends."""
+    return tools_bash(working_dir or Path.cwd())
+
+
 def host_tool_registry(
-    plugins: Sequence[ModuleType] = (), working_dir: str | os.PathLike[str] | None = None
+    plugins: Sequence[ModuleType] = (),
+    working_dir: str | os.PathLike[str] | None = None,
+    shell: BashTools | None = None,
 ) -> dict[str, Tool]:
     """The tool registry ``run`` resolves definitions against: the file tools
     (:func:`tools_file` and :func:`tools_file_extra`) confined to ``working_dir``
-    (default: the current directory), then each plugin's tools. A plugin tool whose name
-    is already taken is a :class:`PluginError`."""
+    (default: the current directory), the shell tools (``shell``, default
+    :func:`host_shell`), then each plugin's tools. A plugin tool named like a shell tool
+    replaces it (a plugin may bring its own ``tools_bash``); any other name already taken
+    is a :class:`PluginError`."""
     base = working_dir or Path.cwd()
     registry = {tool.name: tool for tool in (*tools_file(base), *tools_file_extra(base))}
+    shell_names: set[str] = set()
+    for tool in (shell if shell is not None else host_shell(base)).tools:
+        registry[tool.name] = tool
+        shell_names.add(tool.name)
     for module in plugins:
         for tool in plugin_tools(module):
-            if tool.name in registry:
+            if tool.name in shell_names:
+                shell_names.discard(tool.name)  # the plugin's own shell tool wins
+            elif tool.name in registry:
                 raise PluginError(
                     f"plugin {module.__name__}: a tool named {tool.name!r} is already "
                     "registered; give it another name"

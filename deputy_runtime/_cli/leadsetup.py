@@ -54,11 +54,12 @@ from ..runtime import (
     UsageLimits,
 )
 from ..skills import Skill
-from ..tools import Tool
+from ..tools import BashTools, Tool
 from .definitions import (
     McpSetupError,
     PluginError,
     definitions_path_problem,
+    host_shell,
     host_skill_registry,
     host_tool_registry,
     import_plugin,
@@ -386,12 +387,14 @@ class Plugins:
 
     ``policy`` is the last plugin's delegation policy; ``aliases`` merges their model
     aliases (later plugins win); ``tools`` is the registry definitions name their tools
-    from (the file tools confined to the working directory, then every plugin's
-    ``tools``) and ``skills`` merges the plugins' ``skills``, exactly as ``validate``
-    resolves names; ``modules`` are the imported plugins, in order.
+    from (the file tools confined to the working directory, the shell tools, then every
+    plugin's ``tools``) and ``skills`` merges the plugins' ``skills``, exactly as
+    ``validate`` resolves names; ``modules`` are the imported plugins, in order;
+    ``shell`` owns the shell tools (the command opens it around the run, so background
+    commands end with it).
     """
 
-    __slots__ = ("aliases", "modules", "policy", "skills", "tools")
+    __slots__ = ("aliases", "modules", "policy", "shell", "skills", "tools")
 
     def __init__(
         self,
@@ -400,12 +403,14 @@ class Plugins:
         tools: dict[str, Tool],
         skills: dict[str, Skill | str],
         modules: tuple[ModuleType, ...] = (),
+        shell: BashTools | None = None,
     ) -> None:
         self.modules = modules
         self.policy = policy
         self.aliases = aliases
         self.tools = tools
         self.skills = skills
+        self.shell = shell
 
 
 def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
@@ -419,11 +424,12 @@ def load_plugins(targets: Sequence[str], working_dir: Path) -> Plugins:
         aliases.update(loaded.aliases)
         modules.append(loaded.module)
     try:
-        tools = host_tool_registry(modules, working_dir)
+        shell = host_shell(working_dir)
+        tools = host_tool_registry(modules, working_dir, shell)
         skills = host_skill_registry(modules)
     except PluginError as exc:
         raise UsageError(str(exc)) from exc
-    return Plugins(policy, aliases, tools, skills, tuple(modules))
+    return Plugins(policy, aliases, tools, skills, tuple(modules), shell)
 
 
 def _plugin_aliases(target: str, module: ModuleType) -> dict[str, str]:

@@ -29,6 +29,7 @@ arguments, definitions or plugin; 3 it stopped early (a limit or a hook); 130 Ct
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import os
 import signal
@@ -39,6 +40,7 @@ from pathlib import Path
 import anyio
 
 from ..runtime import AgentResult, DelegationStatus, LeadAgent
+from ..tools import BashTools
 from .hookplugins import plugin_hooks
 from .leadsetup import (
     DEFAULT_MODELS,
@@ -165,7 +167,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         view = PlainView(sys.stdout, state)
     try:
-        outcome = anyio.run(_drive_with, redis, lead, task, view, announce, backend=backend)
+        outcome = anyio.run(
+            _drive_with, redis, plugins.shell, lead, task, view, announce, backend=backend
+        )
     finally:
         view.close()
         if stop_tracing is not None:
@@ -190,19 +194,23 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _drive_with(
     redis: RedisSetup | None,
+    shell: BashTools | None,
     lead: LeadAgent,
     task: str,
     view: JsonView | LiveView | PlainView,
     announce: Callable[[], None],
 ) -> _Ending:
-    """:func:`_drive` with the ``--redis`` connection open around it, announced once the
+    """:func:`_drive` with the ``--redis`` connection and the shell tools' owner open
+    around it (background commands are killed when the run ends), announced once the
     connection is open."""
-    if redis is None:
+    async with contextlib.AsyncExitStack() as stack:
+        if shell is not None:
+            await stack.enter_async_context(shell)
+        if redis is not None:
+            await stack.enter_async_context(redis.opened())
         announce()
         return await _drive(lead, task, view)
-    async with redis.opened():
-        announce()
-        return await _drive(lead, task, view)
+    raise AssertionError("unreachable")  # pragma: no cover - the stack never swallows
 
 
 class _Ending(enum.Enum):

@@ -235,6 +235,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         async with AsyncExitStack() as stack:
+            if plugins.shell is not None:  # background commands end with the server
+                await stack.enter_async_context(plugins.shell)
             if redis is not None:
                 await stack.enter_async_context(redis.opened())
             await serve_forever(

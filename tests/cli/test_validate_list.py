@@ -53,7 +53,10 @@ def test_validate_reports_every_problem_of_a_file(
     assert "Unknown field 'colour'" in lines[0]
     assert "version must be the integer 1" in lines[1]
     assert "'Read' is not a registry key" in lines[2]
-    assert "the tools registry has: edit_file, glob_files, grep_files, list_files" in lines[3]
+    assert (
+        "the tools registry has: bash, bash_output, edit_file, glob_files, grep_files, "
+        "kill_shell, list_files" in lines[3]
+    )
     assert err == "checked 1 file(s): 4 error(s)\n"
 
 
@@ -166,8 +169,8 @@ def test_list_shows_what_loads_then_the_bad_files(
     assert bad.splitlines() == [
         "3 file(s) did not load:",
         f"  {tmp_path / 'c.md'}:4: unknown tool 'Lookup' in tools; known names (case-sensitive): "
-        "edit_file, glob_files, grep_files, list_files, multi_edit, read_file, todo_write, "
-        "write_file",
+        "bash, bash_output, edit_file, glob_files, grep_files, kill_shell, list_files, "
+        "multi_edit, read_file, todo_write, write_file",
         f"  {tmp_path / 'a.yaml'}: duplicate agent name 'reviewer': also defined by b.md in "
         "the same directory; names must be unique after lowercasing, so none of these files "
         "was loaded",
@@ -188,9 +191,21 @@ def test_the_shared_checks_for_run(tmp_path: Path) -> None:
     module = import_plugin(str(plugin))
     registry = host_tool_registry([module], tmp_path)
     assert sorted(registry) == [
-        "edit_file", "glob_files", "grep_files", "list_files", "multi_edit", "read_file",
-        "search_web", "todo_write", "write_file",
+        "bash", "bash_output", "edit_file", "glob_files", "grep_files", "kill_shell",
+        "list_files", "multi_edit", "read_file", "search_web", "todo_write", "write_file",
     ]  # fmt: skip
     assert host_skill_registry([module]) == {"house-style": "/srv/skills/house-style"}
     with pytest.raises(DeputyError, match="a tool named 'search_web' is already registered"):
         host_tool_registry([module, module], tmp_path)
+
+
+def test_a_plugins_own_shell_tools_replace_the_command_lines(tmp_path: Path) -> None:
+    plugin = tmp_path / "shell_plugin.py"
+    plugin.write_text(
+        "from deputy_runtime.tools import BashSandbox, tools_bash\n"
+        "tools = tools_bash('.', sandbox=BashSandbox.NONE).tools\n"
+    )
+    module = import_plugin(str(plugin))
+    registry = host_tool_registry([module], tmp_path)
+    assert registry["bash"] is module.tools[0]
+    assert registry["kill_shell"] is module.tools[2]
