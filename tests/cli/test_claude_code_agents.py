@@ -3,8 +3,9 @@
 The files under ``/work/shared/fixtures/agent-files`` are copied unchanged from public
 repositories. ``validate`` accepts each one that names Claude Code's tools, with one
 warning per tool this host lacks (``WebFetch``, ``SendMessage``, ...) and none for the
-tools it has (``Bash`` included: the command line has the sandboxed shell tools); ``run`` on the offline test model gives the agents the mapped deputy tools. (Files
-naming MCP tools are not run here: without their server a delegation stops at setup.)
+tools it has (``Bash`` included: the command line has the sandboxed shell tools); ``run``
+on the offline test model gives the agents the mapped deputy tools. (Files naming MCP
+tools are not run here: without their server a delegation stops at setup.)
 """
 
 from __future__ import annotations
