@@ -36,7 +36,7 @@ from ..definitions import (
 )
 from ..errors import DeputyError
 from ..skills import Skill
-from ..tools import BashTools, Tool, tools_bash, tools_file, tools_file_extra
+from ..tools import BashTools, Tool, tools_bash, tools_file, tools_file_extra, tools_web
 
 __all__ = [
     "ALL_HOST_TOOLS",
@@ -50,6 +50,7 @@ __all__ = [
     "host_shell",
     "host_skill_registry",
     "host_tool_registry",
+    "host_web",
     "import_plugin",
     "list_agents",
     "plugin_failure",
@@ -198,6 +199,17 @@ def host_shell(working_dir: str | os.PathLike[str] | None = None) -> BashTools:
     return tools_bash(working_dir or Path.cwd())
 
 
+def host_web() -> tuple[Tool, ...]:
+    """The web tools the command line gives subagents when the ``web`` extra is installed
+    (none without it, so ``WebFetch`` and ``WebSearch`` are warned): ``web_fetch`` with the
+    default limits, public addresses only, and ``web_search`` with no search backend (a
+    call says how a host configures one)."""
+    try:
+        return tools_web()
+    except ImportError:
+        return ()
+
+
 def host_tool_registry(
     plugins: Sequence[ModuleType] = (),
     working_dir: str | os.PathLike[str] | None = None,
@@ -206,19 +218,20 @@ def host_tool_registry(
     """The tool registry ``run`` resolves definitions against: the file tools
     (:func:`tools_file` and :func:`tools_file_extra`) confined to ``working_dir``
     (default: the current directory), the shell tools (``shell``, default
-    :func:`host_shell`), then each plugin's tools. A plugin tool named like a shell tool
-    replaces it (a plugin may bring its own ``tools_bash``); any other name already taken
-    is a :class:`PluginError`."""
+    :func:`host_shell`), the web tools (:func:`host_web`), then each plugin's tools. A
+    plugin tool named like a shell or web tool replaces it (a plugin may bring its own
+    ``tools_bash`` or ``tools_web``); any other name already taken is a
+    :class:`PluginError`."""
     base = working_dir or Path.cwd()
     registry = {tool.name: tool for tool in (*tools_file(base), *tools_file_extra(base))}
-    shell_names: set[str] = set()
-    for tool in (shell if shell is not None else host_shell(base)).tools:
+    replaceable: set[str] = set()
+    for tool in (*(shell if shell is not None else host_shell(base)).tools, *host_web()):
         registry[tool.name] = tool
-        shell_names.add(tool.name)
+        replaceable.add(tool.name)
     for module in plugins:
         for tool in plugin_tools(module):
-            if tool.name in shell_names:
-                shell_names.discard(tool.name)  # the plugin's own shell tool wins
+            if tool.name in replaceable:
+                replaceable.discard(tool.name)  # the plugin's own shell or web tool wins
             elif tool.name in registry:
                 raise PluginError(
                     f"plugin {module.__name__}: a tool named {tool.name!r} is already "

@@ -4,7 +4,8 @@ A :class:`Tool` is what an agent can call. :func:`tool` builds one from a typed 
 function; :func:`tools_file` gives the built-in file tools confined to one directory (and
 :func:`tools_file_extra` three more: ``glob_files``, ``multi_edit``, ``todo_write``);
 :func:`ask_user` / :func:`ask_user_tool` let a model ask a person a question;
-:func:`tools_bash` gives a sandboxed shell (``bash``, ``bash_output``, ``kill_shell``).
+:func:`tools_bash` gives a sandboxed shell (``bash``, ``bash_output``, ``kill_shell``);
+:func:`tools_web` gives ``web_fetch`` and ``web_search`` (the ``web`` extra).
 """
 
 from ._ask_user import ask_user, ask_user_tool
@@ -16,6 +17,7 @@ from ._invoke import invoke_tool
 from ._limits import FileToolLimits
 from ._schema import schema_validator
 from ._tool import Tool
+from ._web import SearchBackend, SearchResult, WebLimits, WebRules, tools_web
 
 # isort: split
 # Building blocks of the agent runtime and the MCP adapter, importable from here so that
@@ -31,7 +33,11 @@ __all__ = [
     "BashSandbox",
     "BashTools",
     "FileToolLimits",
+    "SearchBackend",
+    "SearchResult",
     "Tool",
+    "WebLimits",
+    "WebRules",
     "ask_user",
     "ask_user_tool",
     "invoke_tool",
@@ -40,4 +46,5 @@ __all__ = [
     "tools_bash",
     "tools_file",
     "tools_file_extra",
+    "tools_web",
 ]
