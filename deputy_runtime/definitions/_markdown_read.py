@@ -64,6 +64,17 @@ READ_KEYS = (
     "initialPrompt",
 )
 
+#: Frontmatter keys Claude Code honours and this runtime does not (yet), with why: a file
+#: that sets one loads with a warning naming what it loses, never silently.
+UNHONOURED_KEYS = {
+    "hooks": "hooks in an agent file are not run yet; a plugin's hooks/hooks.json is",
+    "color": "the live and web views do not colour agents",
+    "effort": "no reasoning effort is passed to the provider; use model_args",
+    "memory": "there is no persistent agent memory here",
+    "background": "delegations always run in the lead's turn here",
+    "isolation": "there is no worktree isolation here",
+}
+
 #: Claude Code permission modes, and this package's own mode names, -> permission modes.
 PERMISSION_MODE_NAMES = {
     "default": "standard",
@@ -176,6 +187,14 @@ def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
     if skill_value is not None:
         skill_names = _attempt(log, lambda: _names(fm, path, "skills", skill_value), ())
     ignored = tuple(str(key) for key in data if key not in READ_KEYS)
+    for key in ignored:
+        if key in UNHONOURED_KEYS:
+            log.warn(
+                f"{key}: Claude Code's {key!r} is not honoured here "
+                f"({UNHONOURED_KEYS[key]}); the agent runs without it",
+                line=fm.line(key),
+                field=key,
+            )
     truncated = _truncated(fm)
     if "prompt" in truncated:
         log.warn(

@@ -622,11 +622,23 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
         b"disallowed_tools: [Bash]\nDisallowedTools: Bash\nallowed-tools: Read\n"
         b"instructions: not the prompt\n---\nthe prompt"
     )
-    d = read_md(write_bytes(tmp_path, data), tool_registry())
+    seen: list[DefinitionProblem] = []
+    d = read_md(write_bytes(tmp_path, data), tool_registry(), on_warning=seen.append)
     assert d.disallowed_tools is None
     assert d.memory is None
     assert d.prompt == "the prompt"
     assert len(d.tools) == len(tool_registry())
+    # Claude Code's own keys it honours and this runtime does not are named, each on its
+    # line; keys Claude Code does not know either (allowed-tools, ...) stay silent.
+    assert [(p.field, p.line) for p in seen] == [
+        ("color", 4),
+        ("effort", 5),
+        ("isolation", 6),
+        ("memory", 7),
+        ("background", 8),
+        ("hooks", 9),
+    ]
+    assert all("is not honoured here" in p.message for p in seen)
 
 
 # --- file safety and arguments -------------------------------------------------------------
