@@ -4,7 +4,8 @@ Rules:
 
 * A subagent gets exactly the MCP tools its definition's ``mcp_tools`` name on this
   server (``mcp__<server>__<tool>``; ``mcp__<server>`` or ``mcp__<server>__*`` for all
-  of them). A name of a tool the server does not offer fails the delegation's setup,
+  of them), and all of them when its ``mcp_servers`` names the server (Claude Code's
+  ``mcpServers: [name]``). A name of a tool the server does not offer fails the delegation's setup,
   naming the tools it does offer. A subagent naming none of its tools binds nothing
   (no server is started for it).
 * The tools are added to the definition's other tools and pass the lead's permission
@@ -237,7 +238,9 @@ class McpResource:
             McpStartError: The server did not start (its process is reaped first).
         """
         definition = request.definition
-        mcp, _ = split_tool_names(definition.mcp_tools or ())
+        # ``mcp_servers: [name]`` (Claude Code's mcpServers) asks for every tool of it.
+        every = [f"mcp__{s}" for s in definition.mcp_servers or () if s == self.mcp_server]
+        mcp, _ = split_tool_names((*(definition.mcp_tools or ()), *every))
         wanted = [n for n in mcp if n.server == self.mcp_server]
         if not wanted:
             return ()

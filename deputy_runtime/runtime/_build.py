@@ -95,11 +95,16 @@ async def build_subagent(
     supplied = False
     for mode in modes:
         supplied = supplied or mode.supplies_tools
-    if definition.mcp_servers and not supplied:
+    # Servers attached to the lead (an McpResource per server) give a subagent that names
+    # them all their tools; any other name needs an owned resource factory to supply it.
+    attached_servers = {getattr(mode, "mcp_server", None) for mode in modes}
+    unattached = [s for s in definition.mcp_servers or () if s not in attached_servers]
+    if unattached and not supplied:
         raise DelegationBindingError(
-            f"Subagent '{definition.name}' names mcp_servers "
-            f"({', '.join(definition.mcp_servers)}): delegated MCP selections require an "
-            "owned resource factory (DelegationPolicy(resource_mode='owned', resources=...))."
+            f"Subagent '{definition.name}' names mcp_servers ({', '.join(unattached)}) "
+            "that the lead has not attached: attach each one (an McpResource, or the "
+            "command line's .mcp.json / --mcp-config) or supply them with an owned "
+            "resource factory (DelegationPolicy(resource_mode='owned', resources=...))."
         )
     if definition.mcp_tools:
         # Every MCP name must belong to a server attached to the lead (a mode with an

@@ -98,3 +98,24 @@ def test_validate_resolves_mcp_names_against_the_configuration(tmp_path: Path) -
     assert with_config.returncode == 0, with_config.stdout + with_config.stderr
     assert "tiny" not in with_config.stdout
     assert "warning" not in with_config.stderr
+
+
+def test_an_agent_file_naming_a_server_in_mcp_servers_gets_all_its_tools(
+    tmp_path: Path,
+) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    # Claude Code's mcpServers: [name], with no MCP tool named in tools.
+    (agents / "probe.md").write_text(
+        "---\nname: probe\ndescription: Asks the server.\ntools: Read\n"
+        "mcpServers: [tiny]\n---\nYou probe.\n"
+    )
+    config = {"tiny": {"command": sys.executable, "args": [str(SERVERS / "tiny.py"), "all"]}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    done = run_cli("run", "Probe", "--agents", "agents", "--json", cwd=tmp_path, env=offline_env())
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    # Every tool of the server was offered, as Claude Code gives them (the offline model
+    # calls each once: `crash` ends the server, so what `whoami` answers is not checked).
+    started = {e["tool_name"] for e in events if e["type"] == "tool_start"}
+    assert {"mcp__tiny__whoami", "mcp__tiny__crash", "read_file"} <= started
