@@ -76,9 +76,14 @@ UNHONOURED_KEYS = {
 }
 
 #: Claude Code permission modes, and this package's own mode names, -> permission modes.
+#: Nothing here asks a person for permission: ``dontAsk`` (deny what is not pre-approved)
+#: and ``auto`` (a classifier approves) both come down to the listed tools under the
+#: ``standard`` rules; the lead's ceiling still applies.
 PERMISSION_MODE_NAMES = {
     "default": "standard",
     "acceptEdits": "standard",
+    "dontAsk": "standard",
+    "auto": "standard",
     "plan": "plan",
     "bypassPermissions": "full",
     "standard": "standard",

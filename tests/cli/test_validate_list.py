@@ -66,7 +66,7 @@ def test_markdown_problems_are_all_reported_too(
     path = tmp_path / "a.md"
     path.write_text(
         "---\nname: a\ndescription: d\ntools: Read, Bash(git:*)\nmaxTurns: many\n"
-        "permissionMode: dontAsk\n---\nbody\n"
+        "permissionMode: ask\n---\nbody\n"
     )
     status, out, err = run(capsys, "validate", str(path))
     assert status == 1

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 # file -> (line, part of the reason) that `deputy-runtime validate` must print.
 EXPECTED_PROBLEMS = {
     "README.md": (1, "no YAML frontmatter: the first line is '# Our agents'"),
-    "dont-ask.md": (5, "permissionMode 'dontAsk' has no deputy equivalent"),
+    "ask-mode.md": (5, "permissionMode 'ask' has no deputy equivalent"),
     "empty-body.md": (5, "the body is empty"),
     "inline-mcp.md": (6, "mcpServers entries must be names, got an inline configuration"),
     "max-turns-text.md": (5, "maxTurns must be a whole number"),
@@ -51,7 +51,10 @@ def test_corpus_is_large_enough() -> None:
 @pytest.mark.parametrize("path", VALID, ids=[path.name for path in VALID])
 def test_valid_file_loads(path: Path) -> None:
     registry = tool_registry()
-    definition = agent_definition_from_markdown(path, registry, skill_registry())
+    seen: list[object] = []
+    definition = agent_definition_from_markdown(
+        path, registry, skill_registry(), on_warning=seen.append
+    )
     assert definition.name == path.stem
     assert definition.description
     assert definition.prompt == definition.prompt.strip()
@@ -60,7 +63,10 @@ def test_valid_file_loads(path: Path) -> None:
 
 def test_corpus_details() -> None:
     tools, skills = tool_registry(), skill_registry()
-    found = {p.stem: agent_definition_from_markdown(p, tools, skills) for p in VALID}
+    found = {
+        p.stem: agent_definition_from_markdown(p, tools, skills, on_warning=lambda _: None)
+        for p in VALID
+    }
     assert [t.name for t in found["code-reviewer"].tools] == ["Read", "Grep", "Glob", "Bash"]
     assert found["debugger"].model == "inherit"
     assert found["data-scientist"].description == (  # folded, then stripped
@@ -112,8 +118,12 @@ def test_claude_code_project_discovery(tmp_path: Path) -> None:
     for path in VALID:
         shutil.copy(path, agents / path.name)
     (agents / ".draft.md").write_text("not an agent, but hidden")
-    found = claude_agent_definitions(tmp_path, tool_registry(), skill_registry())
+    warnings: list[object] = []
+    found = claude_agent_definitions(
+        tmp_path, tool_registry(), skill_registry(), on_warning=warnings.append
+    )
     assert list(found) == sorted(path.stem for path in VALID)
+    assert len(warnings) == 7  # the unhonoured Claude Code keys (see the validate test)
     assert claude_agent_definitions(tmp_path / "elsewhere") == {}
 
 

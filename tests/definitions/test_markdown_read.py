@@ -531,6 +531,8 @@ def test_disallowed_tools_wrong_type(tmp_path: Path) -> None:
         (b"acceptEdits", "standard"),
         (b"plan", "plan"),
         (b"bypassPermissions", "full"),
+        (b"dontAsk", "standard"),
+        (b"auto", "standard"),
         (b"standard", "standard"),
         (b"readonly", "readonly"),
         (b"full", "full"),
@@ -543,7 +545,7 @@ def test_permission_modes(tmp_path: Path, value: bytes, mode: str | None) -> Non
     assert read_md(write_bytes(tmp_path, data)).permission_mode == mode
 
 
-@pytest.mark.parametrize("value", [b"dontAsk", b"auto", b"Plan", b"true", b"[plan]"])
+@pytest.mark.parametrize("value", [b"Plan", b"true", b"[plan]", b"ask"])
 def test_permission_modes_without_equivalent(tmp_path: Path, value: bytes) -> None:
     data = b"---\nname: a\ndescription: d\n\npermissionMode: " + value + b"\n---\nb"
     with pytest.raises(
