@@ -20,6 +20,7 @@ from deputy_runtime import (
     ExclusiveResource,
     LeadAgent,
     Tool,
+    UsageLimits,
 )
 from deputy_runtime.chat import ScriptedProvider, tool_call, tool_calls
 from deputy_runtime.errors import CoordinationUnavailableError
@@ -190,6 +191,31 @@ async def test_a_shared_budget_is_reserved_settled_and_tighter(
         assert state.reserved.requests == 0
         assert state.holders == 0
         assert state.remaining.requests == 6 - result.usage.requests
+
+
+async def test_a_delegation_past_its_ledger_grant_stops_instead_of_topping_up(
+    redis_url: str, namespace: str
+) -> None:
+    # 5 requests: the lead's first and its spare, its next one reserved before the
+    # delegation, which is granted the 2 left. The uncapped worker wants 6 requests; the
+    # lead's own limit (50) has room to top it up, but that room is not on the ledger:
+    # the worker stops at its grant and the ledger is never passed.
+    async with RedisBudget(redis_url, "b", {"requests": 5}, namespace=namespace) as budget:
+        tool = make_tool("t")
+        lead, provider = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_call("t")] * 5 + ["a"]},
+            [definition("worker", tools=(tool,))],
+            shared_budget=budget,
+            usage_limits=UsageLimits(max_requests=50),
+        )
+        result = await lead.run("go")
+        assert result.stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert (record.status, record.stop_reason) == ("stopped", "request_limit")
+        assert record.usage.requests == 2
+        state = await budget.state()
+        assert state.used.requests == provider.requests == result.usage.requests <= 5
+        assert (state.reserved.requests, state.holders) == (0, 0)
 
 
 async def test_a_spent_shared_budget_leaves_new_delegations_not_started(
