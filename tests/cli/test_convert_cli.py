@@ -117,10 +117,10 @@ def test_invalid_source_is_reported_with_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = tmp_path / "bad.md"
-    source.write_text("---\nname: bad\ndescription: d\npermissionMode: auto\ntools: []\n---\nb\n")
+    source.write_text("---\nname: bad\ndescription: d\npermissionMode: ask\ntools: []\n---\nb\n")
     status, _, err = _convert(capsys, source, tmp_path / "bad.yaml")
     assert status == 1
-    assert f"{source}:4: permissionMode 'auto' has no deputy equivalent" in err
+    assert f"{source}:4: permissionMode 'ask' has no deputy equivalent" in err
     yaml_source = tmp_path / "bad2.yaml"
     yaml_source.write_text("version: 1\nname: x\n")
     status, _, err = _convert(capsys, yaml_source, tmp_path / "x.md")
