@@ -90,14 +90,23 @@ def _setup(
     loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     print_warnings(loaded.warnings, sys.stderr)
     resources = _plugin_resources(plugins.modules)
-    extras = worker_extras(
-        args, loaded.definitions, plugins.tools, plugins.skills, resources["lease_backend"]
-    )
-    hooks, hook_count = plugin_hooks(plugins.modules)
-    # A plugin folder's command hooks run on the worker too, after the modules' hooks.
     folders = folder_parts(loaded.plugins)
     for line in folders.warnings:
         print(line, file=sys.stderr)
+    # The plugin folders' skills join the modules' (a plugin's agents name them).
+    skills = {**plugins.skills}
+    for folder in loaded.plugins:
+        skills.update({name: str(path) for name, path in folder.skills.items()})
+    extras = worker_extras(
+        args,
+        loaded.definitions,
+        plugins.tools,
+        skills,
+        resources["lease_backend"],
+        plugin_servers=folders.servers,
+    )
+    hooks, hook_count = plugin_hooks(plugins.modules)
+    # A plugin folder's command hooks run on the worker too, after the modules' hooks.
     if folders.hooks is not None:
         hooks = merge_hooks(hooks, folders.hooks) or hooks
         hook_count += sum(len(folders.hooks.matchers(event)) for event in HookEvent)

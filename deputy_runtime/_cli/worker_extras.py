@@ -2,8 +2,9 @@
 
 The worker's skills are ``run``'s: the plugins' ``skills``. Its MCP servers are those of
 ``--mcp-config FILE``, else of ``.mcp.json`` in the working directory when there is one
-(as ``run`` reads them), each in the mode ``--mcp-mode NAME=MODE`` gives (``shared`` by
-default, ``owned``, or ``exclusive``, which needs a plugin's ``lease_backend``). A
+(as ``run`` reads them), plus those of the plugin folders under ``--agents``, each in the
+mode ``--mcp-mode NAME=MODE`` gives (``shared`` by default, ``owned`` for a plugin's, or
+``exclusive``, which needs a plugin's ``lease_backend``). A
 definition under ``--agents`` naming a server the worker has no configuration for makes
 the worker refuse to start, naming the definition's file and the server, as it does for
 an unknown tool.
@@ -21,6 +22,7 @@ from ..errors import DeputyError
 from ..skills import Skill
 from ..tools import Tool
 from .leadsetup import UsageError, load_mcp_servers, mcp_mode_options
+from .pluginfolders import merge_servers
 
 __all__ = ["worker_extras"]
 
@@ -31,16 +33,29 @@ def worker_extras(
     tools: Mapping[str, Tool],
     skills: Mapping[str, Skill | str],
     lease_backend: Any = None,
+    plugin_servers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``DeputyActivities`` keyword arguments for the worker's skills and MCP servers.
+
+    ``plugin_servers`` are the MCP servers of the plugin folders under ``--agents``
+    (owned by default, as in ``run``); they join the configured ones.
 
     Raises:
         UsageError: The MCP configuration cannot be read, ``--mcp-mode`` is malformed or
             asks for ``exclusive`` without a lease backend, or a definition names a server
             that is not configured.
     """
-    servers = load_mcp_servers(getattr(args, "mcp_config", None), Path.cwd())
-    modes = mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers)
+    mcp_config = getattr(args, "mcp_config", None)
+    from_plugins = dict(plugin_servers or {})
+    servers = merge_servers(
+        load_mcp_servers(mcp_config, Path.cwd()),
+        from_plugins,
+        f"--mcp-config {mcp_config!r}" if mcp_config else str(Path.cwd() / ".mcp.json"),
+    )
+    modes = {
+        **dict.fromkeys(from_plugins, "owned"),
+        **mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers),
+    }
     for name, mode in modes.items():
         if mode == "exclusive" and lease_backend is None:
             raise UsageError(

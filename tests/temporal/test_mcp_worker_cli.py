@@ -20,7 +20,9 @@ from temporalio.client import Client
 
 from deputy_runtime import UsageLimits, agent_definitions
 from deputy_runtime.temporal import lead_input, start_lead
+from deputy_runtime.tools import tools_file
 from tests.mcp._mcp_helpers import SERVERS
+from tests.plugin_folder import write_plugin
 from tests.temporal import crash_plugin
 from tests.temporal.helpers import assert_replays, run_workflow_ids
 
@@ -237,3 +239,52 @@ async def test_a_dead_workers_owned_server_dies_with_it_and_the_run_goes_on(
     assert await assert_replays(client, run_workflow_ids(handle.id, out)) == 2
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=WAIT_SECONDS) == 0
+
+
+async def test_a_worker_serves_a_plugin_folder_its_agents_servers_and_hooks(
+    temporal_address: str, client: Client, tmp_path: Path, processes: list[subprocess.Popen[bytes]]
+) -> None:
+    plugin = write_plugin(tmp_path)
+    task_queue = f"deputy-test-{uuid.uuid4().hex}"
+    log = tmp_path / "worker.log"
+    command = [
+        sys.executable, "-m", "deputy_runtime", "worker", "--temporal", temporal_address,
+        "--agents", str(plugin), "--task-queue", task_queue,
+    ]  # fmt: skip
+    with log.open("wb") as log_file:
+        worker = subprocess.Popen(
+            command, cwd=tmp_path, env=_env(), stdout=log_file, stderr=log_file
+        )
+    processes.append(worker)
+    with anyio.fail_after(WAIT_SECONDS):
+        while b"worker: ready" not in log.read_bytes():
+            assert worker.poll() is None, log.read_text()
+            await anyio.sleep(0.1)
+    # The worker read the plugin's flat .mcp.json (no --mcp-config) and its hooks.json.
+    assert "hooks.TeammateIdle: no such event here" in log.read_text()
+
+    # The client names the tools the worker runs (its file tools, for the same directory).
+    files = {t.name: t for t in tools_file(tmp_path)}
+    definitions = agent_definitions(plugin, files, markdown=True, on_warning=lambda _: None)
+    assert list(definitions) == ["kit:checker"]
+    request = lead_input(
+        "Check", definitions, model="test", usage_limits=UsageLimits(max_requests=6)
+    )
+    handle = await start_lead(
+        client, request, workflow_id=f"lead-{uuid.uuid4().hex}", task_queue=task_queue
+    )
+    with anyio.fail_after(WAIT_SECONDS):
+        out = await handle.result()
+    (record,) = out.subagents
+    assert (record.agent_name, record.status) == ("kit:checker", "completed"), record.error
+    result = out.subagent_results[0]
+    assert result is not None
+    texts = [
+        str(getattr(c, "value", None) or getattr(c, "error", None))
+        for t in result.turns
+        for c in t.contents
+    ]
+    # The owned server answered (its token is the plugin's), and the plugin's PreToolUse
+    # command hook refused the write on the worker.
+    assert any('"token": "kit"' in t for t in texts), texts
+    assert any("writes are frozen by the kit plugin" in t for t in texts), result.turns
