@@ -292,7 +292,7 @@ def command_hooks(
         DefinitionFileError: The document is not shaped as above; the message names the
             field.
     """
-    if isinstance(config, dict) and "hooks" in config:
+    if isinstance(config, Mapping) and "hooks" in config:
         extra = sorted(set(config) - {"hooks", "description"})
         if extra:
             raise DefinitionFileError(
@@ -301,7 +301,7 @@ def command_hooks(
                 path=source,
             )
         config = config["hooks"]
-    if not isinstance(config, dict):
+    if not isinstance(config, Mapping):
         raise DefinitionFileError(
             f"hooks must be a map of event names to matcher lists, got {type(config).__name__}",
             path=source,
@@ -313,7 +313,7 @@ def command_hooks(
         except ValueError:
             _drop(f"hooks.{name}: no such event here; its hooks are not run", source, warnings)
             continue
-        if not isinstance(groups, list):
+        if not isinstance(groups, list | tuple):
             raise DefinitionFileError(
                 f"hooks.{name} must be a list of {{matcher, hooks}} entries, got "
                 f"{type(groups).__name__}",
@@ -333,7 +333,7 @@ def _group(
     plugin_root: Path | None,
     warnings: list[str] | None,
 ) -> list[HookMatcher]:
-    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+    if not isinstance(group, Mapping) or not isinstance(group.get("hooks"), list | tuple):
         raise DefinitionFileError(
             f"{where} must be {{'matcher': ..., 'hooks': [...]}}", path=source
         )
@@ -356,7 +356,7 @@ def _group(
     found: list[HookMatcher] = []
     for j, entry in enumerate(group["hooks"]):
         at = f"{where}.hooks[{j}]"
-        if not isinstance(entry, dict):
+        if not isinstance(entry, Mapping):
             raise DefinitionFileError(f"{at} must be a map", path=source)
         kind = entry.get("type", "command")
         if kind != "command":

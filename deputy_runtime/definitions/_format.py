@@ -37,7 +37,10 @@ __all__ = [
 
 #: Keys a format-1 file may hold, in the order they are written. MCP tool names are
 #: written in ``tools`` (the definition keeps them apart, in ``mcp_tools``).
-FORMAT_FIELDS: Final = ("version", *(field for field in FIELD_NAMES if field != "mcp_tools"))
+FORMAT_FIELDS: Final = (
+    "version",
+    *(field for field in FIELD_NAMES if field not in ("mcp_tools", "hooks")),
+)
 _REQUIRED: Final = ("name", "description", "prompt")
 _STRING_LISTS: Final = ("disallowed_tools", "memory", "mcp_servers")
 _YAML11 = "YAML 1.1 reads unquoted yes/no/on/off/true/false as booleans and 123 as a number"
@@ -326,6 +329,12 @@ def definition_to_yaml(
     if not isinstance(definition, AgentDefinition):
         raise DefinitionFileError(
             f"Expected an AgentDefinition to write, got {type(definition).__name__}", path=path
+        )
+    if definition.hooks is not None:
+        raise DefinitionFileError(
+            "hooks (Claude Code command hooks) cannot be written to a YAML definition file: "
+            "keep the agent in markdown, or drop them with definition.replace(hooks=None)",
+            path=path,
         )
     record: dict[str, Any] = {"version": 1}
     for field in FORMAT_FIELDS[1:]:

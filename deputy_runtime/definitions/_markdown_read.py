@@ -62,12 +62,12 @@ READ_KEYS = (
     "permissionMode",
     "maxTurns",
     "initialPrompt",
+    "hooks",
 )
 
 #: Frontmatter keys Claude Code honours and this runtime does not (yet), with why: a file
 #: that sets one loads with a warning naming what it loses, never silently.
 UNHONOURED_KEYS = {
-    "hooks": "hooks in an agent file are not run yet; a plugin's hooks/hooks.json is",
     "color": "the live and web views do not colour agents",
     "effort": "no reasoning effort is passed to the provider; use model_args",
     "memory": "there is no persistent agent memory here",
@@ -105,6 +105,7 @@ _FIELD_KEYS = {
     "permission_mode": "permissionMode",
     "max_requests": "maxTurns",
     "initial_prompt": "initialPrompt",
+    "hooks": "hooks",
 }
 
 
@@ -177,6 +178,7 @@ def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
         "permissionMode": ("permission_mode", lambda: _permission_mode(fm, path)),
         "maxTurns": ("max_requests", lambda: _max_turns(fm, path)),
         "initialPrompt": ("initial_prompt", lambda: _initial_prompt(fm, path)),
+        "hooks": ("hooks", lambda: _hooks(fm, path, log)),
     }
     for key, (target, read) in readers.items():
         if key in data:
@@ -547,6 +549,25 @@ def _max_turns(fm: Frontmatter, path: Path) -> int | None:
             path=path,
             line=fm.line("maxTurns"),
         )
+    return value
+
+
+def _hooks(fm: Frontmatter, path: Path, log: ProblemLog) -> Any:
+    """The file's command hooks, checked as they will run; hooks that cannot run here (a
+    ``prompt`` hook, an unknown event) are warnings."""
+    from ..command_hooks import command_hooks  # it builds on the runtime, which needs us
+
+    value = fm.data["hooks"]
+    if value is None:
+        return None
+    line = fm.line("hooks")
+    warnings: list[str] = []
+    try:
+        command_hooks(value, path, warnings=warnings)
+    except DefinitionFileError as exc:
+        raise DefinitionFileError(f"hooks: {exc.reason}", path=path, line=line) from None
+    for warning in warnings:
+        log.warn(warning.split(": warning: ", 1)[-1], line=line, field="hooks")
     return value
 
 

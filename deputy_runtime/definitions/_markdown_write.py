@@ -156,6 +156,8 @@ def _render(
         record["initialPrompt"] = definition.initial_prompt
     if definition.params is not None:
         record["model_args"] = _plain(definition.params)
+    if definition.hooks is not None:
+        record["hooks"] = _plain(definition.hooks)
     frontmatter = yaml.dump(
         record,
         Dumper=_Dumper,

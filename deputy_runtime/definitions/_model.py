@@ -58,6 +58,7 @@ FIELD_NAMES: Final = (
     "permission_mode",
     "params",
     "mcp_tools",
+    "hooks",
 )
 _MAX_PARAMS_DEPTH = 16
 
@@ -207,7 +208,7 @@ def _freeze_param(where: str, value: object, depth: int) -> object:
     """Deep-copy a JSON-like value into read-only form (dict -> mappingproxy, list -> tuple)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_PARAM_INT:
         raise DefinitionFieldError(
-            "params",
+            _field_of(where),
             f"{where} is an integer of more than {len(str(MAX_PARAM_INT))} digits; definition "
             "files hold plain decimal integers of at most that many digits",
         )
@@ -215,16 +216,18 @@ def _freeze_param(where: str, value: object, depth: int) -> object:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise DefinitionFieldError("params", f"{where} is {value!r}; expected a finite number")
+            raise DefinitionFieldError(
+                _field_of(where), f"{where} is {value!r}; expected a finite number"
+            )
         return value
     if depth >= _MAX_PARAMS_DEPTH:
-        raise DefinitionFieldError("params", f"{where} is nested too deeply")
+        raise DefinitionFieldError(_field_of(where), f"{where} is nested too deeply")
     if isinstance(value, Mapping):
         return _freeze_mapping(where, value, depth + 1)
     if isinstance(value, (list, tuple)):
         return tuple(_freeze_param(f"{where}[{i}]", v, depth + 1) for i, v in enumerate(value))
     raise DefinitionFieldError(
-        "params",
+        _field_of(where),
         f"{where} is {_type_name(value)}; expected a JSON value (null, bool, number, string, "
         f"list or mapping){_date_hint(value)}",
     )
@@ -243,10 +246,27 @@ def _freeze_mapping(where: str, value: Mapping[Any, Any], depth: int) -> Mapping
     for key, item in value.items():
         if not isinstance(key, str) or not key:
             raise DefinitionFieldError(
-                "params", f"{where} has key {key!r}; expected non-empty string keys"
+                _field_of(where), f"{where} has key {key!r}; expected non-empty string keys"
             )
         frozen[key] = _freeze_param(f"{where}[{key!r}]", item, depth)
     return MappingProxyType(frozen)
+
+
+def _field_of(where: str) -> str:
+    """The field a nested value belongs to (``params[...]`` -> ``params``)."""
+    return where.split("[", 1)[0]
+
+
+def _hooks(value: object) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise DefinitionFieldError(
+            "hooks",
+            "expected Claude Code's hooks map (event name -> list of {matcher, hooks}) or "
+            f"None, got {_type_name(value)}",
+        )
+    return _freeze_mapping("hooks", value, 0)
 
 
 def _params(value: object) -> Mapping[str, Any] | None:
@@ -286,6 +306,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     permission_mode: str | None = None
     params: Mapping[str, Any] | None = None
     mcp_tools: tuple[str, ...] | None = None
+    hooks: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         values = (
@@ -303,6 +324,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             permission_mode_value(self.permission_mode),
             _params(self.params),
             _mcp_tools(self.mcp_tools),
+            _hooks(self.hooks),
         )
         for field, value in zip(FIELD_NAMES, values, strict=True):
             msgspec.structs.force_setattr(self, field, value)
@@ -328,8 +350,9 @@ class AgentDefinition(msgspec.Struct, frozen=True):
         return msgspec.structs.replace(self, **changes)
 
     def __hash__(self) -> int:
-        # params is a read-only mapping (unhashable); equal definitions still hash equally.
-        return hash(tuple(getattr(self, field) for field in FIELD_NAMES if field != "params"))
+        # params and hooks are read-only mappings (unhashable); equal definitions still
+        # hash equally.
+        return hash(tuple(getattr(self, f) for f in FIELD_NAMES if f not in ("params", "hooks")))
 
     def __repr__(self) -> str:
         extra = f", permission_mode={self.permission_mode!r}" if self.permission_mode else ""
@@ -355,6 +378,7 @@ def agent_definition(
     permission_mode: str | None = None,
     params: Mapping[str, Any] | None = None,
     mcp_tools: Sequence[str] | None = None,
+    hooks: Mapping[str, Any] | None = None,
 ) -> AgentDefinition:
     """Build a validated :class:`AgentDefinition` (the same as calling the class).
 
@@ -368,7 +392,8 @@ def agent_definition(
         skills: Skills (or approved skill paths) whose instructions the subagent may load.
         disallowed_tools: Tool names removed from every tool source, skills' included.
         memory: Lines appended to the prompt under ``# Memory``.
-        mcp_servers: MCP server names the host builds (owned resource mode only).
+        mcp_servers: MCP server names: every tool of each server the lead attaches (an
+            ``McpResource``), or what an owned resource factory supplies.
         initial_prompt: Sent to the subagent with every brief.
         max_requests: Cap on the subagent's model requests per delegation.
         permission_mode: ``readonly``, ``plan``, ``standard`` or ``full``; ``None`` takes
@@ -376,6 +401,9 @@ def agent_definition(
         params: Model parameters for the subagent's requests.
         mcp_tools: MCP tool names (``mcp__server__tool``, or ``mcp__server`` for all of a
             server's tools) the subagent gets from its MCP servers.
+        hooks: Claude Code command hooks for this agent's own events (the ``hooks`` of
+            an agent file: event name -> ``[{matcher, hooks: [{type: command, command,
+            timeout}]}]``), run as ``deputy_runtime.command_hooks`` runs them.
 
     Returns:
         The frozen definition.
@@ -399,4 +427,5 @@ def agent_definition(
         permission_mode,
         params,
         mcp_tools,  # type: ignore[arg-type]
+        hooks,
     )

@@ -7,6 +7,7 @@ already registered on the delegation, so the coordinator releases it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..chat import Chat, ModelSource, resolve_model
@@ -18,7 +19,7 @@ from ..tools import Tool, ask_user_tool
 from ._agent import Agent
 from ._context import Governance, RunOwner
 from ._events import EventSink, WarningEvent
-from ._hooks import HookEvent
+from ._hooks import HookEvent, Hooks
 from ._ledger import BudgetLedger
 from ._permissions import ASK_USER_TOOL_NAME, normalize_tool_name
 from ._policy import DelegationPolicy
@@ -142,6 +143,7 @@ async def build_subagent(
         skills=skills,
         disallowed_tools=definition.disallowed_tools or (),
         agent_id=d.agent_id,
+        hooks=_definition_hooks(definition),
         governance=Governance(
             delegation_id=d.delegation_id,
             parent_run_id=d.parent_run_id,
@@ -165,6 +167,17 @@ async def build_subagent(
         )
     child.set_tools(_bind_human_input(policy, tools, context, definition.name))
     return child
+
+
+def _definition_hooks(definition: AgentDefinition) -> Hooks | None:
+    """The command hooks of the definition (an agent file's ``hooks``), for this
+    delegation's own events; its calls still reach the lead's hooks too."""
+    if definition.hooks is None:
+        return None
+    # Imported here: the command hooks build on this package.
+    from ..command_hooks import command_hooks
+
+    return command_hooks(definition.hooks, Path(f"{definition.name} (hooks)"))
 
 
 def _subagent_chat(

@@ -9,7 +9,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
-from ..errors import DefinitionError
+from ..errors import DefinitionError, DelegationBindingError
 from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits, normalize_tool_name
 from ._agent_extras import skill_names
 from ._hooks import hook_event_names, observer_names
@@ -37,6 +37,7 @@ def agent_spec(
 
     Raises:
         SkillError: A skill given as a path cannot be loaded (its name is read from it).
+        DelegationBindingError: The definition has hooks of its own (not run durably).
 
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
     Skills travel by name (``Skill.name``) and MCP tools as written (``mcp_tools``,
@@ -44,6 +45,12 @@ def agent_spec(
     """
     if not isinstance(definition, AgentDefinition):
         raise TypeError(f"expected an AgentDefinition, got {type(definition).__name__}")
+    if definition.hooks is not None:
+        raise DelegationBindingError(
+            f"Agent {definition.name!r} has hooks of its own, which durable runs do not run "
+            "yet: give the workers the hooks (a plugin folder's hooks/hooks.json, or a "
+            "--plugin's hooks), or drop them with definition.replace(hooks=None)"
+        )
     provider, _ = parse_model_spec(lead_model)
     choice = resolve_model(
         definition.model,

@@ -25,6 +25,7 @@ FIELDS = (
     "permission_mode",
     "params",
     "mcp_tools",
+    "hooks",
 )
 
 

@@ -620,7 +620,7 @@ def test_inline_mcp_server_configuration_is_an_error(tmp_path: Path) -> None:
 def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
     data = (
         b"---\nname: a\ndescription: d\ncolor: blue\neffort: high\nisolation: worktree\n"
-        b"memory: project\nbackground: true\nhooks:\n  Stop: [{command: echo}]\n"
+        b"memory: project\nbackground: true\nhooks:\n  Stop: [{hooks: [{command: echo}]}]\n"
         b"disallowed_tools: [Bash]\nDisallowedTools: Bash\nallowed-tools: Read\n"
         b"instructions: not the prompt\n---\nthe prompt"
     )
@@ -638,9 +638,24 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
         ("isolation", 6),
         ("memory", 7),
         ("background", 8),
-        ("hooks", 9),
     ]
     assert all("is not honoured here" in p.message for p in seen)
+    # hooks are read (checked as they will run) and kept, frozen.
+    assert d.hooks == {"Stop": ({"hooks": ({"command": "echo"},)},)}
+
+
+def test_hooks_are_checked_as_they_will_run(tmp_path: Path) -> None:
+    data = b"---\nname: a\ndescription: d\nhooks:\n  PreToolUse: [{matcher: '('}]\n---\nb"
+    with pytest.raises(DefinitionFileError, match=r"hooks: hooks\.PreToolUse\[0\]") as info:
+        read_md(write_bytes(tmp_path, data), tool_registry())
+    assert info.value.line == 4
+    seen: list[DefinitionProblem] = []
+    data = b"---\nname: a\ndescription: d\nhooks:\n  Stop: [{hooks: [{type: prompt}]}]\n---\nb"
+    d = read_md(write_bytes(tmp_path, data), tool_registry(), on_warning=seen.append)
+    assert d.hooks is not None
+    assert [p.message for p in seen] == [
+        "hooks.Stop[0].hooks[0]: 'prompt' hooks are not run here (only 'command')"
+    ]
 
 
 # --- file safety and arguments -------------------------------------------------------------

@@ -16,8 +16,10 @@ import anyio
 import pytest
 
 from deputy_runtime import DefinitionFileError
+from deputy_runtime.chat import tool_call
 from deputy_runtime.command_hooks import CommandHook, claude_tool_name, command_hooks
 from deputy_runtime.runtime import HookEvent, HookInput, Hooks
+from tests.runtime.helpers import definition, delegate_many, make_tool, scripted_lead, tool_results
 
 pytestmark = pytest.mark.anyio
 
@@ -192,3 +194,29 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+async def test_a_definitions_own_hooks_guard_its_delegations_only(tmp_path: Path) -> None:
+    script = tmp_path / "deny.sh"
+    script.write_text("#!/bin/sh\necho 'guarded agents do not save' >&2\nexit 2\n")
+    script.chmod(0o755)
+    calls: list[str] = []
+    save = make_tool("save", calls=calls)
+    hooks = {"PreToolUse": [{"matcher": "save", "hooks": [{"command": str(script)}]}]}
+    guarded = definition("guarded", tools=(save,), hooks=hooks)
+    free = definition("free", tools=(save,))
+    lead, provider = scripted_lead(
+        {
+            "lead": [delegate_many(("guarded", "a"), ("free", "b")), "done"],
+            "guarded": [tool_call("save"), "tried"],
+            "free": [tool_call("save"), "saved"],
+        },
+        [guarded, free],
+    )
+    assert (await lead.run("go")).stop_reason == "complete"
+    assert calls == ["save"]  # only the free agent's call ran
+    [denied] = tool_results(provider.requests_for("guarded")[-1])
+    assert denied.error is not None
+    assert "guarded agents do not save" in denied.error
+    [ran] = tool_results(provider.requests_for("free")[-1])
+    assert ran.error is None

@@ -288,3 +288,12 @@ async def test_a_worker_serves_a_plugin_folder_its_agents_servers_and_hooks(
     # command hook refused the write on the worker.
     assert any('"token": "kit"' in t for t in texts), texts
     assert any("writes are frozen by the kit plugin" in t for t in texts), result.turns
+
+
+def test_a_definition_with_its_own_hooks_is_refused_durably() -> None:
+    from deputy_runtime import AgentDefinition, DelegationBindingError
+
+    hooks = {"PreToolUse": [{"hooks": [{"command": "true"}]}]}
+    guarded = AgentDefinition("guarded", "d", "p", hooks=hooks)
+    with pytest.raises(DelegationBindingError, match="hooks of its own, which durable runs"):
+        lead_input("x", {"guarded": guarded}, model="test")
