@@ -131,6 +131,10 @@ def _convert(
         tools, skills = placeholder_registries(parsed.tool_names, parsed.skill_names)
         definition = build_definition(parsed, tools, skills)
         ignored = parsed.ignored_keys
+        if kind != "markdown" and definition.hooks is not None:
+            # A YAML definition has no hooks: they are named with what was not carried.
+            definition = definition.replace(hooks=None)
+            ignored = (*ignored, "hooks")
     else:
         tools, skills = placeholder_registries(*_yaml_names(source))
         definition = agent_definition_read(source, tools, skills)
