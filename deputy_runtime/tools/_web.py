@@ -282,8 +282,12 @@ class _Web:
         refusal = self.rules.refusal(host)
         if refusal is not None:
             raise ToolArgumentError(f"{label}: {refusal}")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise ToolArgumentError(f"{label}: {url!r} has an invalid port") from None
         if not self.rules.allow_private:
-            for address in await _addresses(host, parts.port or 443):
+            for address in await _addresses(host, port):
                 if not address.is_global:
                     raise ToolArgumentError(
                         f"{label}: {host} is a {_kind(address)} address ({address}), which "
@@ -370,17 +374,26 @@ async def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipadd
     except ValueError:
         pass
     else:
-        return [literal]
+        return [_unmapped(literal)]
     try:
         infos = await anyio.getaddrinfo(host, port)
     except OSError as exc:
         raise ToolArgumentError(f"argument 'url': {host} cannot be resolved ({exc})") from None
     found: list[Any] = []
     for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        address = _unmapped(ipaddress.ip_address(str(info[4][0]).split("%")[0]))
         if address not in found:
             found.append(address)
     return found
+
+
+def _unmapped(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) as the IPv4 address it is."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 def _kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:

@@ -101,6 +101,9 @@ async def test_private_addresses_and_odd_urls_are_refused_by_default() -> None:
         ("http://10.1.2.3/", "is a private address"),
         ("http://169.254.169.254/latest/meta-data", "is a link-local address"),
         ("http://[::1]:8080/", "is a loopback address"),
+        ("http://[::ffff:127.0.0.1]/", "is a loopback address"),
+        ("http://0.0.0.0/", "address"),
+        ("http://example.com:99999/", "invalid port"),
     ]:
         with pytest.raises(ToolArgumentError, match=message):
             await fetch.function(url=url, prompt="p")
