@@ -125,7 +125,7 @@ class CommandHook:
         code, out, err = await self._run(_stdin(hook_input), hook_input.working_dir)
         event = hook_input.event
         if code == 2:
-            reason = err.strip() or f"blocked by the hook command {self.command!r}"
+            reason = _cut(err.strip()) or f"blocked by the hook command {self.command!r}"
             if event in (HookEvent.PreToolUse, HookEvent.PermissionRequest):
                 return HookDecision.deny(reason)
             if event is HookEvent.UserPromptSubmit:
@@ -172,6 +172,8 @@ class CommandHook:
                     finally:
                         await process.stdin.aclose()
                     await process.wait()
+                    # What it left running in its group would hold the pipes open.
+                    _kill_group(process.pid)
             if scope.cancelled_caught:
                 raise CommandHookError(
                     f"{self.command!r} timed out after {self.timeout:g} s and was killed"
@@ -192,6 +194,11 @@ async def _drain(stream: anyio.abc.ByteReceiveStream | None, into: bytearray) ->
     async for chunk in stream:
         if len(into) < _OUTPUT_CAP:
             into.extend(chunk[: _OUTPUT_CAP - len(into)])
+
+
+def _cut(text: str, limit: int = 4000) -> str:
+    """A hook's message as the model reads it: at most ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit] + " [cut]"
 
 
 def _kill_group(pid: int) -> None:

@@ -121,6 +121,15 @@ async def test_the_time_limit_kills_the_hook_and_what_it_started(tmp_path: Path)
     assert await _gone(child)
 
 
+async def test_a_hook_that_leaves_a_child_behind_still_answers(tmp_path: Path) -> None:
+    hooks = _registry(tmp_path, f"sleep 300 &\necho $! > {tmp_path}/child\nexit 2\n")
+    decision = await hooks.dispatch(_pre(), [])
+    assert decision is not None
+    assert decision.decision == "deny"
+    assert "timed out" not in decision.reason
+    assert await _gone(int((tmp_path / "child").read_text()))
+
+
 async def test_a_cancelled_dispatch_leaves_no_process(tmp_path: Path) -> None:
     hooks = _registry(tmp_path, f"echo $$ > {tmp_path}/pid\nexec sleep 300\n")
     with anyio.CancelScope() as scope:
