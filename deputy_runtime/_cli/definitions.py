@@ -28,6 +28,7 @@ from ..definitions import (
     AGENT_DEFINITION_SCHEMA,
     AgentDefinition,
     DefinitionProblem,
+    PluginFolder,
     Severity,
     candidate_names,
     collect_agent_definitions,
@@ -371,12 +372,26 @@ def validate(args: argparse.Namespace) -> int:
         print(f"deputy-runtime validate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     strict = bool(getattr(args, "strict", False))
+    folders: list[PluginFolder] = []
+    for raw in args.paths:
+        try:
+            found = find_plugins(Path(raw)) if Path(raw).is_dir() else None
+        except DeputyError:
+            found = None  # the definitions' report names a broken manifest
+        folders += found or ()
+    # A plugin's own servers are known to its agents, as run attaches them.
+    known = (*servers, *(name for plugin in folders for name in _server_names(plugin)))
     try:
-        report = validate_definitions(args.paths, *host, known_mcp_servers=tuple(servers))
+        report = validate_definitions(args.paths, *host, known_mcp_servers=known)
     except DeputyError as exc:  # a plugin's registry entry the readers refuse
         print(f"deputy-runtime validate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     problems = list(report.problems)
+    if folders:
+        # A plugin folder's hooks and MCP files are checked as run reads them.
+        from .pluginfolders import folder_problems  # it builds on this module
+
+        problems += folder_problems(folders)
     if getattr(args, "mcp_tools", False):
         from .mcpcheck import check_mcp_tools
 
@@ -391,6 +406,14 @@ def validate(args: argparse.Namespace) -> int:
     parts += [f"{warnings} warning(s)"] if warnings else []
     print(f"checked {report.files} file(s): {', '.join(parts) or 'no problems'}", file=sys.stderr)
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _server_names(plugin: PluginFolder) -> list[str]:
+    """The names of a plugin's MCP servers as its ``.mcp.json`` writes them (either shape)."""
+    data = plugin.mcp_servers
+    if isinstance(data, Mapping) and isinstance(data.get("mcpServers"), Mapping):
+        data = data["mcpServers"]
+    return [str(name) for name in data] if isinstance(data, Mapping) else []
 
 
 def list_agents(args: argparse.Namespace) -> int:

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ..command_hooks import command_hooks
-from ..definitions import PluginFolder
-from ..errors import DeputyError
+from ..definitions import DefinitionProblem, PluginFolder, Severity
+from ..errors import DefinitionFileError, DeputyError
 from ..runtime import HookEvent, Hooks
 from .leadsetup import UsageError
 
-__all__ = ["FolderParts", "folder_parts", "merge_hooks", "merge_servers"]
+__all__ = ["FolderParts", "folder_parts", "folder_problems", "merge_hooks", "merge_servers"]
 
 
 class FolderParts:
@@ -82,6 +82,37 @@ def folder_parts(plugins: Sequence[PluginFolder]) -> FolderParts:
                 servers[name] = config
                 origin[name] = plugin.mcp_source
     return FolderParts(merge_hooks(*registries), servers, dict.fromkeys(servers, "owned"), warnings)
+
+
+def folder_problems(plugins: Sequence[PluginFolder]) -> list[DefinitionProblem]:
+    """Every problem of the plugins' hooks and MCP files, as ``validate`` prints them:
+    what :func:`folder_parts` would refuse (errors) or drop (warnings), without stopping
+    at the first."""
+    problems: list[DefinitionProblem] = []
+    for plugin in plugins:
+        if plugin.hooks is not None and plugin.hooks_source is not None:
+            warnings: list[str] = []
+            try:
+                command_hooks(
+                    plugin.hooks, plugin.hooks_source, plugin_root=plugin.root, warnings=warnings
+                )
+            except DefinitionFileError as exc:
+                problems.append(_problem(plugin.hooks_source, exc.reason, Severity.ERROR))
+            for line in warnings:
+                message = line.split(": warning: ", 1)[-1]
+                problems.append(_problem(plugin.hooks_source, message, Severity.WARNING))
+        if plugin.mcp_servers is not None and plugin.mcp_source is not None:
+            try:
+                _plugin_servers(plugin)
+            except UsageError as exc:
+                problems.append(_problem(plugin.mcp_source, str(exc), Severity.ERROR))
+    return problems
+
+
+def _problem(path: Path, message: str, severity: Severity) -> DefinitionProblem:
+    prefix = f"{path}: "
+    text = message[len(prefix) :] if message.startswith(prefix) else message
+    return DefinitionProblem(path, None, None, text, severity)
 
 
 def _plugin_servers(plugin: PluginFolder) -> dict[str, Any]:

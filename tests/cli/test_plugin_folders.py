@@ -62,6 +62,21 @@ def test_validate_and_list_read_a_plugin_root_as_run_does(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     assert "README" not in done.stdout
     assert "checked 1 file(s)" in done.stderr
+    # The hooks file is checked as run reads it: the unknown event is a warning.
+    hooks_file = plugin / "hooks" / "hooks.json"
+    assert f"{hooks_file}: warning: hooks.TeammateIdle: no such event here" in done.stdout
+    # The plugin's own server is known to its agent (run attaches it): no MCP warning.
+    assert "no MCP server named" not in done.stdout
+    # A broken hooks file and a broken server are errors naming their files.
+    hooks_file.write_text('{"hooks": {"PreToolUse": [{"matcher": "("}]}}')
+    (plugin / ".mcp.json").write_text('{"tiny": {"type": "sse", "url": "http://x"}}')
+    broken = run_cli("validate", str(plugin), cwd=tmp_path, env=offline_env())
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    lines = broken.stdout.splitlines()
+    assert any(
+        line.startswith(f"{hooks_file}: ") and "hooks.PreToolUse[0]" in line for line in lines
+    )
+    assert any(line.startswith(f"{plugin / '.mcp.json'}: ") for line in lines), lines
     listed = run_cli("list", str(plugin), cwd=tmp_path, env=offline_env())
     assert listed.returncode == 0, listed.stderr
     assert "kit:checker" in listed.stdout
