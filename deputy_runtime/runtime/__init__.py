@@ -136,6 +136,7 @@ from ._records import record_outcome as record_outcome
 from ._usage import LIMIT_STOP_REASONS as LIMIT_STOP_REASONS
 from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
+from ._usage import exhausted as exhausted
 from ._usage import fair_share as fair_share
 from ._usage import shortfall_text as shortfall_text
 

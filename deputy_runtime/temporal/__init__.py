@@ -20,7 +20,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from ._activities import DeputyActivities
 from ._batch import ParallelInput, ParallelOutput
-from ._budget import Budget, exhausted
 from ._ceiling import child_permissions
 from ._client import agent_spec, lead_input, permission_spec, start_lead
 from ._converter import MsgspecPayloadConverter, data_converter
@@ -64,7 +63,6 @@ __all__ = [
     "SET_PERMISSION_MODE_UPDATE",
     "AgentSpec",
     "AskedQuestion",
-    "Budget",
     "DelegationLimits",
     "DeputyActivities",
     "DevServer",
@@ -95,7 +93,6 @@ __all__ = [
     "current_delegation",
     "data_converter",
     "deputy_worker",
-    "exhausted",
     "follow_run",
     "free_port",
     "lead_input",

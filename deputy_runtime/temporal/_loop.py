@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         TOOL_CALL_LIMIT_TEXT,
         AgentResult,
         Event,
+        Meter,
         ModelRequestEvent,
         ModelResponseEvent,
         RunStart,
@@ -59,7 +60,6 @@ with workflow.unsafe.imports_passed_through():
         UsageLimits,
     )
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
-    from ._budget import Budget
     from ._cancel import cancelling
     from ._deadline import Deadline, close_cut_turn, outlive
     from ._human_values import asks_user
@@ -194,7 +194,7 @@ class AgentLoop:
         self.extra_tools = extra_tools
         self.params = dict(params or {})
         self.limits = limits
-        self.budget = Budget(limits)
+        self.meter = Meter(limits)
         self.permissions = permissions
         self.lead_permissions = lead_permissions
         self.events = events
@@ -251,7 +251,7 @@ class AgentLoop:
                     ),
                 )
             )
-        usage = self.budget.snapshot()
+        usage = self.meter.snapshot()
         self.events.append(UsageEvent(**ids, usage=usage, limits=self.limits))
         self.events.append(StopEvent(**ids, stop_reason=stop_reason, usage=usage, error=error))
         result = AgentResult(
@@ -273,11 +273,11 @@ class AgentLoop:
         while True:
             if self.interrupt_reason is not None:
                 return StopReason.INTERRUPTED, None
-            over = self.budget.exceeded(reaching=True)
+            over = self.meter.exceeded(reaching=True)
             if over is not None:
                 return over, None
             requests += 1
-            self.budget.start_request()
+            self.meter.start_request()
             self.events.append(
                 ModelRequestEvent(**self.ids.fields(), index=requests, model=self.model)
             )
@@ -288,7 +288,7 @@ class AgentLoop:
                     raise
                 cause = exc.cause if exc.cause is not None else exc
                 return StopReason.PROVIDER_ERROR, str(cause)
-            self.budget.add_response(reply.usage)
+            self.meter.add_response(reply.usage)
             turns.append(reply.turn())
             calls = reply.tool_requests
             self.events.append(
@@ -305,11 +305,11 @@ class AgentLoop:
             )
             if not calls:
                 return StopReason.COMPLETE, None
-            over = self.budget.exceeded(reaching=False)
+            over = self.meter.exceeded(reaching=False)
             if over is not None:
                 return over, None
-            slots = [self.budget.take_tool_call() for _ in calls]
-            self.budget.expect(sum(1 for c in calls if c.name == DELEGATE_TOOL_NAME))
+            slots = [self.meter.take_tool_call() for _ in calls]
+            self.meter.expect(sum(1 for c in calls if c.name == DELEGATE_TOOL_NAME))
             results = await asyncio.gather(
                 *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
             )

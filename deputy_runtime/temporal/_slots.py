@@ -14,8 +14,7 @@ from collections.abc import Callable
 
 from temporalio import workflow
 
-from ..runtime import StopReason
-from ._budget import Budget
+from ..runtime import Meter, StopReason
 
 __all__ = ["Slots", "take_slot"]
 
@@ -55,7 +54,7 @@ class Slots:
 
 
 async def take_slot(
-    slots: Slots, budget: Budget, interrupted: Callable[[], bool]
+    slots: Slots, meter: Meter, interrupted: Callable[[], bool]
 ) -> StopReason | None:
     """Wait ``queued`` for a slot; ``None`` once the caller holds one and may go on.
 
@@ -67,7 +66,7 @@ async def take_slot(
 
     Args:
         slots: The lead's delegation slots.
-        budget: The lead's budget.
+        meter: The lead's meter.
         interrupted: Whether the lead has been interrupted.
 
     Returns:
@@ -76,7 +75,7 @@ async def take_slot(
     if slots.size is None:
         return None
     await slots.acquire()
-    blocker = StopReason.INTERRUPTED if interrupted() else budget.exceeded(reaching=True)
+    blocker = StopReason.INTERRUPTED if interrupted() else meter.exceeded(reaching=True)
     if blocker is not None:
         slots.release()
     return blocker

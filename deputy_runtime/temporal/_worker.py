@@ -49,7 +49,6 @@ _PASSTHROUGH = (
     "deputy_runtime.temporal._agent_extras",
     "deputy_runtime.temporal._batch",
     "deputy_runtime.temporal._bridge",
-    "deputy_runtime.temporal._budget",
     "deputy_runtime.temporal._ceiling",
     "deputy_runtime.temporal._client",
     "deputy_runtime.temporal._converter",

@@ -51,12 +51,12 @@ with workflow.unsafe.imports_passed_through():
         delegate_parameters,
         delegation_status,
         encode_event,
+        exhausted,
         invalid_arguments_text,
         routing_section,
         run_limit_text,
         unknown_agent_text,
     )
-    from ._budget import exhausted
     from ._ceiling import child_permissions
     from ._gate_report import TOOL_STARTED_SIGNAL, GatePassed
     from ._human_values import (
@@ -552,14 +552,14 @@ class LeadWorkflow:
         try:
             args = msgspec.convert(call.arguments, _DelegateArgs)
         except msgspec.ValidationError as exc:
-            loop.budget.unexpect()  # refused before it could reserve, as in-process
+            loop.meter.unexpect()  # refused before it could reserve, as in-process
             return ContentToolResult(call.id, error=invalid_arguments_text(exc))
         if not args.task.strip():
-            loop.budget.unexpect()
+            loop.meter.unexpect()
             return ContentToolResult(call.id, error=BLANK_TASK_TEXT)
-        over = loop.budget.exceeded(reaching=True)
+        over = loop.meter.exceeded(reaching=True)
         if over is not None:
-            loop.budget.unexpect()
+            loop.meter.unexpect()
             error = run_limit_text(over)
             return ContentToolResult(call.id, error=error)
         key = args.agent_name.strip().lower()[:128]
@@ -574,7 +574,7 @@ class LeadWorkflow:
         delegation_id = d.ids.delegation_id or ""
         spent = self._counts.take(key) if spec is not None else None
         if spent is not None:  # the agent's max_delegations: refused softly, as in-process
-            loop.budget.unexpect()
+            loop.meter.unexpect()
             d.status, d.stop_reason, d.error = NOT_STARTED, StopReason.DELEGATION_LIMIT, spent
             d.completed_at = _now()
             self._ended(d)
@@ -583,16 +583,16 @@ class LeadWorkflow:
         # A queued delegation leaves the queue when the lead is interrupted or out of time.
         blocker = await take_slot(
             self._slots,
-            loop.budget,
+            loop.meter,
             lambda: self._interrupt is not None or loop.deadline.expired,
         )
         if blocker is not None:  # told not to start while queued, as in-process
-            loop.budget.unexpect()
+            loop.meter.unexpect()
             d.status, d.completed_at = NOT_STARTED, _now()
             interrupted = blocker == StopReason.INTERRUPTED
             d.stop_reason = StopReason.NOT_STARTED if interrupted else blocker
             if not interrupted:
-                d.error = loop.budget.shortfall(blocker)
+                d.error = loop.meter.shortfall(blocker)
             self._ended(d)
             if interrupted:
                 return ContentToolResult(call.id, value=d.outcome())
@@ -600,7 +600,8 @@ class LeadWorkflow:
             return ContentToolResult(call.id, error=error)
         # Without slots there is no interrupt check here: the loop answers a turn's calls
         # with "interrupted" before handing them over, and nothing awaits until this point.
-        d.limits = loop.budget.reserve(delegation_id, spec.max_requests if spec else 0)
+        reservation = loop.meter.reserve_child(spec.max_requests if spec else 0)
+        d.limits = reservation.limits
         seconds = child_seconds(request.delegation.max_seconds, loop.deadline.left())
         if seconds is not None:  # its own limit, tightened by the time the lead has left
             d.limits = msgspec.structs.replace(d.limits, max_seconds=seconds)
@@ -609,8 +610,8 @@ class LeadWorkflow:
             # Granted nothing to run on (running siblings hold the rest): settled before
             # anything starts or is announced, holding no budget, as in-process.
             self._slots.release()
-            d.error = loop.budget.shortfall(empty)
-            loop.budget.release(delegation_id)
+            d.error = loop.meter.shortfall(empty)
+            loop.meter.release(reservation)
             d.status, d.stop_reason, d.completed_at = NOT_STARTED, empty, _now()
             self._ended(d)
             return ContentToolResult(call.id, value=d.outcome())
@@ -660,8 +661,8 @@ class LeadWorkflow:
             self._slots.release()
             self._children.pop(delegation_id, None)
             self._human.forget(delegation_id)
-            loop.budget.release(delegation_id)
-            loop.budget.add_external(d.usage)
+            loop.meter.release(reservation)
+            loop.meter.add_external(d.usage)
         # Not in the finally: a worker evicting the run closes this coroutine, and the
         # workflow's clock cannot be read then.
         d.completed_at = _now()

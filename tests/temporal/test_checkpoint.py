@@ -33,8 +33,8 @@ def _events(count: int) -> list[Event]:
 
 def test_a_checkpoint_carries_the_loop_state_into_the_next_run() -> None:
     loop = _loop(lead_permissions=PermissionSpec(mode="full"))
-    loop.budget.start_request()
-    loop.budget.add_response(Usage(input_tokens=7, output_tokens=3, cost_usd=0.5))
+    loop.meter.start_request()
+    loop.meter.add_response(Usage(input_tokens=7, output_tokens=3, cost_usd=0.5))
     loop.permissions = PermissionSpec(mode="readonly")
     loop.lead_permissions = PermissionSpec(mode="standard")
     turns = [Turn("user", (ContentText("task"),)), Turn("assistant", (ContentText("hi"),))]
@@ -48,8 +48,8 @@ def test_a_checkpoint_carries_the_loop_state_into_the_next_run() -> None:
     again = _loop()
     carried: list[Event] = []
     assert resume(checkpoint, again, carried) == turns
-    assert again.budget.snapshot() == loop.budget.snapshot()
-    assert again.budget.snapshot().cost_usd == 0.5
+    assert again.meter.snapshot() == loop.meter.snapshot()
+    assert again.meter.snapshot().cost_usd == 0.5
     assert again.permissions == PermissionSpec(mode="readonly")
     assert again.lead_permissions == PermissionSpec(mode="standard")
     assert carried == events
