@@ -138,6 +138,7 @@ from ._usage import Meter as Meter
 from ._usage import Reservation as Reservation
 from ._usage import exhausted as exhausted
 from ._usage import fair_share as fair_share
+from ._usage import refill_field as refill_field
 from ._usage import shortfall_text as shortfall_text
 
 # isort: split

@@ -33,6 +33,7 @@ __all__ = [
     "UsageLimits",
     "exhausted",
     "fair_share",
+    "refill_field",
     "shortfall_text",
     "tighter",
 ]
@@ -320,8 +321,8 @@ class Meter:
         """
         reason = self.exceeded(reaching=reaching)
         while reason is not None and self.source is not None:
-            field = _REASON_FIELDS.get(reason)
-            if field is None or field == "max_tool_calls" or not self._refill(field):
+            field = refill_field(reason)
+            if field is None or not self._refill(field):
                 break
             reason = self.exceeded(reaching=reaching)
         return reason
@@ -342,18 +343,42 @@ class Meter:
         """Raise this run's limit ``field`` by a top-up from its lead; ``False``: none."""
         assert self.source is not None
         lead, reservation = self.source
-        used = self._used(field)
-        limit: float = getattr(self.limits, field)
-        # Tokens and cost are checked after a response, so a run may be past its share:
-        # the top-up covers that first. It is worth having only if what it adds beyond
-        # covers an average response of this run; else the run stops and the rest stays
-        # with the lead.
-        need = used / self.requests if field in _AFTER_FIELDS and self.requests else 0
-        grant = lead.top_up(reservation, field, excess=max(0, used - limit), need=need)
+        excess, need = self.refill_terms(field)
+        grant = lead.top_up(reservation, field, excess=excess, need=need)
         if grant <= 0:
             return False
         self.limits = reservation.limits
         return True
+
+    def refill_terms(self, field: str) -> tuple[float, float]:
+        """What a top-up of ``field`` must cover: ``(excess, need)`` for :meth:`top_up`.
+
+        Tokens and cost are checked after a response, so a run may be past its share:
+        the top-up covers that excess first. It is worth having only if what it adds
+        beyond covers an average response of this run (the need); else the run stops
+        and the rest stays with the lead. A lead in another process (a durable child's
+        lead workflow) is asked with these same terms.
+
+        Args:
+            field: The limit field this run reached.
+
+        Returns:
+            The excess past this run's limit and the least share worth granting.
+        """
+        used = self._used(field)
+        limit: float = getattr(self.limits, field)
+        need = used / self.requests if field in _AFTER_FIELDS and self.requests else 0
+        return max(0, used - limit), need
+
+    def raise_limit(self, field: str, limit: float) -> None:
+        """Set this run's limit ``field`` to ``limit``, a top-up its lead granted elsewhere.
+
+        Args:
+            field: A field this run limits.
+            limit: The new, larger limit.
+        """
+        value = limit if field == "max_cost_usd" else int(limit)  # counts are ints
+        self.limits = msgspec.structs.replace(self.limits, **{field: value})
 
     # -- reservations ----------------------------------------------------------------------
 
@@ -502,6 +527,8 @@ class Meter:
         if share <= 0 or share < need:
             return 0
         grant = excess + share if headroom is None else min(excess + share, headroom)
+        if field != "max_cost_usd":
+            grant = int(grant)  # counts stay ints when the excess came as a float
         reservation.limits = msgspec.structs.replace(reservation.limits, **{field: current + grant})
         held = dict(reservation.held)
         held[field] = held.get(field, 0) + grant
@@ -549,6 +576,22 @@ class Meter:
             reserved = self.reserved = dict.fromkeys(LIMIT_FIELDS, 0.0)
         for field, value in held:
             reserved[field] += sign * value
+
+
+def refill_field(reason: StopReason) -> str | None:
+    """The limit field a top-up could lift for a run stopped by ``reason``, if any.
+
+    The tool-call limit is not among them: a run is stopped by it only once past it
+    (:meth:`Meter.take_tool_call` draws more for each call instead).
+
+    Args:
+        reason: A stop reason from :meth:`Meter.exceeded`.
+
+    Returns:
+        The field, or ``None`` when a top-up cannot help.
+    """
+    field = _REASON_FIELDS.get(reason)
+    return None if field == "max_tool_calls" else field
 
 
 def fair_share(field: str, remaining: float, parties: int) -> float:

@@ -194,4 +194,8 @@ async def continue_as_new_if_due(
         subagent_results=subagent_results,
         keep_bytes=keep_bytes,
     )
-    workflow.continue_as_new(msgspec.structs.replace(request, checkpoint=checkpoint))
+    # A delegation's limits may have been topped up by its lead: the next run starts
+    # from the limits this one reached, not the ones first granted.
+    workflow.continue_as_new(
+        msgspec.structs.replace(request, checkpoint=checkpoint, limits=loop.meter.limits)
+    )

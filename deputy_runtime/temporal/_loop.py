@@ -27,6 +27,7 @@ from ._hookflow import (
     ask_denied,
     delegate_with_hooks,
     expect_start,
+    halt,
     log_denial,
 )
 from ._human import ask_tools
@@ -58,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         ToolStart,
         UsageEvent,
         UsageLimits,
+        refill_field,
     )
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
     from ._cancel import cancelling
@@ -97,6 +99,9 @@ Boundary = Callable[[list[Turn], int], Awaitable[None]]
 ToolRunner = Callable[[ToolCall], Awaitable[ToolReply]]
 #: Answers an ``ask_user`` call in workflow code (``HumanInput.ask``), given the loop.
 Ask = Callable[[ContentToolRequest, "AgentLoop"], Awaitable[ToolReply]]
+#: Draws more of a limit field from the lead (``LeadTopUp``), given the run's meter at
+#: that limit; ``True`` when the lead granted some and the meter's limit was raised.
+TopUp = Callable[[Meter, str], Awaitable[bool]]
 
 
 def new_id(prefix: str) -> str:
@@ -184,6 +189,7 @@ class AgentLoop:
         skills: tuple[str, ...] = (),
         ask: Ask | None = None,
         observers: tuple[str, ...] = (),
+        top_up: TopUp | None = None,
     ) -> None:
         if ask is not None:  # the workflow answers ask_user itself (see _human)
             tools, extra_tools = ask_tools(tools, extra_tools)
@@ -211,6 +217,7 @@ class AgentLoop:
         self.deadline = Deadline()  # UsageLimits.max_seconds in workflow time
         self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
         self.observers = observers  # a subagent's events forwarded beyond the usual ones
+        self.top_up = top_up  # a fair-share delegation's way to its lead's budget
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -273,7 +280,7 @@ class AgentLoop:
         while True:
             if self.interrupt_reason is not None:
                 return StopReason.INTERRUPTED, None
-            over = self.meter.exceeded(reaching=True)
+            over = await self._limit(reaching=True)
             if over is not None:
                 return over, None
             requests += 1
@@ -305,10 +312,10 @@ class AgentLoop:
             )
             if not calls:
                 return StopReason.COMPLETE, None
-            over = self.meter.exceeded(reaching=False)
+            over = await self._limit(reaching=False)
             if over is not None:
                 return over, None
-            slots = [self.meter.take_tool_call() for _ in calls]
+            slots = [await self._tool_slot() for _ in calls]
             self.meter.expect(sum(1 for c in calls if c.name == DELEGATE_TOOL_NAME))
             results = await asyncio.gather(
                 *(self._tool_call(call, slot) for call, slot in zip(calls, slots, strict=True))
@@ -318,6 +325,26 @@ class AgentLoop:
                 return self.stop_reason, None
             if self.boundary is not None:
                 await self.boundary(turns, requests)
+
+    async def _limit(self, *, reaching: bool) -> StopReason | None:
+        """``Meter.limit_reached`` with the top-up asked of the lead workflow."""
+        over = self.meter.exceeded(reaching=reaching)
+        while over is not None and self.top_up is not None:
+            field = refill_field(over)
+            if field is None or not await self.top_up(self.meter, field):
+                break
+            over = self.meter.exceeded(reaching=reaching)
+        return over
+
+    async def _tool_slot(self) -> bool:
+        """``Meter.take_tool_call``, drawing more tool calls from the lead at the limit."""
+        if self.meter.take_tool_call():
+            return True
+        return (
+            self.top_up is not None
+            and await self.top_up(self.meter, "max_tool_calls")
+            and self.meter.take_tool_call()
+        )
 
     async def _request(self, turns: list[Turn]) -> AssistantTurn:
         call = ModelCall(
@@ -343,7 +370,8 @@ class AgentLoop:
         return reply.turn
 
     async def _tool_call(self, call: ContentToolRequest, slot: bool) -> ContentToolResult:
-        if not slot:
+        if not slot:  # the run stops after this turn, as in-process
+            halt(self, StopReason.TOOL_CALL_LIMIT)
             return ContentToolResult(call.id, error=TOOL_CALL_LIMIT_TEXT)
         if self.interrupt_reason is not None:
             return ContentToolResult(call.id, error=INTERRUPTED_TEXT)

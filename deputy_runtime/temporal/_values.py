@@ -137,6 +137,8 @@ class SubagentInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     human_input: bool = False
     #: Hook events forwarded to the lead's hooks beyond the ones always forwarded.
     observers: tuple[str, ...] = ()
+    #: Whether ``limits`` are a fair share the lead tops up on request (``_top_up``).
+    fair_share: bool = False
 
 
 class LeadOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):

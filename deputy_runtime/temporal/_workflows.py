@@ -31,6 +31,7 @@ from ._hookflow import LeadHooks, observed_hooks, tool_started
 from ._human import ANSWERS_SIGNAL, QUESTION_SIGNAL, HumanInput, human_input_refusal, tell_lead
 from ._loop import AgentLoop, Ids, new_id
 from ._resource_flow import ResourceScope
+from ._top_up import TOP_UP_REPLY_SIGNAL, TOP_UP_SIGNAL, LeadTopUp, TopUpAsk, TopUpReply, grant
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import ContentToolRequest, ContentToolResult, ToolSpec, Turn
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         DelegationStatus,
         Event,
         HookEvent,
+        Reservation,
         StopReason,
         SubagentRecord,
         decode_event,
@@ -175,6 +177,7 @@ class SubagentWorkflow:
         self._lead_permissions: PermissionSpec | None = None
         self._request: SubagentInput | None = None
         self._human = HumanInput(tell_lead)
+        self._top_up: LeadTopUp | None = None
 
     @workflow.run
     async def run(self, request: SubagentInput) -> SubagentOutput:
@@ -201,6 +204,8 @@ class SubagentWorkflow:
         scope = ResourceScope(request)
         self._request, checkpoint = request, request.checkpoint
         self._human.allowed = request.human_input  # a lead's delegation is gated before
+        if request.fair_share:
+            self._top_up = LeadTopUp(request.delegation_id)
 
         async def run_loop() -> AgentResult:
             loop = self._loop = AgentLoop(
@@ -222,6 +227,7 @@ class SubagentWorkflow:
                 ask=self._human.ask,
                 lead_hooks=observed_hooks(request.observers),
                 observers=request.observers,
+                top_up=self._top_up,
             )
             turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
             if self._lead_permissions is not None:  # signalled before the loop was built
@@ -301,6 +307,16 @@ class SubagentWorkflow:
         """
         tool_started(self._loop, passed)
 
+    @workflow.signal(name=TOP_UP_REPLY_SIGNAL)
+    def top_up_reply(self, reply: TopUpReply) -> None:
+        """The lead's answer to this delegation's ask for more budget (see ``_top_up``).
+
+        Args:
+            reply: The ask's number and the field's new limit, if any was granted.
+        """
+        if self._top_up is not None:
+            self._top_up.reply(reply)
+
     @workflow.query(name=EVENTS_QUERY)
     def events(self, offset: int = 0) -> list[str]:
         """The encoded events from ``offset`` on.
@@ -327,6 +343,8 @@ class LeadWorkflow:
         self._specs: dict[str, AgentSpec] = {}
         self._delegations: list[DelegationState] = []
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+        # Running delegations' reservations, by delegation id: what a top-up draws on.
+        self._reservations: dict[str, Reservation] = {}
         self._carried: LoopCheckpoint | None = None  # from the previous run of the chain
         self._slots = Slots(None)
         self._counts = DelegationCounts(DelegationLimits(), (), ())
@@ -500,6 +518,16 @@ class LeadWorkflow:
         # written to the history.
         self._human.check(question_id, answers)
 
+    @workflow.signal(name=TOP_UP_SIGNAL)
+    async def top_up(self, ask: TopUpAsk) -> None:
+        """A running delegation used up its share: grant it more while the run has some.
+
+        Args:
+            ask: The delegation, the limit field and the terms of its ask.
+        """
+        if self._loop is not None:
+            await grant(self._loop.meter, self._reservations.get(ask.delegation_id), ask)
+
     @workflow.query(name=PENDING_QUESTIONS_QUERY)
     def pending_questions(self) -> list[PendingQuestion]:
         """The run's questions waiting for answers, in the order they were asked.
@@ -601,10 +629,11 @@ class LeadWorkflow:
         # Without slots there is no interrupt check here: the loop answers a turn's calls
         # with "interrupted" before handing them over, and nothing awaits until this point.
         reservation = loop.meter.reserve_child(spec.max_requests if spec else 0)
-        d.limits = reservation.limits
+        d.fair_share = reservation.fair
         seconds = child_seconds(request.delegation.max_seconds, loop.deadline.left())
         if seconds is not None:  # its own limit, tightened by the time the lead has left
-            d.limits = msgspec.structs.replace(d.limits, max_seconds=seconds)
+            reservation.limits = msgspec.structs.replace(reservation.limits, max_seconds=seconds)
+        d.limits = reservation.limits
         empty = (exhausted(d.limits) or out_of_time(d.limits)) if spec is not None else None
         if empty is not None:
             # Granted nothing to run on (running siblings hold the rest): settled before
@@ -629,6 +658,7 @@ class LeadWorkflow:
                 d.hook_errors += await loop.lead_hooks.subagent(
                     loop, HookEvent.SubagentStart, d.hook_fields(), status="running"
                 )
+            self._reservations[delegation_id] = reservation  # before its first ask
             handle = await workflow.start_child_workflow(
                 SubagentWorkflow.run,
                 child_input,
@@ -660,7 +690,9 @@ class LeadWorkflow:
         finally:
             self._slots.release()
             self._children.pop(delegation_id, None)
+            self._reservations.pop(delegation_id, None)
             self._human.forget(delegation_id)
+            d.limits = reservation.limits  # with what top-ups granted, as in-process
             loop.meter.release(reservation)
             loop.meter.add_external(d.usage)
         # Not in the finally: a worker evicting the run closes this coroutine, and the
@@ -716,4 +748,5 @@ class LeadWorkflow:
             resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
             human_input=request.human_input,
             observers=request.observers,
+            fair_share=d.fair_share,
         )

@@ -263,6 +263,44 @@ async def test_budgets_across_parallel_delegations_match(
         assert all(e.error and e.error.startswith("Not started: ") for e in alone)
 
 
+@pytest.mark.parametrize("max_tool_calls", [5, 3])
+async def test_a_delegation_past_its_share_draws_more_from_its_lead_as_in_process(
+    client: Client, task_queue: str, workdir: Path, max_tool_calls: int
+) -> None:
+    """One uncapped delegation whose first turn calls three tools. The lead's delegation
+    call is its own first tool call; the share is half of what is left (the lead counts
+    as a party). Under 5 (2 of 4) the third call draws one more; under 3 (1 of 2) the
+    second call draws the last one and the third finds nothing left. On both paths
+    alike, and the record shows the limits with what was drawn."""
+    files = {t.name: t for t in tools_file(workdir)}
+    scout = AgentDefinition(
+        "scout",
+        "Looks around.",
+        "You look around.",
+        tools=(files["read_file"], files["grep_files"], files["list_files"]),
+    )
+    limits = UsageLimits(max_tool_calls=max_tool_calls)
+    expected = await _in_process(workdir, [scout], limits)
+    async with _worker(client, task_queue, workdir):
+        got, out, workflow_id = await _durable(client, task_queue, [scout], limits)
+    assert got.comparable() == expected.comparable()
+    [record] = got.records
+    assert record.limits is not None
+    ran = 3 if max_tool_calls == 5 else 2
+    assert record.limits.max_tool_calls == ran  # the share and what it drew
+    [result] = got.results
+    assert result is not None
+    refused = [
+        c
+        for t in result.turns
+        for c in t.contents
+        if isinstance(c, ContentToolResult) and c.error and "Tool call limit" in c.error
+    ]
+    assert (record.usage.tool_calls, len(refused)) == (ran, 3 - ran)
+    assert got.result.usage.tool_calls == 1 + ran <= max_tool_calls
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) == 2
+
+
 async def test_ceiling_violation_matches(client: Client, task_queue: str, workdir: Path) -> None:
     definitions = _definitions(workdir, 2, writer_mode="full")
     limits = UsageLimits(max_requests=20)
