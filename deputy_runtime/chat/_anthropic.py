@@ -248,8 +248,9 @@ class AnthropicProvider(HTTPProvider):
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``. ``max_tokens`` (required by
     the API) defaults to 4096; ``params`` may set it and ``temperature``, ``top_p``,
-    ``top_k``, ``stop_sequences`` or ``reasoning_tokens`` (sent as a thinking budget);
-    other keys are sent as they are. ``cache`` is the prompt-cache TTL (``"none"`` to
+    ``top_k``, ``stop_sequences``, ``reasoning_tokens`` (sent as a thinking budget) or
+    ``reasoning_effort`` (sent as ``output_config.effort``: ``low`` to ``max``); other keys
+    are sent as they are. ``cache`` is the prompt-cache TTL (``"none"`` to
     disable), ``beta_headers`` fills ``anthropic-beta``.
     """
 
@@ -262,7 +263,6 @@ class AnthropicProvider(HTTPProvider):
         "frequency_penalty": None,
         "presence_penalty": None,
         "log_probs": None,
-        "reasoning_effort": None,
     }
 
     def __init__(
@@ -324,6 +324,12 @@ class AnthropicProvider(HTTPProvider):
     def _build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"max_tokens": self.max_tokens}
         body.update(merge_params(self.params, request.params, self._renames))
+        effort = body.pop("reasoning_effort", None)
+        if effort is not None:
+            config = body.get("output_config")
+            config = dict(config) if isinstance(config, dict) else {}
+            config.setdefault("effort", effort)  # an explicit output_config wins
+            body["output_config"] = config
         budget = body.pop("reasoning_tokens", None)
         if budget is not None and "thinking" not in body:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}

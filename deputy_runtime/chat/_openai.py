@@ -378,8 +378,9 @@ class OpenAIProvider(HTTPProvider):
     OpenAI-compatible gateway works wherever the provider is built), else the public API.
     ``params`` holds defaults such as
     ``temperature``, ``seed`` or ``max_tokens`` (sent as ``max_completion_tokens``);
-    unknown keys are sent as they are. ``preserve_thinking`` echoes reasoning text back as
-    ``reasoning_content`` (for compatible servers that want it).
+    unknown keys are sent as they are (``reasoning_effort`` among them, ``max`` sent as
+    ``xhigh``, OpenAI's name for its highest level). ``preserve_thinking`` echoes
+    reasoning text back as ``reasoning_content`` (for compatible servers that want it).
     """
 
     name = "openai"
@@ -434,6 +435,8 @@ class OpenAIProvider(HTTPProvider):
 
     def _build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         body = merge_params(self.params, request.params, self._renames)
+        if body.get("reasoning_effort") == "max":
+            body["reasoning_effort"] = "xhigh"  # OpenAI's highest level has this name
         body["model"] = self.model
         body["messages"] = self._messages(request)
         if request.tools:

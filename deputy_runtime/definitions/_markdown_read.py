@@ -63,13 +63,17 @@ READ_KEYS = (
     "maxTurns",
     "initialPrompt",
     "hooks",
+    "effort",
 )
+
+#: Claude Code's ``effort`` levels, read into the definition's params as
+#: ``reasoning_effort`` (each provider sends it as its own reasoning-effort field).
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 
 #: Frontmatter keys Claude Code honours and this runtime does not (yet), with why: a file
 #: that sets one loads with a warning naming what it loses, never silently.
 UNHONOURED_KEYS = {
     "color": "the live and web views do not colour agents",
-    "effort": "no reasoning effort is passed to the provider; use model_args",
     "memory": "there is no persistent agent memory here",
     "background": "delegations always run in the lead's turn here",
     "isolation": "there is no worktree isolation here",
@@ -183,6 +187,12 @@ def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
     for key, (target, read) in readers.items():
         if key in data:
             values[target] = _attempt(log, read, None)
+    if "effort" in data:
+        effort = _attempt(log, lambda: _effort(fm, path), None)
+        params = values.get("params")
+        if effort is not None and (params is None or "reasoning_effort" not in params):
+            # model_args naming reasoning_effort itself is the more specific setting.
+            values["params"] = {**(params or {}), "reasoning_effort": effort}
     tool_names: tuple[str, ...] | None = None
     if "tools" in data:
         empty: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -341,6 +351,20 @@ def _model_args(fm: Frontmatter, path: Path) -> dict[str, Any] | None:
             line=fm.line("model_args"),
         )
     return {str(key): item for key, item in value.items()}
+
+
+def _effort(fm: Frontmatter, path: Path) -> str | None:
+    value = fm.data["effort"]
+    if value is None:
+        return None
+    level = value.strip().lower() if isinstance(value, str) else None
+    if level not in EFFORT_LEVELS:
+        raise DefinitionFileError(
+            f"effort must be one of {', '.join(EFFORT_LEVELS)}, got {_kind(value)}",
+            path=path,
+            line=fm.line("effort"),
+        )
+    return level
 
 
 def _kind(value: Any) -> str:

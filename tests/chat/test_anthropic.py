@@ -214,6 +214,21 @@ def test_tool_results_lead_the_user_message_and_thinking_is_replayed() -> None:
     assert body["tools"][0]["input_schema"]["properties"] == {"city": {"type": "string"}}
 
 
+def test_reasoning_effort_is_sent_as_output_config_effort() -> None:
+    provider = AnthropicProvider("m", api_key="k", params={"reasoning_effort": "xhigh"})
+    request = ModelRequest(None, (Turn("user", (ContentText("x"),)),), (), {})
+    body = provider._build_body(request, stream=False)
+    assert body["output_config"] == {"effort": "xhigh"}
+    assert "reasoning_effort" not in body
+    # An explicit output_config keeps its own effort and its other keys.
+    explicit = {"reasoning_effort": "low", "output_config": {"effort": "max", "format": "x"}}
+    request = ModelRequest(None, (Turn("user", (ContentText("x"),)),), (), explicit)
+    assert provider._build_body(request, stream=False)["output_config"] == {
+        "effort": "max",
+        "format": "x",
+    }
+
+
 def test_params_and_options() -> None:
     provider = AnthropicProvider(
         "m", api_key="k", max_tokens=100, cache="none", params={"seed": 1, "temperature": 0.2}

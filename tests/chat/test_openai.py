@@ -269,6 +269,15 @@ def test_params_are_renamed_and_passed_through() -> None:
     assert "temperature" not in body
 
 
+@pytest.mark.parametrize(("effort", "sent"), [("low", "low"), ("xhigh", "xhigh"), ("max", "xhigh")])
+def test_reasoning_effort_is_sent_with_openais_level_names(effort: str, sent: str) -> None:
+    from deputy_runtime.chat import ModelRequest
+
+    provider = OpenAIProvider("m", api_key="k", params={"reasoning_effort": effort})
+    body = provider._build_body(ModelRequest(None, (), ()), stream=False)
+    assert body["reasoning_effort"] == sent
+
+
 HEAD = [e for e in EXCHANGES if "commit" not in e]  # the current cassettes
 
 

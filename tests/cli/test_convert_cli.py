@@ -110,7 +110,9 @@ def test_ignored_claude_code_keys_are_named(
 ) -> None:
     status, _, err = _convert(capsys, CORPUS / "migration-planner.md", tmp_path / "m.yaml")
     assert status == 0
-    assert "not carried over: effort, isolation, memory, background, hooks" in err
+    assert "not carried over: isolation, memory, background, hooks" in err
+    # effort is carried over as the reasoning-effort model parameter.
+    assert "reasoning_effort: high" in (tmp_path / "m.yaml").read_text()
 
 
 def test_invalid_source_is_reported_with_line(

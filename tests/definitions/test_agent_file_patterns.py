@@ -43,7 +43,6 @@ CLAUDE_TOOLS = (
 SUBAGENTS = "lets this agent start subagents"
 # Claude Code keys the runtime does not honour: loaded with a warning naming them.
 COLOR = "color: Claude Code's 'color' is not honoured here"
-EFFORT = "effort: Claude Code's 'effort' is not honoured here"
 # file name -> ("accept", [(line, part of each warning), ...])
 #            | ("reject", line, part of the reason, part of the fix)
 EXPECTED: dict[str, tuple[object, ...]] = {
@@ -54,7 +53,7 @@ EXPECTED: dict[str, tuple[object, ...]] = {
     "growth-loops.md": ("accept", [(3, "the value of 'description' contains ': ' without quotes")]),
     "patch-generator.md": (
         "accept",
-        [(7, f"'Agent(claude-security:explore)' {SUBAGENTS}"), (5, EFFORT), (6, COLOR)],
+        [(7, f"'Agent(claude-security:explore)' {SUBAGENTS}"), (6, COLOR)],
     ),
     "agent-creator.md": (
         "accept",
@@ -80,7 +79,6 @@ EXPECTED: dict[str, tuple[object, ...]] = {
         [
             (7, f"'Agent(fix-explorer, fix-verifier)' {SUBAGENTS}"),
             (7, f"'Task(fix-reviewer)' {SUBAGENTS}"),
-            (5, EFFORT),
             (6, COLOR),
         ],
     ),
@@ -237,7 +235,6 @@ def test_discovery_hands_warnings_to_the_callback_once_every_file_loaded(tmp_pat
     assert [(p.path.name, p.line) for p in seen] == [
         ("fix-coordinator.md", 7),
         ("fix-coordinator.md", 7),
-        ("fix-coordinator.md", 5),
         ("fix-coordinator.md", 6),
         ("release-notes.md", 3),
     ]

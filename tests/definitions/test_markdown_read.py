@@ -634,7 +634,6 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
     # line; keys Claude Code does not know either (allowed-tools, ...) stay silent.
     assert [(p.field, p.line) for p in seen] == [
         ("color", 4),
-        ("effort", 5),
         ("isolation", 6),
         ("memory", 7),
         ("background", 8),
@@ -642,6 +641,27 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
     assert all("is not honoured here" in p.message for p in seen)
     # hooks are read (checked as they will run) and kept, frozen.
     assert d.hooks == {"Stop": ({"hooks": ({"command": "echo"},)},)}
+
+
+def test_effort_becomes_the_reasoning_effort_param(tmp_path: Path) -> None:
+    data = b"---\nname: a\ndescription: d\neffort: XHigh\nmodel_args: {temperature: 0.2}\n---\nb"
+    d = read_md(write_bytes(tmp_path, data), tool_registry())
+    assert d.params == {"temperature": 0.2, "reasoning_effort": "xhigh"}
+    # model_args naming reasoning_effort itself is the more specific setting.
+    data = (
+        b"---\nname: a\ndescription: d\neffort: high\nmodel_args: {reasoning_effort: low}\n---\nb"
+    )
+    assert read_md(write_bytes(tmp_path, data), tool_registry()).params == {
+        "reasoning_effort": "low"
+    }
+
+
+@pytest.mark.parametrize("value", ["'extreme'", "3", "[high]"])
+def test_an_unknown_effort_is_an_error_naming_the_levels(tmp_path: Path, value: str) -> None:
+    data = f"---\nname: a\ndescription: d\neffort: {value}\n---\nb".encode()
+    with pytest.raises(DefinitionFileError, match="effort must be one of low, medium") as info:
+        read_md(write_bytes(tmp_path, data), tool_registry())
+    assert (info.value.path, info.value.line) == (tmp_path / "agent.md", 4)
 
 
 def test_hooks_are_checked_as_they_will_run(tmp_path: Path) -> None:
