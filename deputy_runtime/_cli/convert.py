@@ -135,6 +135,9 @@ def _convert(
             # A YAML definition has no hooks: they are named with what was not carried.
             definition = definition.replace(hooks=None)
             ignored = (*ignored, "hooks")
+        if kind != "markdown" and definition.color is not None:
+            definition = definition.replace(color=None)  # nor a colour
+            ignored = (*ignored, "color")
     else:
         tools, skills = placeholder_registries(*_yaml_names(source))
         definition = agent_definition_read(source, tools, skills)

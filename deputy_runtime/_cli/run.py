@@ -158,7 +158,8 @@ def _run(args: argparse.Namespace) -> int:
 
     otlp = getattr(args, "otlp", None)
     stop_tracing = start_otlp(otlp) if otlp is not None else None
-    state = RunState()
+    definitions = (lead.sub_agent(name) for name in lead.available_sub_agents())
+    state = RunState(colours={d.name: d.color for d in definitions if d.color is not None})
     view: JsonView | LiveView | PlainView
     if as_json:
         view = JsonView(sys.stdout.buffer, state)

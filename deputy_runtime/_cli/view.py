@@ -15,7 +15,7 @@ import os
 import shutil
 import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, NamedTuple
 
 from ..chat import add_costs
@@ -76,6 +76,18 @@ _STATUS_COLOURS = {
     "failed": "31",  # red
     "interrupted": "35",
 }
+#: An agent definition's ``color`` -> the SGR code its name is drawn in.
+AGENT_COLOUR_CODES = {
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+    "purple": "38;5;135",
+    "orange": "38;5;208",
+    "pink": "38;5;213",
+}
 
 
 class Node:
@@ -84,6 +96,7 @@ class Node:
     __slots__ = (
         "agent_name",
         "children",
+        "colour",
         "cost_usd",
         "delegation_id",
         "ended",
@@ -115,6 +128,7 @@ class Node:
         self.last_tool: str | None = None
         self.error: str | None = None
         self.children: list[Node] = []
+        self.colour: str | None = None  # the definition's color, if it has one
 
     def elapsed(self, now: float) -> float:
         """Seconds since the run started (until it ended)."""
@@ -144,10 +158,17 @@ class Node:
 
 
 class RunState:
-    """The lead and its delegations as a tree, updated from events (synchronously)."""
+    """The lead and its delegations as a tree, updated from events (synchronously).
 
-    def __init__(self, clock: Any = time.monotonic) -> None:
+    ``colours`` maps agent names to their definitions' ``color``: those delegations'
+    names are drawn in it.
+    """
+
+    def __init__(
+        self, clock: Any = time.monotonic, colours: Mapping[str, str] | None = None
+    ) -> None:
         self._clock = clock
+        self._colours = dict(colours or {})
         self.started = clock()
         self.lead: Node | None = None
         self.nodes: dict[str, Node] = {}  # delegation_id (or "lead") -> node
@@ -187,6 +208,7 @@ class RunState:
     def _start_delegation(self, event: DelegationStart | DelegationEnd, now: float) -> Node:
         assert event.delegation_id is not None
         node = Node(event.agent_name or "subagent", event.delegation_id, now)
+        node.colour = self._colours.get(node.agent_name)
         if isinstance(event, DelegationStart):
             node.limits = event.limits
         self.nodes[event.delegation_id] = node
@@ -365,10 +387,13 @@ _MIN_LAST_TOOL = 12
 
 
 class _Cells(NamedTuple):
-    """One row's text per column, and the colour of its status."""
+    """One row's text per column, the colour of its status and of its agent's name
+    (which starts ``name_at`` characters into the agent column, after the tree)."""
 
     values: dict[str, str]
     colour_code: str | None
+    name_colour: str | None = None
+    name_at: int = 0
 
 
 _HEADER_CELLS = _Cells({c: c for c in COLUMNS}, None)
@@ -395,7 +420,8 @@ def _node_cells(node: Node, prefix: str, now: float) -> _Cells:
         "cost": _cost(node.live_cost()),
         "last tool": _printable(node.last_tool or ""),
     }
-    return _Cells(values, _STATUS_COLOURS.get(node.status, "0"))
+    name_colour = AGENT_COLOUR_CODES.get(node.colour) if node.colour else None
+    return _Cells(values, _STATUS_COLOURS.get(node.status, "0"), name_colour, len(prefix))
 
 
 def _layout(rows: Sequence[_Cells], width: int | None, ellipsis: str) -> _Layout:
@@ -441,6 +467,9 @@ def _format(cells: _Cells, layout: _Layout, colour: bool) -> str:
         cell = pad + text if column in _RIGHT else text + pad
         if column == "status" and colour and cells.colour_code is not None:
             cell = f"\x1b[{cells.colour_code}m{cell}\x1b[0m"
+        elif column == "agent" and colour and cells.name_colour is not None:
+            at = cells.name_at
+            cell = f"{text[:at]}\x1b[{cells.name_colour}m{text[at:]}\x1b[0m{pad}"
         out.append(_GAPS[column] + cell)
     return "".join(out).rstrip()
 

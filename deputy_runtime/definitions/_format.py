@@ -39,7 +39,7 @@ __all__ = [
 #: written in ``tools`` (the definition keeps them apart, in ``mcp_tools``).
 FORMAT_FIELDS: Final = (
     "version",
-    *(field for field in FIELD_NAMES if field not in ("mcp_tools", "hooks")),
+    *(field for field in FIELD_NAMES if field not in ("mcp_tools", "hooks", "color")),
 )
 _REQUIRED: Final = ("name", "description", "prompt")
 _STRING_LISTS: Final = ("disallowed_tools", "memory", "mcp_servers")
@@ -334,6 +334,13 @@ def definition_to_yaml(
         raise DefinitionFileError(
             "hooks (Claude Code command hooks) cannot be written to a YAML definition file: "
             "keep the agent in markdown, or drop them with definition.replace(hooks=None)",
+            path=path,
+        )
+    if definition.color is not None:
+        raise DefinitionFileError(
+            "color cannot be written to a YAML definition file (the format has no such "
+            "field): keep the agent in markdown, or drop it with "
+            "definition.replace(color=None)",
             path=path,
         )
     record: dict[str, Any] = {"version": 1}

@@ -28,7 +28,7 @@ from ._claude_tools import (
 from ._files import check_path_argument, read_definition_text
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._mcp import is_mcp_name, mcp_name_problem
-from ._model import AgentDefinition, DefinitionFieldError, agent_definition
+from ._model import AGENT_COLORS, AgentDefinition, DefinitionFieldError, agent_definition
 from ._problems import ProblemLog, WarningCallback
 from ._registry import (
     REGISTRY_KEY_PATTERN,
@@ -64,6 +64,7 @@ READ_KEYS = (
     "initialPrompt",
     "hooks",
     "effort",
+    "color",
 )
 
 #: Claude Code's ``effort`` levels, read into the definition's params as
@@ -73,7 +74,6 @@ EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 #: Frontmatter keys Claude Code honours and this runtime does not (yet), with why: a file
 #: that sets one loads with a warning naming what it loses, never silently.
 UNHONOURED_KEYS = {
-    "color": "the live and web views do not colour agents",
     "memory": "there is no persistent agent memory here",
     "background": "delegations always run in the lead's turn here",
     "isolation": "there is no worktree isolation here",
@@ -110,6 +110,7 @@ _FIELD_KEYS = {
     "max_requests": "maxTurns",
     "initial_prompt": "initialPrompt",
     "hooks": "hooks",
+    "color": "color",
 }
 
 
@@ -187,6 +188,10 @@ def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
     for key, (target, read) in readers.items():
         if key in data:
             values[target] = _attempt(log, read, None)
+    if "color" in data:
+        color = _color(fm, log)
+        if color is not None:
+            values["color"] = color
     if "effort" in data:
         effort = _attempt(log, lambda: _effort(fm, path), None)
         params = values.get("params")
@@ -351,6 +356,24 @@ def _model_args(fm: Frontmatter, path: Path) -> dict[str, Any] | None:
             line=fm.line("model_args"),
         )
     return {str(key): item for key, item in value.items()}
+
+
+def _color(fm: Frontmatter, log: ProblemLog) -> str | None:
+    """The agent's colour; one that is not a known colour is a warning, not an error (it
+    only changes how the views show the agent)."""
+    value = fm.data["color"]
+    if value is None:
+        return None
+    color = value.strip().lower() if isinstance(value, str) else None
+    if color not in AGENT_COLORS:
+        log.warn(
+            f"color must be one of {', '.join(AGENT_COLORS)}, got {_kind(value)}; the agent "
+            "is shown without a colour",
+            line=fm.line("color"),
+            field="color",
+        )
+        return None
+    return color
 
 
 def _effort(fm: Frontmatter, path: Path) -> str | None:

@@ -158,6 +158,8 @@ def _render(
         record["model_args"] = _plain(definition.params)
     if definition.hooks is not None:
         record["hooks"] = _plain(definition.hooks)
+    if definition.color is not None:
+        record["color"] = definition.color
     frontmatter = yaml.dump(
         record,
         Dumper=_Dumper,

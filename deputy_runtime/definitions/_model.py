@@ -59,6 +59,19 @@ FIELD_NAMES: Final = (
     "params",
     "mcp_tools",
     "hooks",
+    "color",
+)
+#: The colours an agent may be shown in (Claude Code's ``color`` values).
+AGENT_COLORS: Final = (
+    "red",
+    "blue",
+    "green",
+    "yellow",
+    "purple",
+    "orange",
+    "pink",
+    "cyan",
+    "magenta",
 )
 _MAX_PARAMS_DEPTH = 16
 
@@ -86,6 +99,17 @@ def _text(field: str, value: object) -> str:
 
 def _optional_text(field: str, value: object) -> str | None:
     return None if value is None else _text(field, value)
+
+
+def _color(value: object) -> str | None:
+    if value is None:
+        return None
+    color = value.strip().lower() if isinstance(value, str) else None
+    if color not in AGENT_COLORS:
+        raise DefinitionFieldError(
+            "color", f"expected one of {', '.join(AGENT_COLORS)}, got {value!r}"
+        )
+    return color
 
 
 def _name(value: object) -> str:
@@ -307,6 +331,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     params: Mapping[str, Any] | None = None
     mcp_tools: tuple[str, ...] | None = None
     hooks: Mapping[str, Any] | None = None
+    color: str | None = None
 
     def __post_init__(self) -> None:
         values = (
@@ -325,6 +350,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             _params(self.params),
             _mcp_tools(self.mcp_tools),
             _hooks(self.hooks),
+            _color(self.color),
         )
         for field, value in zip(FIELD_NAMES, values, strict=True):
             msgspec.structs.force_setattr(self, field, value)
@@ -379,6 +405,7 @@ def agent_definition(
     params: Mapping[str, Any] | None = None,
     mcp_tools: Sequence[str] | None = None,
     hooks: Mapping[str, Any] | None = None,
+    color: str | None = None,
 ) -> AgentDefinition:
     """Build a validated :class:`AgentDefinition` (the same as calling the class).
 
@@ -404,6 +431,9 @@ def agent_definition(
         hooks: Claude Code command hooks for this agent's own events (the ``hooks`` of
             an agent file: event name -> ``[{matcher, hooks: [{type: command, command,
             timeout}]}]``), run as ``deputy_runtime.command_hooks`` runs them.
+        color: The colour the live and web views show the agent in: ``red``, ``blue``,
+            ``green``, ``yellow``, ``purple``, ``orange``, ``pink``, ``cyan`` or ``magenta``
+            (the ``color`` values of Claude Code's agent files; trimmed and lowercased).
 
     Returns:
         The frozen definition.
@@ -428,4 +458,5 @@ def agent_definition(
         params,
         mcp_tools,  # type: ignore[arg-type]
         hooks,
+        color,
     )

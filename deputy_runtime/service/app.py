@@ -132,6 +132,7 @@ class AgentView(msgspec.Struct, frozen=True):
     model: str
     max_requests: int | None
     permission_mode: str | None
+    color: str | None
 
 
 def _agent_view(definition: AgentDefinition) -> AgentView:
@@ -142,6 +143,7 @@ def _agent_view(definition: AgentDefinition) -> AgentView:
         definition.model,
         definition.max_requests,
         definition.permission_mode,
+        definition.color,
     )
 
 

@@ -126,6 +126,21 @@ async def test_live_view_moves_back_over_its_previous_frame() -> None:
     assert text.endswith("\x1b[?25h")
 
 
+async def test_a_definitions_colour_draws_its_delegations_name() -> None:
+    _, events = await _events()
+    state = RunState(colours={"alpha": "orange", "beta": "cyan"})
+    for event in events:
+        state.apply(event)
+    lines = tree_lines(state, state.now(), colour=True)
+    by_agent = {re.sub(r"\x1b\[[0-9;]*m", "", line).split()[1]: line for line in lines[2:]}
+    # The name only, after the tree's branch, in its colour; the columns still line up.
+    assert re.match(r"^(├─ |└─ )\x1b\[38;5;208malpha\x1b\[0m ", by_agent["alpha"])
+    assert re.match(r"^(├─ |└─ )\x1b\[36mbeta\x1b\[0m ", by_agent["beta"])
+    plain = tree_lines(state, state.now(), colour=False)
+    assert [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines] == plain
+    assert not any("\x1b" in line for line in plain)  # NO_COLOR: no colour at all
+
+
 def test_clip_counts_only_visible_characters() -> None:
     coloured = "ab\x1b[32mcdef\x1b[0mgh"
     assert _clip(coloured, 100) == coloured

@@ -26,6 +26,7 @@ FIELDS = (
     "params",
     "mcp_tools",
     "hooks",
+    "color",
 )
 
 
@@ -118,6 +119,17 @@ def test_max_requests_rejections(value: object, problem: str) -> None:
     with pytest.raises(DefinitionError) as info:
         base(max_requests=value)
     assert str(info.value) == f"max_requests: {problem}"
+
+
+def test_color_is_one_of_claude_codes_colours() -> None:
+    assert base(color=" Purple ").color == "purple"
+    for bad in ("mauve", 3, ""):
+        with pytest.raises(DefinitionError) as info:
+            base(color=bad)
+        assert str(info.value) == (
+            "color: expected one of red, blue, green, yellow, purple, orange, pink, cyan, "
+            f"magenta, got {bad!r}"
+        )
 
 
 @pytest.mark.parametrize("value", [0, 2, 2**31 - 1])

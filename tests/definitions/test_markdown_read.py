@@ -632,8 +632,8 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
     assert len(d.tools) == len(tool_registry())
     # Claude Code's own keys it honours and this runtime does not are named, each on its
     # line; keys Claude Code does not know either (allowed-tools, ...) stay silent.
+    assert d.color == "blue"
     assert [(p.field, p.line) for p in seen] == [
-        ("color", 4),
         ("isolation", 6),
         ("memory", 7),
         ("background", 8),
@@ -641,6 +641,16 @@ def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
     assert all("is not honoured here" in p.message for p in seen)
     # hooks are read (checked as they will run) and kept, frozen.
     assert d.hooks == {"Stop": ({"hooks": ({"command": "echo"},)},)}
+
+
+def test_an_unknown_color_is_a_warning_and_the_agent_loads_without_one(tmp_path: Path) -> None:
+    data = b"---\nname: a\ndescription: d\ncolor: mauve\n---\nb"
+    seen: list[DefinitionProblem] = []
+    d = read_md(write_bytes(tmp_path, data), tool_registry(), on_warning=seen.append)
+    assert d.color is None
+    [problem] = seen
+    assert (problem.field, problem.line) == ("color", 4)
+    assert problem.message.startswith("color must be one of red, blue, green")
 
 
 def test_effort_becomes_the_reasoning_effort_param(tmp_path: Path) -> None:

@@ -66,6 +66,14 @@ def browser(tmp_path: Path) -> Iterator[object]:
 @pytest.fixture(params=["asyncio", "trio"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     agents = agents_dir(tmp_path / "agents", "quick_a", "quick_b", "slow_one")
+    # quick_b as a Claude Code agent file with a colour (the YAML format has none).
+    (agents / "quick_b.yaml").unlink()
+    (agents / "quick_b.md").write_text(
+        "---\nname: quick_b\ndescription: quick_b agent used by the service tests.\n"
+        "tools: []\nmaxTurns: 3\npermissionMode: readonly\ncolor: orange\n---\n"
+        "You are the quick_b agent.\n",
+        encoding="utf-8",
+    )
     markers = tmp_path / "markers"
     markers.mkdir()
     running = start_server(
@@ -165,6 +173,12 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     assert row("quick_a")["cost"] == "$0.0008"  # two requests at $0.0004
     assert row("lead")["cost"] == "$0.0024"  # six requests: the lead's and its children's
     assert row("quick_a")["last_tool"].startswith("quick_lookup(")
+    # A definition's colour draws its agent's name (only the name, not the tree's branch).
+    name = driver.find_element(By.CSS_SELECTOR, '#tree tr[data-agent="quick_b"] span.agent')
+    assert (name.text, name.get_attribute("data-colour")) == ("quick_b", "orange")
+    assert name.value_of_css_property("color") == "rgba(230, 81, 0, 1)"
+    uncoloured = driver.find_element(By.CSS_SELECTOR, '#tree tr[data-agent="quick_a"] span.agent')
+    assert uncoloured.get_attribute("data-colour") is None
     assert text("answer")
     assert text("run-model") == "priced/test"
     assert "max_requests 25" in text("run-limits")

@@ -147,6 +147,7 @@ def test_agents_lists_the_loaded_definitions(live: Live) -> None:
     assert agents[0]["description"] == "quick_a agent used by the service tests."
     assert agents[0]["max_requests"] == 3
     assert agents[0]["permission_mode"] == "readonly"
+    assert agents[0]["color"] is None  # a YAML definition has no colour
 
 
 def test_a_run_streams_every_event_then_reports_its_result(live: Live) -> None:

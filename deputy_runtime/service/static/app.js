@@ -10,6 +10,7 @@
 const KEY = "deputy-runtime-token";
 const $ = (id) => document.getElementById(id);
 let state = null; // the tree of the run on screen
+const colours = new Map(); // agent name -> its definition's color (GET /agents)
 
 function token() { return sessionStorage.getItem(KEY); }
 
@@ -42,7 +43,9 @@ async function showApp() {
   const data = await api("GET", "/agents");
   const box = $("agents");
   box.replaceChildren(box.firstElementChild);
+  colours.clear();
   for (const agent of data.agents) {
+    if (agent.color) colours.set(agent.name, agent.color);
     const label = document.createElement("label");
     const check = document.createElement("input");
     check.type = "checkbox";
@@ -200,6 +203,11 @@ function rowFor(node) {
     tr.dataset.agent = node.name;
     tr.dataset.node = key;
     for (let i = 0; i < 8; i++) tr.append(document.createElement("td"));
+    // The tree's branch, then the agent's name in its own element (for its colour).
+    const name = document.createElement("span");
+    name.className = "agent";
+    if (node.delegationId && colours.has(node.name)) name.dataset.colour = colours.get(node.name);
+    tr.cells[0].append(document.createTextNode(""), name);
     for (const i of [2, 3, 4, 5]) tr.cells[i].className = "num";
     tr.cells[6].className = "tool";
     state.rows.set(key, tr);
@@ -225,7 +233,9 @@ function render() {
     const tr = rowFor(node);
     tr.dataset.status = node.status;
     const cells = tr.cells;
-    setText(cells[0], prefix + node.name);
+    const branch = cells[0].firstChild;
+    if (branch.data !== prefix) branch.data = prefix;
+    setText(cells[0].lastChild, node.name);
     const reason = node.stopReason && node.stopReason !== "complete" ? " (" + node.stopReason + ")" : "";
     setText(cells[1], node.status + reason);
     cells[1].className = "status status-" + node.status;
