@@ -102,7 +102,7 @@ KNOWN_WRITE_TOOLS = frozenset(
     }
 )
 #: Known write tools whose ``path`` argument must lie inside the write root.
-_PATH_WRITE_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
+_PATH_WRITE_TOOLS = frozenset({"write_file", "edit_file", "multi_edit", "notebook_edit"})
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 

@@ -2,7 +2,8 @@
 
 A :class:`Tool` is what an agent can call. :func:`tool` builds one from a typed Python
 function; :func:`tools_file` gives the built-in file tools confined to one directory (and
-:func:`tools_file_extra` three more: ``glob_files``, ``multi_edit``, ``todo_write``);
+:func:`tools_file_extra` four more: ``glob_files``, ``multi_edit``, ``todo_write``,
+``notebook_edit``);
 :func:`ask_user` / :func:`ask_user_tool` let a model ask a person a question;
 :func:`tools_bash` gives a sandboxed shell (``bash``, ``bash_output``, ``kill_shell``);
 :func:`tools_web` gives ``web_fetch`` and ``web_search`` (the ``web`` extra).

@@ -28,6 +28,7 @@ from ._fileroot import Root
 from ._filewrite import edit, write
 from ._limits import FileToolLimits
 from ._multiedit import EditItem, multi_edit_file
+from ._notebook import CellType, EditMode, notebook_edit_file
 from ._todo import TodoItem, render_todos
 from ._tool import Tool
 
@@ -95,22 +96,24 @@ def tools_file(
 def tools_file_extra(
     working_dir: str | os.PathLike[str], *, limits: FileToolLimits | None = None
 ) -> tuple[Tool, ...]:
-    """Three more tools Claude Code's agent files name (``Glob``, ``MultiEdit``,
-    ``TodoWrite``), confined to ``working_dir`` like :func:`tools_file`'s.
+    """Four more tools Claude Code's agent files name (``Glob``, ``MultiEdit``,
+    ``TodoWrite``, ``NotebookEdit``), confined to ``working_dir`` like :func:`tools_file`'s.
 
     ``glob_files`` (read-only) lists the files whose path matches a glob, sorted by path;
     ``multi_edit`` applies several exact-text replacements to one file, all or none, in
     one atomic write; ``todo_write`` (no side effects) checks and shows the agent's task
-    list, which the model sends whole on each call. They are a separate function so that
-    :func:`tools_file` keeps returning exactly its five tools.
+    list, which the model sends whole on each call; ``notebook_edit`` replaces, inserts or
+    deletes one cell of a Jupyter notebook, in one atomic write. They are a separate
+    function so that :func:`tools_file` keeps returning exactly its five tools.
 
     Args:
         working_dir: The directory the tools are confined to (after resolving symlinks).
         limits: Bounds on each call, as for :func:`tools_file` (``glob_files`` shows at
-            most ``list_entries`` paths; ``multi_edit`` edits files up to ``write_bytes``).
+            most ``list_entries`` paths; ``multi_edit`` and ``notebook_edit`` edit files
+            up to ``write_bytes``).
 
     Returns:
-        ``(glob_files, multi_edit, todo_write)``.
+        ``(glob_files, multi_edit, todo_write, notebook_edit)``.
 
     Raises:
         ToolDefinitionError: ``working_dir`` does not exist or is not a directory.
@@ -229,7 +232,7 @@ def _write_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool]:
     return write_file, edit_file
 
 
-def _extra_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool, Tool]:
+def _extra_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool, Tool, Tool]:
     @tool(
         read_only=True,
         idempotent=True,
@@ -286,4 +289,30 @@ def _extra_tools(root: Root, limits: FileToolLimits) -> tuple[Tool, Tool, Tool]:
     ) -> str:
         return render_todos(todos)
 
-    return glob_files, multi_edit, todo_write
+    @tool(
+        run_in_thread=True,
+        description=(
+            "Replace, insert or delete one cell of a Jupyter notebook (.ipynb) in the "
+            "working directory.\n\nName the cell by its id (or its 0-based position). "
+            "replace sets its source (a code cell's outputs are cleared); insert adds a "
+            "cell of cell_type after it (at the top without cell_id); delete removes it."
+        ),
+    )
+    def notebook_edit(
+        path: Annotated[
+            str, _meta("Notebook path relative to the working directory.", "analysis.ipynb")
+        ],
+        new_source: Annotated[str, _meta("The cell's new source.", "print('hello')")],
+        cell_id: Annotated[
+            str | None, _meta("The cell's id, or its 0-based position.", "0")
+        ] = None,
+        cell_type: Annotated[
+            CellType | None, _meta("The cell's type (required to insert).", "code")
+        ] = None,
+        edit_mode: Annotated[
+            EditMode, _meta("replace (the default), insert or delete.", "replace")
+        ] = "replace",
+    ) -> str:
+        return notebook_edit_file(root, limits, path, new_source, cell_id, cell_type, edit_mode)
+
+    return glob_files, multi_edit, todo_write, notebook_edit

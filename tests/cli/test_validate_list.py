@@ -170,7 +170,7 @@ def test_list_shows_what_loads_then_the_bad_files(
         "3 file(s) did not load:",
         f"  {tmp_path / 'c.md'}:4: unknown tool 'Lookup' in tools; known names (case-sensitive): "
         "bash, bash_output, edit_file, glob_files, grep_files, kill_shell, list_files, "
-        "multi_edit, read_file, todo_write, web_fetch, web_search, write_file",
+        "multi_edit, notebook_edit, read_file, todo_write, web_fetch, web_search, write_file",
         f"  {tmp_path / 'a.yaml'}: duplicate agent name 'reviewer': also defined by b.md in "
         "the same directory; names must be unique after lowercasing, so none of these files "
         "was loaded",
@@ -192,8 +192,8 @@ def test_the_shared_checks_for_run(tmp_path: Path) -> None:
     registry = host_tool_registry([module], tmp_path)
     assert sorted(registry) == [
         "bash", "bash_output", "edit_file", "glob_files", "grep_files", "kill_shell",
-        "list_files", "multi_edit", "read_file", "search_web", "todo_write", "web_fetch",
-        "web_search", "write_file",
+        "list_files", "multi_edit", "notebook_edit", "read_file", "search_web", "todo_write",
+        "web_fetch", "web_search", "write_file",
     ]  # fmt: skip
     assert host_skill_registry([module]) == {"house-style": "/srv/skills/house-style"}
     with pytest.raises(DeputyError, match="a tool named 'search_web' is already registered"):

@@ -95,12 +95,12 @@ def test_honoured_names_give_the_cli_registry_tools(tmp_path: Path) -> None:
 def test_missing_tools_are_dropped_with_one_warning_each(tmp_path: Path) -> None:
     registry = host_tool_registry(working_dir=tmp_path)
     problems: list[DefinitionProblem] = []
-    missing = ["AskUserQuestion", "NotebookEdit", "SendMessage", "Task", "Agent"]
-    line = f"tools: [Read, Bash, WebFetch, {', '.join(missing)}]\n"
+    missing = ["AskUserQuestion", "SendMessage", "Task", "Agent"]
+    line = f"tools: [Read, Bash, WebFetch, NotebookEdit, {', '.join(missing)}]\n"
     d = read_md(_file(tmp_path, line), registry, on_warning=problems.append)
     # The command line's registry has the sandboxed shell tools and (with the web extra)
-    # the web tools: Bash and WebFetch are honoured.
-    assert [t.name for t in d.tools] == ["read_file", "bash", "web_fetch"]
+    # the web tools and notebook_edit: Bash, WebFetch and NotebookEdit are honoured.
+    assert [t.name for t in d.tools] == ["read_file", "bash", "web_fetch", "notebook_edit"]
     assert [p.field for p in problems] == ["tools"] * len(missing)
     assert all(p.severity.value == "warning" for p in problems)
     for name, problem in zip(missing, problems, strict=True):

@@ -55,10 +55,11 @@ async def call(tools: dict[str, Tool], name: str, **arguments: Any) -> Any:
 
 def test_names_annotations_and_path_base(root: Path) -> None:
     made = tools_file_extra(root)
-    assert [t.name for t in made] == ["glob_files", "multi_edit", "todo_write"]
+    assert [t.name for t in made] == ["glob_files", "multi_edit", "todo_write", "notebook_edit"]
     by_name = {t.name: t for t in made}
     assert by_name["glob_files"].read_only
     assert not by_name["multi_edit"].read_only
+    assert not by_name["notebook_edit"].read_only
     assert by_name["todo_write"].read_only  # no side effects outside the conversation
     assert {t.path_base for t in made} == {os.path.realpath(root)}
 
