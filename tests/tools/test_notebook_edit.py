@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from deputy_runtime import Permissions
+from deputy_runtime import PermissionMode, Permissions
 from deputy_runtime.errors import ToolArgumentError
 from deputy_runtime.tools import Tool, invoke_tool, tools_file_extra
 
@@ -149,12 +149,17 @@ async def test_a_file_that_is_not_a_notebook_is_left_alone(
 
 def test_it_is_a_write_tool_confined_to_the_write_root(tool: Tool, tmp_path: Path) -> None:
     args = {"path": "n.ipynb", "new_source": "x", "cell_id": "first"}
-    assert Permissions(mode="standard", working_dir=tmp_path).check_static(tool, args) is None
-    outside = Permissions(mode="standard", working_dir=tmp_path, write_root=tmp_path / "out")
+    assert (
+        Permissions(mode=PermissionMode.STANDARD, working_dir=tmp_path).check_static(tool, args)
+        is None
+    )
+    outside = Permissions(
+        mode=PermissionMode.STANDARD, working_dir=tmp_path, write_root=tmp_path / "out"
+    )
     denied = outside.check_static(tool, args)
     assert denied is not None
     assert "may only write under" in denied.reason
-    for mode in ("readonly", "plan"):
+    for mode in (PermissionMode.READONLY, PermissionMode.PLAN):
         refused = Permissions(mode=mode).check_static(tool, args)
         assert refused is not None
         assert "writes or destroys data" in refused.reason
