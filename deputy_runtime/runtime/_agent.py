@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ from ._events import (
 from ._gate import gate
 from ._hooks import HookEvent, HookInput, Hooks
 from ._ledger import BudgetLedger
-from ._ownspend import LeadSpend
+from ._ownspend import LeadSpend, RunSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
 from ._states import StopReason
@@ -439,6 +439,7 @@ class Agent:
         emit: EventSink | None,
         run_id: str | None = None,
         source: tuple[Meter, Reservation] | None = None,
+        spend: Callable[[Meter], RunSpend] | None = None,
     ) -> AgentResult:
         if self._active:
             raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
@@ -447,6 +448,8 @@ class Agent:
         self._active = True
         ctx = RunContext(self, run_id or new_id("run"), usage_limits or self.usage_limits, emit)
         ctx.meter.source = source
+        if spend is not None:
+            ctx.spend = spend(ctx.meter)
         ctx.turns = self.chat.get_turns()  # a fresh list
         error: BaseException | None = None
         # A subagent's run is inside its delegation's span: only top-level runs get one.
@@ -466,8 +469,8 @@ class Agent:
                 def lost(reason: str) -> None:
                     ctx.stop(StopReason.LEASE_LOST)
 
-                async with LeadSpend(ledger, ctx.run_id, lost) as spend:
-                    ctx.spend = spend
+                async with LeadSpend(ledger, ctx.run_id, lost) as own:
+                    ctx.spend = own
                     await self._timed_loop(ctx, task)
         except ProviderFailure as exc:
             error = exc
@@ -772,6 +775,7 @@ def run_delegated(
     emit: EventSink | None,
     run_id: str,
     source: tuple[Meter, Reservation] | None = None,
+    spend: Callable[[Meter], RunSpend] | None = None,
 ) -> Awaitable[AgentResult]:
     """Run ``agent`` as a delegation: under its reserved limits, with a preset run id.
 
@@ -786,12 +790,16 @@ def run_delegated(
         run_id: The run id announced in the delegation's events.
         source: The lead's meter and the delegation's fair-share reservation on it,
             which the subagent tops up from when it reaches its share (``None``: never).
+        spend: Builds the run's spend on the lead's shared budget from its meter (a
+            delegation holding a ledger share: its top-ups are covered there too).
 
     Returns:
         The awaitable of the subagent's result (a plain function, so a fan-out keeps no
         frame of its own per in-flight delegation).
     """
-    return agent._run(task, usage_limits=usage_limits, emit=emit, run_id=run_id, source=source)
+    return agent._run(
+        task, usage_limits=usage_limits, emit=emit, run_id=run_id, source=source, spend=spend
+    )
 
 
 def begin_batch(agent: Agent) -> None:

@@ -28,7 +28,7 @@ from ..chat import (
 from ..tools import Tool
 from ._events import EventSink, StopEvent, TextDelta, UsageEvent, WarningEvent
 from ._hooks import HookDecision, HookEvent, HookInput, Hooks
-from ._ownspend import LeadSpend
+from ._ownspend import RunSpend
 from ._permissions import Permissions
 from ._result import AgentResult, ProviderFailure
 from ._states import StopReason
@@ -209,8 +209,9 @@ class RunContext:
         self.stop_reason: StopReason | None = None
         # When max_seconds runs out, on the backend's clock (anyio.current_time()).
         self.deadline: float | None = None
-        # A lead's own requests and tool calls on its shared budget, when it has one.
-        self.spend: LeadSpend | None = None
+        # A lead's own requests and tool calls on its shared budget, when it has one, or
+        # a delegation's top-ups on it.
+        self.spend: RunSpend | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 

@@ -36,7 +36,7 @@ from ._records import (
     status_of,
 )
 from ._result import AgentResult, ToolRejection
-from ._shared import take_shared
+from ._shared import shared_spend, take_shared
 from ._states import DelegationStatus, StopReason
 from ._texts import delegation_cap_text, run_limit_text, unknown_agent_text
 from ._trace import begin_delegation, end_delegation
@@ -388,8 +388,8 @@ class DelegationCoordinator:
         Args:
             d: The built delegation, its budget reserved.
             emit: The lead run's event sink.
-            meter: The lead's meter the delegation may top its share up from; ``None``,
-                and always on a shared ledger, whose grant is fixed: never.
+            meter: The lead's meter the delegation may top its share up from (on a
+                shared ledger the ledger must grant the top-up too); ``None``: never.
 
         Returns:
             ``False`` when the delegation was stopped before its run (or the lead's
@@ -404,7 +404,8 @@ class DelegationCoordinator:
         assert d.reservation is not None
         task = first_message(d.definition, d.brief)
         reservation = d.reservation
-        source = (meter, reservation) if meter is not None and d.ledger is None else None
+        source = (meter, reservation) if meter is not None else None
+        spend = shared_spend(d) if source is not None and d.ledger is not None else None
         if d.bindings is None or not any(b.holds for b in d.bindings):
             d.result = await run_delegated(
                 child,
@@ -413,6 +414,7 @@ class DelegationCoordinator:
                 emit=emit,
                 run_id=d.run_id,
                 source=source,
+                spend=spend,
             )
             return True
 
@@ -431,6 +433,7 @@ class DelegationCoordinator:
                 emit=emit,
                 run_id=d.run_id,
                 source=source,
+                spend=spend,
             )
             tg.cancel_scope.cancel()
         return True

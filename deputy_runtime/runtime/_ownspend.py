@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from types import TracebackType
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -44,7 +45,7 @@ from ..chat import Usage
 from ._ledger import BudgetLedger
 from ._states import StopReason
 
-__all__ = ["LeadSpend"]
+__all__ = ["LeadSpend", "RunSpend"]
 
 # The least of each field a request needs left to be sent; tokens and cost are settled
 # with what the response used.
@@ -71,6 +72,27 @@ _REQUEST_STOPS = (
     ("cost_usd", StopReason.COST_LIMIT),
     ("requests", StopReason.REQUEST_LIMIT),
 )
+
+
+class RunSpend(Protocol):
+    """A run's spend on a shared budget, as the agent loop calls it: a lead's own
+    (:class:`LeadSpend`) or a delegation's top-ups (``_shared.DelegationSpend``)."""
+
+    async def before_request(self) -> StopReason | None:
+        """The limit that stops the next request, if any (called when the meter allows it)."""
+        ...
+
+    async def after_request(self, usage: Usage | None) -> None:
+        """The request just made ended with ``usage`` (``None``: failed or cut off)."""
+        ...
+
+    async def reserve_next(self, tool_calls: int = 0) -> None:
+        """A turn asked for ``tool_calls``: reserve what they and the next request need."""
+        ...
+
+    def tool_slots(self, calls: int, take: Callable[[], bool]) -> list[bool]:
+        """One slot flag per call, ``take`` taking the run's own tool-call slot."""
+        ...
 
 
 class _Hold:

@@ -10,14 +10,26 @@ and it is settled exactly once with the delegation's actual usage, shielded, whe
 delegation settles. When the policy's exclusive lease backend pairs with the ledger
 (``ledger.combined_with(backend)`` returns a :class:`LeaseLedger`), the lease and the
 reservation are taken in one step and given back in one step.
+
+A delegation that reaches its share draws more from its lead (``Meter.top_up``), and on
+a shared ledger the ledger must grant it too: :class:`DelegationSpend`, the
+subagent's run spend, reserves what its limits grew by on the ledger (holders
+``DELEGATION_ID.tN``, split with the parties sharing the ledger as a first share is)
+before the request or the turn's tool calls that need it; what the ledger does not
+grant is given back to the lead and the delegation's limit lowered to what the ledger
+holds for it. These extensions are renewed while the delegation runs and settled with
+zero usage right after its own reservation is settled with everything it used, so
+nothing it used is ever unheld on the ledger.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+import anyio.abc
 import msgspec
 
 from ..errors import DelegationBindingError
@@ -25,14 +37,16 @@ from ._leases import Lease, LeaseBackend
 from ._ledger import BudgetLedger, LeaseLedger
 from ._records import Delegation, error_text
 from ._states import StopReason
-from ._usage import AgentUsage, UsageLimits, exhausted, tighter
+from ._usage import AgentUsage, Meter, Reservation, UsageLimits, exhausted, tighter
 
 __all__ = [
+    "DelegationSpend",
     "check_ledger",
     "combined_ledger",
     "ledger_used",
     "ledger_want",
     "reserve_combined",
+    "shared_spend",
     "take_shared",
 ]
 
@@ -101,8 +115,74 @@ def _apply_grant(d: Delegation, grant: Mapping[str, int | float | None]) -> None
         reservation.limits = msgspec.structs.replace(limits, **values)
 
 
+class _Extensions:
+    """What a delegation holds on the ledger beyond its first share (see the module
+    docstring): ``cover`` per ledger field (``None``: the ledger does not limit it), the
+    extension holders, and the group that renews them while the delegation runs."""
+
+    __slots__ = ("cover", "group", "holders", "ledger", "on_lost", "prefix")
+
+    def __init__(self, ledger: BudgetLedger, prefix: str) -> None:
+        self.ledger = ledger
+        self.prefix = prefix
+        self.cover: dict[str, float | None] = {}
+        self.holders: list[str] = []
+        self.group: anyio.abc.TaskGroup | None = None
+        self.on_lost: Callable[[str], None] | None = None
+
+    def granted(self, grant: Mapping[str, int | float | None]) -> None:
+        self.cover = {name: grant.get(name) for _, name in _FIELDS}
+
+    async def renew(self, hold: Callable[[], Any], on_lost: Callable[[str], None]) -> None:
+        """Renew the first share (``hold``) and every extension until cancelled."""
+        self.on_lost = on_lost
+        try:
+            async with anyio.create_task_group() as group:
+                self.group = group
+                for holder in self.holders:  # reserved before the renewals began
+                    group.start_soon(self._hold, holder, on_lost, anyio.current_time())
+                await hold()
+        finally:
+            self.group = None
+
+    async def extend(self, want: Mapping[str, int | float], parties: int) -> dict[str, float]:
+        """Reserve ``want`` more on the ledger; what was granted per field."""
+        holder = f"{self.prefix}.t{len(self.holders) + 1}"
+        sent = anyio.current_time()
+        ask = {name: want.get(name, 0) for _, name in _FIELDS}
+        # Shielded: a grant made while the caller is cancelled is still settled.
+        with anyio.CancelScope(shield=True):
+            grant = await self.ledger.reserve(holder, ask, parties=parties)
+        self.holders.append(holder)
+        if self.group is not None and self.on_lost is not None:
+            self.group.start_soon(self._hold, holder, self.on_lost, sent)
+        got: dict[str, float] = {}
+        for name, amount in want.items():
+            granted = grant.get(name)
+            got[name] = amount if granted is None else min(amount, granted)
+            if self.cover.get(name) is not None:
+                self.cover[name] = (self.cover[name] or 0) + got[name]
+        return got
+
+    async def _hold(self, holder: str, on_lost: Callable[[str], None], sent: float) -> None:
+        await self.ledger.hold(holder, on_lost, renewed_at=sent)
+
+    async def settle(self) -> str | None:
+        """Settle every extension with zero usage (after the first share was settled with
+        everything the delegation used)."""
+        failed: str | None = None
+        for holder in self.holders:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self.ledger.settle(holder, {})
+            except Exception as exc:
+                failed = failed or f"shared budget settlement failed: {error_text(exc)}"
+        self.holders.clear()
+        return failed
+
+
 class _LedgerBinding:
-    __slots__ = ("d", "granted_at", "ledger")
+    __slots__ = ("d", "extensions", "granted_at", "ledger")
 
     holds = True
 
@@ -110,9 +190,13 @@ class _LedgerBinding:
         self.ledger = ledger
         self.d = d
         self.granted_at = granted_at
+        self.extensions = _Extensions(ledger, d.delegation_id)
 
     async def hold(self, on_lost: Callable[[str], None]) -> None:
-        await self.ledger.hold(self.d.delegation_id, on_lost, renewed_at=self.granted_at)
+        async def first() -> None:
+            await self.ledger.hold(self.d.delegation_id, on_lost, renewed_at=self.granted_at)
+
+        await self.extensions.renew(first, on_lost)
 
     async def release(self) -> str | None:
         try:
@@ -120,22 +204,35 @@ class _LedgerBinding:
                 await self.ledger.settle(self.d.delegation_id, ledger_used(self.d.usage))
         except Exception as exc:
             return f"shared budget settlement failed: {error_text(exc)}"
-        return None
+        finally:
+            extended = await self.extensions.settle()
+        return extended
 
 
 class _CombinedBinding:
-    __slots__ = ("d", "granted_at", "lease", "store")
+    __slots__ = ("d", "extensions", "granted_at", "lease", "store")
 
     holds = True
 
-    def __init__(self, store: LeaseLedger, lease: Lease, d: Delegation, granted_at: float):
+    def __init__(
+        self,
+        store: LeaseLedger,
+        lease: Lease,
+        d: Delegation,
+        granted_at: float,
+        ledger: BudgetLedger,
+    ):
         self.store = store
         self.lease = lease
         self.d = d
         self.granted_at = granted_at
+        self.extensions = _Extensions(ledger, d.delegation_id)
 
     async def hold(self, on_lost: Callable[[str], None]) -> None:
-        await self.store.hold(self.lease, on_lost, renewed_at=self.granted_at)
+        async def first() -> None:
+            await self.store.hold(self.lease, on_lost, renewed_at=self.granted_at)
+
+        await self.extensions.renew(first, on_lost)
 
     async def release(self) -> str | None:
         try:
@@ -143,7 +240,9 @@ class _CombinedBinding:
                 await self.store.release_and_settle(self.lease, ledger_used(self.d.usage))
         except Exception as exc:
             return f"lease release and shared budget settlement failed: {error_text(exc)}"
-        return None
+        finally:
+            extended = await self.extensions.settle()
+        return extended
 
 
 async def take_shared(d: Delegation) -> bool:
@@ -173,7 +272,9 @@ async def take_shared(d: Delegation) -> bool:
             d.stop_reason = StopReason.SETUP_ERROR
             raise
         d.ledger_held = True
-        _keep(d, _LedgerBinding(ledger, d, granted_at))
+        binding = _LedgerBinding(ledger, d, granted_at)
+        binding.extensions.granted(grant)
+        _keep(d, binding)
         _apply_grant(d, grant)
     empty = exhausted(d.reservation.limits)
     if empty is not None:
@@ -203,7 +304,10 @@ async def reserve_combined(d: Delegation, store: LeaseLedger, key: str, *, wait:
         parties=_parties(d),
     )
     d.ledger_held = True
-    _keep(d, _CombinedBinding(store, lease, d, granted_at))
+    assert d.ledger is not None
+    combined = _CombinedBinding(store, lease, d, granted_at, d.ledger)
+    combined.extensions.granted(grant)
+    _keep(d, combined)
     d.lease = lease
     _apply_grant(d, grant)
     return lease
@@ -223,3 +327,90 @@ def _keep(d: Delegation, binding: _LedgerBinding | _CombinedBinding) -> None:
     if d.bindings is None:
         d.bindings = []
     d.bindings.append(binding)
+
+
+class DelegationSpend:
+    """A subagent's run spend on its lead's shared budget: the ledger covers every top-up.
+
+    Used by the subagent's run as a lead's own :class:`~._ownspend.LeadSpend` is (the
+    same four calls), for a delegation that holds a share of the ledger. Its meter may
+    draw more from the lead's meter (``Meter.top_up``); before a request, and before a
+    turn's tool calls run, what its limits grew by beyond what the ledger holds for it is
+    reserved on the ledger, and what the ledger cannot grant is given back to the lead.
+    """
+
+    __slots__ = ("_extensions", "_lead", "_meter", "_reservation")
+
+    def __init__(self, extensions: _Extensions, reservation: Reservation, meter: Meter) -> None:
+        self._extensions = extensions
+        self._reservation = reservation
+        self._lead = reservation.meter
+        self._meter = meter
+
+    def _parties(self) -> int:
+        return self._lead.ledger_parties() if self._lead is not None else 1
+
+    async def _cover(self, fields: tuple[tuple[str, str], ...], need: Mapping[str, float]) -> None:
+        """Reserve on the ledger what ``need`` asks beyond the cover; take back the rest."""
+        cover = self._extensions.cover
+        want = {}
+        for _, name in fields:
+            held = cover.get(name)
+            if held is not None and need[name] > held:
+                want[name] = need[name] - held
+        if not want:
+            return
+        got = await self._extensions.extend(want, self._parties())
+        for field, name in fields:
+            if name in want and got[name] < want[name]:
+                # The ledger holds less than the lead's top-up: the run may use only that.
+                limit = cover[name]
+                assert limit is not None
+                if self._lead is not None:
+                    self._lead.give_back(self._reservation, field, _count(field, limit))
+                self._meter.set_limit(field, _count(field, limit))
+
+    async def before_request(self) -> StopReason | None:
+        """Cover the request, token and cost limits the run reached by topping up."""
+        limits = self._meter.limits
+        fields = tuple(f for f in _FIELDS if f[0] != "max_tool_calls")
+        need = {name: getattr(limits, field) or 0 for field, name in fields}
+        await self._cover(fields, need)
+        return self._meter.exceeded(reaching=True)
+
+    async def after_request(self, usage: Any) -> None:
+        """Nothing: the delegation's usage is settled with its first share."""
+
+    async def reserve_next(self, tool_calls: int = 0) -> None:
+        """Cover the turn's ``tool_calls`` on the ledger before they take their slots."""
+        fields = (("max_tool_calls", "tool_calls"),)
+        await self._cover(fields, {"tool_calls": self._meter.tool_calls + tool_calls})
+
+    def tool_slots(self, calls: int, take: Callable[[], bool]) -> list[bool]:
+        """The turn's tool-call slots: as many as the ledger covers, then the meter's."""
+        cover = self._extensions.cover.get("tool_calls")
+        room = calls if cover is None else max(0, math.floor(cover) - self._meter.tool_calls)
+        return [i < room and take() for i in range(calls)]
+
+
+def _count(field: str, value: float) -> float:
+    return value if field == "max_cost_usd" else int(value)
+
+
+def shared_spend(d: Delegation) -> Callable[[Meter], DelegationSpend] | None:
+    """The spend of ``d``'s subagent run when ``d`` holds a share of a shared ledger.
+
+    Args:
+        d: The delegation, its ledger share taken.
+
+    Returns:
+        A factory given the subagent's meter, or ``None`` without a ledger share.
+    """
+    binding = next(
+        (b for b in d.bindings or () if isinstance(b, _LedgerBinding | _CombinedBinding)), None
+    )
+    reservation = d.reservation
+    if binding is None or reservation is None:
+        return None
+    extensions = binding.extensions
+    return lambda meter: DelegationSpend(extensions, reservation, meter)

@@ -370,12 +370,13 @@ class Meter:
         need = used / self.requests if field in _AFTER_FIELDS and self.requests else 0
         return max(0, used - limit), need
 
-    def raise_limit(self, field: str, limit: float) -> None:
-        """Set this run's limit ``field`` to ``limit``, a top-up its lead granted elsewhere.
+    def set_limit(self, field: str, limit: float) -> None:
+        """Set this run's limit ``field`` to ``limit``: a top-up its lead granted in
+        another process, or a top-up a shared budget could not cover taken back.
 
         Args:
             field: A field this run limits.
-            limit: The new, larger limit.
+            limit: The new limit.
         """
         value = limit if field == "max_cost_usd" else int(limit)  # counts are ints
         self.limits = msgspec.structs.replace(self.limits, **{field: value})
@@ -535,6 +536,28 @@ class Meter:
         reservation.held = tuple(held.items())
         self._hold(((field, grant),), 1)
         return grant
+
+    def give_back(self, reservation: Reservation, field: str, limit: float) -> None:
+        """Lower a live reservation's limit ``field`` to ``limit`` and hold that much less.
+
+        For a top-up granted here that a shared budget could not cover: the delegation
+        cannot use it, so its lead's other delegations may.
+
+        Args:
+            reservation: A reservation on this meter.
+            field: The limit field.
+            limit: The new limit; not below what the reservation held before (a larger
+                value, or a released reservation, changes nothing).
+        """
+        current = getattr(reservation.limits, field)
+        if reservation.released or current is None or limit >= current:
+            return
+        given = current - limit
+        reservation.limits = msgspec.structs.replace(reservation.limits, **{field: limit})
+        held = dict(reservation.held)
+        held[field] = held.get(field, 0) - given
+        reservation.held = tuple(held.items())
+        self._hold(((field, given),), -1)
 
     def _grantable(self, field: str, excess: float) -> float:
         remaining = self.remaining(field)

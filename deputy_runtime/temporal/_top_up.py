@@ -93,7 +93,7 @@ class LeadTopUp:
         limit = self._replies.pop(number)
         if limit is None:
             return False
-        meter.raise_limit(field, limit)
+        meter.set_limit(field, limit)
         return True
 
 

@@ -193,6 +193,39 @@ async def test_a_shared_budget_is_reserved_settled_and_tighter(
         assert state.remaining.requests == 6 - result.usage.requests
 
 
+@pytest.mark.parametrize(("ledger", "ran"), [(5, 3), (4, 3), (3, 2)])
+async def test_a_delegation_tops_up_on_the_ledger_as_far_as_it_grants(
+    redis_url: str, namespace: str, ledger: int, ran: int
+) -> None:
+    # The lead's delegate call is its own first tool call (reserved on the ledger with
+    # its next request). The uncapped worker's share is 2 of the 4 local tool calls left
+    # (the lead counts as a party) and the ledger grants those 2; its turn asks for 3.
+    # With 5 on the ledger the third is reserved there and topped up from the lead; with
+    # 4 as well (the ledger's last); with 3 the ledger has nothing left, so the top-up is
+    # given back and the third call is refused. The ledger is never passed.
+    calls: list[str] = []
+    tool = make_tool("t", calls=calls)
+    async with RedisBudget(redis_url, "b", {"tool_calls": ledger}, namespace=namespace) as budget:
+        lead, provider = lead_with(
+            {"lead": [delegate("worker"), "done"], "worker": [tool_calls(*[("t", {})] * 3), "a"]},
+            [definition("worker", tools=(tool,))],
+            shared_budget=budget,
+            usage_limits=UsageLimits(max_tool_calls=5),
+        )
+        result = await lead.run("go")
+        assert result.stop_reason == "complete"
+        [record] = lead.list_subagents()
+        assert len(calls) == record.usage.tool_calls == ran
+        assert record.stop_reason == ("complete" if ran == 3 else "tool_call_limit")
+        assert record.limits is not None
+        assert record.limits.max_tool_calls == ran  # the share and what it drew
+        state = await budget.state()
+        assert state.used.tool_calls == result.usage.tool_calls == 1 + ran <= ledger
+        assert state.used.requests == provider.requests
+        # Every extension was settled with the delegation: nothing is left held.
+        assert (state.reserved.tool_calls, state.holders) == (0, 0)
+
+
 async def test_a_delegation_past_its_ledger_grant_stops_instead_of_topping_up(
     redis_url: str, namespace: str
 ) -> None:
