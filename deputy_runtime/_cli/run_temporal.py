@@ -34,6 +34,7 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ WORKER_GRACE_SECONDS = 5.0
 def run_temporal(args: argparse.Namespace) -> int:
     """Start the run on Temporal and follow it; returns the exit status."""
     try:
-        request, announcement = _request(args)
+        request, announcement, colours = _request(args)
         otlp = getattr(args, "otlp", None)
         stop_tracing = start_otlp(otlp) if otlp is not None else None
     except UsageError as exc:
@@ -83,7 +84,7 @@ def run_temporal(args: argparse.Namespace) -> int:
         f"Temporal: {args.temporal}, task queue {args.task_queue!r}, workflow {workflow_id}"
     )
     try:
-        status = asyncio.run(_follow(args, request, workflow_id, started))
+        status = asyncio.run(_follow(args, request, workflow_id, started, colours))
     except KeyboardInterrupt:
         status = EXIT_INTERRUPTED
     finally:
@@ -96,7 +97,7 @@ def run_temporal(args: argparse.Namespace) -> int:
     os._exit(status)
 
 
-def _request(args: argparse.Namespace) -> tuple[Any, str]:
+def _request(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
     if args.test_fanout is not None:
         raise UsageError("--test-fanout is not supported with --temporal yet")
     if args.backend != "asyncio":
@@ -131,10 +132,18 @@ def _request(args: argparse.Namespace) -> tuple[Any, str]:
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     print_warnings(loaded.warnings, sys.stderr)
-    return request, announcement
+    found = loaded.definitions.values()
+    colours = {d.name: d.color for d in found if d.color is not None}
+    return request, announcement, colours
 
 
-async def _follow(args: argparse.Namespace, request: Any, workflow_id: str, started: str) -> int:
+async def _follow(
+    args: argparse.Namespace,
+    request: Any,
+    workflow_id: str,
+    started: str,
+    colours: Mapping[str, str],
+) -> int:
     from temporalio.client import Client
 
     from ..temporal import data_converter, start_lead
@@ -155,7 +164,7 @@ async def _follow(args: argparse.Namespace, request: Any, workflow_id: str, star
               file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
     print(started, file=sys.stderr if args.json else sys.stdout, flush=True)
-    return await _watch(args, client, workflow_id)
+    return await _watch(args, client, workflow_id, colours)
 
 
 async def _wait_for_worker(client: Any, task_queue: str) -> bool:
@@ -237,7 +246,12 @@ async def _attach(args: argparse.Namespace) -> int:
     return await _watch(args, client, args.workflow_id)
 
 
-async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int:
+async def _watch(
+    args: argparse.Namespace,
+    client: Any,
+    workflow_id: str,
+    colours: Mapping[str, str] | None = None,
+) -> int:
     """Draw the run's events as they happen (its delegations' live) until it ends, or
     until a second Ctrl-C; the first sends the run the ``interrupt`` signal."""
     from temporalio.client import WorkflowFailureError
@@ -247,7 +261,7 @@ async def _watch(args: argparse.Namespace, client: Any, workflow_id: str) -> int
 
     handle = client.get_workflow_handle_for(LeadWorkflow.run, workflow_id)
     prog = "deputy-runtime attach" if getattr(args, "workflow_id", None) else "deputy-runtime run"
-    state = RunState()
+    state = RunState(colours=colours)
     view: JsonView | LiveView | PlainView
     if args.json:
         view = JsonView(sys.stdout.buffer, state)
