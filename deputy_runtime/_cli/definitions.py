@@ -37,7 +37,15 @@ from ..definitions import (
 )
 from ..errors import DeputyError
 from ..skills import Skill
-from ..tools import BashTools, Tool, tools_bash, tools_file, tools_file_extra, tools_web
+from ..tools import (
+    BashTools,
+    Tool,
+    ask_user,
+    tools_bash,
+    tools_file,
+    tools_file_extra,
+    tools_web,
+)
 
 __all__ = [
     "ALL_HOST_TOOLS",
@@ -219,14 +227,16 @@ def host_tool_registry(
     """The tool registry ``run`` resolves definitions against: the file tools
     (:func:`tools_file` and :func:`tools_file_extra`) confined to ``working_dir``
     (default: the current directory), the shell tools (``shell``, default
-    :func:`host_shell`), the web tools (:func:`host_web`), then each plugin's tools. A
-    plugin tool named like a shell or web tool replaces it (a plugin may bring its own
-    ``tools_bash`` or ``tools_web``); any other name already taken is a
-    :class:`PluginError`."""
+    :func:`host_shell`), the web tools (:func:`host_web`), the unbound ``ask_user``
+    (Claude Code's ``AskUserQuestion``; a delegation gets it bound to the command's way
+    of asking a person), then each plugin's tools. A plugin tool named like a shell, web
+    or ``ask_user`` tool replaces it (a plugin may bring its own ``tools_bash`` or
+    ``tools_web``); any other name already taken is a :class:`PluginError`."""
     base = working_dir or Path.cwd()
     registry = {tool.name: tool for tool in (*tools_file(base), *tools_file_extra(base))}
     replaceable: set[str] = set()
-    for tool in (*(shell if shell is not None else host_shell(base)).tools, *host_web()):
+    shell_tools = (shell if shell is not None else host_shell(base)).tools
+    for tool in (*shell_tools, *host_web(), ask_user):
         registry[tool.name] = tool
         replaceable.add(tool.name)
     for module in plugins:

@@ -12,7 +12,7 @@ the option or file.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
@@ -317,9 +317,25 @@ def build_lead(
     aliases: Mapping[str, str],
     shared_budget: BudgetLedger | None = None,
     hooks: Hooks | None = None,
+    human_input: Callable[[Any, Any], Any] | None = None,
 ) -> LeadAgent:
     """A lead over ``definitions`` with the read-only file tools and the given ceilings
-    (``hooks``: the plugins' hooks, which see every subagent's tool calls)."""
+    (``hooks``: the plugins' hooks, which see every subagent's tool calls;
+    ``human_input``: how a delegation's ``ask_user`` reaches a person, unless a plugin's
+    policy says)."""
+    if human_input is not None and (policy is None or policy.human_input is None):
+        policy = (
+            DelegationPolicy(human_input=human_input)
+            if policy is None
+            else DelegationPolicy(
+                resource_modes=policy.resource_modes,  # the modes already hold any backend
+                human_input=human_input,
+                observers=policy.observers,
+                chat=policy.chat,
+                max_seconds=policy.max_seconds,
+                max_delegations=policy.max_delegations,
+            )
+        )
     try:
         limits = UsageLimits(max_requests=max_requests, max_total_tokens=max_total_tokens)
         permissions = Permissions(mode=permission_mode)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ import anyio
 
 from ..runtime import AgentResult, DelegationStatus, LeadAgent
 from ..tools import BashTools
+from .ask import TerminalAsker
 from .hookplugins import plugin_hooks
 from .leadsetup import (
     DEFAULT_MODELS,
@@ -130,6 +131,9 @@ def _run(args: argparse.Namespace) -> int:
     leases = None if redis is None else redis.leases
     policy = attach_mcp_servers(policy, servers, mcp_modes, lease_backend=leases)
     hooks = merge_hooks(plugin_hooks(plugins.modules)[0], folders.hooks)
+    as_json = bool(args.json)
+    # A delegation's ask_user (AskUserQuestion) is asked here on a terminal, else refused.
+    asker = TerminalAsker(interactive=sys.stdin.isatty() and sys.stdout.isatty() and not as_json)
     lead = build_lead(
         lead_chat,
         loaded.definitions,
@@ -141,8 +145,8 @@ def _run(args: argparse.Namespace) -> int:
         aliases=aliases,
         shared_budget=redis.budget if redis is not None else None,
         hooks=hooks,
+        human_input=asker,
     )
-    as_json = bool(args.json)
     notes = sys.stderr if as_json else sys.stdout
     print_warnings(loaded.warnings, sys.stderr)
     for line in folders.warnings:
@@ -167,6 +171,7 @@ def _run(args: argparse.Namespace) -> int:
         view = LiveView(sys.stdout, state)
     else:
         view = PlainView(sys.stdout, state)
+    asker.view = view  # a question pauses the live tree
     try:
         outcome = anyio.run(
             _drive_with, redis, plugins.shell, lead, task, view, announce, backend=backend

@@ -31,6 +31,7 @@ from ..errors import DeputyError
 from ..runtime import LeadAgent, UsageLimits
 from ..service.auth import check_token_text
 from ..service.config import Resolved, ServiceConfig
+from .ask import TerminalAsker
 from .hookplugins import plugin_hooks
 from .leadsetup import (
     UsageError,
@@ -212,6 +213,8 @@ def _serve(args: argparse.Namespace) -> int:
             aliases=aliases,
             shared_budget=shared_budget,
             hooks=hooks,
+            # No one sits at the server: a delegation's ask_user is told so.
+            human_input=TerminalAsker(interactive=False),
         )
 
     limits = UsageLimits(max_requests=config.max_requests, max_total_tokens=config.max_total_tokens)

@@ -95,6 +95,9 @@ PERMISSION_MODE_NAMES = {
     "full": "full",
 }
 
+#: The name of the ``ask_user`` tool, which a file without ``tools`` does not get.
+_ASK_USER = "ask_user"
+
 # AgentDefinition field -> frontmatter key, for pointing errors at a line.
 _FIELD_KEYS = {
     "name": "name",
@@ -251,7 +254,8 @@ def build_definition(
     fm, path = parsed.frontmatter, parsed.path
     log = parsed.log if parsed.log is not None else ProblemLog(path)
     if parsed.tool_names is None:
-        tool_objects = tuple(tool_registry.values())
+        # Every host tool but ask_user: asking a person is for agents that name it.
+        tool_objects = tuple(t for t in tool_registry.values() if t.name != _ASK_USER)
     else:
         names = _claude_code_names(fm, parsed.tool_names, tool_registry, log)
         tool_objects = _resolve(fm, path, "tools", names, tool_registry, log)

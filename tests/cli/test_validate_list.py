@@ -54,8 +54,8 @@ def test_validate_reports_every_problem_of_a_file(
     assert "version must be the integer 1" in lines[1]
     assert "'Read' is not a registry key" in lines[2]
     assert (
-        "the tools registry has: bash, bash_output, edit_file, glob_files, grep_files, "
-        "kill_shell, list_files" in lines[3]
+        "the tools registry has: ask_user, bash, bash_output, edit_file, glob_files, "
+        "grep_files, kill_shell, list_files" in lines[3]
     )
     assert err == "checked 1 file(s): 4 error(s)\n"
 
@@ -169,8 +169,9 @@ def test_list_shows_what_loads_then_the_bad_files(
     assert bad.splitlines() == [
         "3 file(s) did not load:",
         f"  {tmp_path / 'c.md'}:4: unknown tool 'Lookup' in tools; known names (case-sensitive): "
-        "bash, bash_output, edit_file, glob_files, grep_files, kill_shell, list_files, "
-        "multi_edit, notebook_edit, read_file, todo_write, web_fetch, web_search, write_file",
+        "ask_user, bash, bash_output, edit_file, glob_files, grep_files, kill_shell, "
+        "list_files, multi_edit, notebook_edit, read_file, todo_write, web_fetch, web_search, "
+        "write_file",
         f"  {tmp_path / 'a.yaml'}: duplicate agent name 'reviewer': also defined by b.md in "
         "the same directory; names must be unique after lowercasing, so none of these files "
         "was loaded",
@@ -191,7 +192,7 @@ def test_the_shared_checks_for_run(tmp_path: Path) -> None:
     module = import_plugin(str(plugin))
     registry = host_tool_registry([module], tmp_path)
     assert sorted(registry) == [
-        "bash", "bash_output", "edit_file", "glob_files", "grep_files", "kill_shell",
+        "ask_user", "bash", "bash_output", "edit_file", "glob_files", "grep_files", "kill_shell",
         "list_files", "multi_edit", "notebook_edit", "read_file", "search_web", "todo_write",
         "web_fetch", "web_search", "write_file",
     ]  # fmt: skip

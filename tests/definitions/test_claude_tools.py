@@ -95,12 +95,19 @@ def test_honoured_names_give_the_cli_registry_tools(tmp_path: Path) -> None:
 def test_missing_tools_are_dropped_with_one_warning_each(tmp_path: Path) -> None:
     registry = host_tool_registry(working_dir=tmp_path)
     problems: list[DefinitionProblem] = []
-    missing = ["AskUserQuestion", "SendMessage", "Task", "Agent"]
-    line = f"tools: [Read, Bash, WebFetch, NotebookEdit, {', '.join(missing)}]\n"
+    missing = ["SendMessage", "Task", "Agent"]
+    line = f"tools: [Read, Bash, WebFetch, NotebookEdit, AskUserQuestion, {', '.join(missing)}]\n"
     d = read_md(_file(tmp_path, line), registry, on_warning=problems.append)
     # The command line's registry has the sandboxed shell tools and (with the web extra)
-    # the web tools and notebook_edit: Bash, WebFetch and NotebookEdit are honoured.
-    assert [t.name for t in d.tools] == ["read_file", "bash", "web_fetch", "notebook_edit"]
+    # the web tools, notebook_edit and ask_user: Bash, WebFetch, NotebookEdit and
+    # AskUserQuestion are honoured.
+    assert [t.name for t in d.tools] == [
+        "read_file",
+        "bash",
+        "web_fetch",
+        "notebook_edit",
+        "ask_user",
+    ]
     assert [p.field for p in problems] == ["tools"] * len(missing)
     assert all(p.severity.value == "warning" for p in problems)
     for name, problem in zip(missing, problems, strict=True):
@@ -130,3 +137,12 @@ def test_disallowed_claude_code_names_deny_the_mapped_tool(tmp_path: Path) -> No
     registry = host_tool_registry(working_dir=tmp_path)
     d = read_md(_file(tmp_path, "disallowedTools: Write, Edit\n"), registry)
     assert d.disallowed_tools == ("write", "write_file", "edit", "edit_file")
+
+
+def test_a_file_without_tools_gets_every_host_tool_but_ask_user(tmp_path: Path) -> None:
+    registry = host_tool_registry(working_dir=tmp_path)
+    assert "ask_user" in registry
+    d = read_md(_file(tmp_path, ""), registry)
+    names = {t.name for t in d.tools}
+    # Asking a person is for agents that name AskUserQuestion (or ask_user).
+    assert names == set(registry) - {"ask_user"}
