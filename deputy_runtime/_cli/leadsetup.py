@@ -327,14 +327,7 @@ def build_lead(
         policy = (
             DelegationPolicy(human_input=human_input)
             if policy is None
-            else DelegationPolicy(
-                resource_modes=policy.resource_modes,  # the modes already hold any backend
-                human_input=human_input,
-                observers=policy.observers,
-                chat=policy.chat,
-                max_seconds=policy.max_seconds,
-                max_delegations=policy.max_delegations,
-            )
+            else _rebuilt(policy, policy.resource_modes, human_input)
         )
     try:
         limits = UsageLimits(max_requests=max_requests, max_total_tokens=max_total_tokens)
@@ -645,9 +638,19 @@ def with_lease_backend(
         if isinstance(mode, ExclusiveResource):
             mode = ExclusiveResource(mode.key, wait=mode.wait, backend=backend)
         modes.append(mode)
+    return _rebuilt(policy, tuple(modes), policy.human_input)
+
+
+def _rebuilt(
+    policy: DelegationPolicy,
+    modes: tuple[ResourceMode, ...],
+    human_input: Callable[[Any, Any], Any] | None,
+) -> DelegationPolicy:
+    """``policy`` with these resource modes and human input (a policy's modes already
+    hold any lease backend, so it is built from them, not from ``resource_mode``)."""
     return DelegationPolicy(
-        resource_modes=tuple(modes),
-        human_input=policy.human_input,
+        resource_modes=modes,
+        human_input=human_input,
         observers=policy.observers,
         chat=policy.chat,
         max_seconds=policy.max_seconds,

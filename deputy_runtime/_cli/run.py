@@ -67,7 +67,7 @@ from .leadsetup import (
 )
 from .otlp import start_otlp
 from .pluginfolders import folder_parts, merge_hooks, merge_servers
-from .view import JsonView, LiveView, PlainView, RunState, summary_table
+from .view import JsonView, LiveView, PlainView, RunState, definition_colours, summary_table
 
 __all__ = ["DEFAULT_MODELS", "OFFLINE_MODEL", "run", "select_model"]
 
@@ -162,8 +162,7 @@ def _run(args: argparse.Namespace) -> int:
 
     otlp = getattr(args, "otlp", None)
     stop_tracing = start_otlp(otlp) if otlp is not None else None
-    definitions = (lead.sub_agent(name) for name in lead.available_sub_agents())
-    state = RunState(colours={d.name: d.color for d in definitions if d.color is not None})
+    state = RunState(colours=definition_colours(loaded.definitions.values()))
     view: JsonView | LiveView | PlainView
     if as_json:
         view = JsonView(sys.stdout.buffer, state)

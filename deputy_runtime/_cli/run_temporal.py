@@ -55,7 +55,7 @@ from .leadsetup import (
 )
 from .otlp import start_otlp
 from .questions import QuestionDesk
-from .view import JsonView, LiveView, PlainView, RunState, summary_table
+from .view import JsonView, LiveView, PlainView, RunState, definition_colours, summary_table
 
 __all__ = ["attach", "run_temporal"]
 
@@ -132,9 +132,7 @@ def _request(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     print_warnings(loaded.warnings, sys.stderr)
-    found = loaded.definitions.values()
-    colours = {d.name: d.color for d in found if d.color is not None}
-    return request, announcement, colours
+    return request, announcement, definition_colours(loaded.definitions.values())
 
 
 async def _follow(

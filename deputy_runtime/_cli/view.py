@@ -15,10 +15,11 @@ import os
 import shutil
 import time
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, NamedTuple
 
 from ..chat import add_costs
+from ..definitions import AgentDefinition
 from ..runtime import (
     DELEGATE_TOOL_NAME,
     AgentResult,
@@ -47,6 +48,7 @@ from ..runtime import (
 from . import silence_stream
 
 __all__ = [
+    "AGENT_COLOUR_CODES",
     "COLUMNS",
     "DROP_ORDER",
     "FrameRow",
@@ -55,6 +57,7 @@ __all__ = [
     "Node",
     "PlainView",
     "RunState",
+    "definition_colours",
     "fit_frame",
     "summary_table",
     "terminal_size",
@@ -88,6 +91,11 @@ AGENT_COLOUR_CODES = {
     "orange": "38;5;208",
     "pink": "38;5;213",
 }
+
+
+def definition_colours(definitions: Iterable[AgentDefinition]) -> dict[str, str]:
+    """Agent name -> ``color`` of the definitions that have one (for :class:`RunState`)."""
+    return {d.name: d.color for d in definitions if d.color is not None}
 
 
 class Node:

@@ -28,7 +28,7 @@ from ._claude_tools import (
 from ._files import check_path_argument, read_definition_text
 from ._frontmatter import MAX_BODY_LINES, MAX_DESCRIPTION_LENGTH, Frontmatter, parse_frontmatter
 from ._mcp import is_mcp_name, mcp_name_problem
-from ._model import AGENT_COLORS, AgentDefinition, DefinitionFieldError, agent_definition
+from ._model import AgentDefinition, DefinitionFieldError, agent_definition, color_value
 from ._problems import ProblemLog, WarningCallback
 from ._registry import (
     REGISTRY_KEY_PATTERN,
@@ -366,18 +366,16 @@ def _color(fm: Frontmatter, log: ProblemLog) -> str | None:
     """The agent's colour; one that is not a known colour is a warning, not an error (it
     only changes how the views show the agent)."""
     value = fm.data["color"]
-    if value is None:
-        return None
-    color = value.strip().lower() if isinstance(value, str) else None
-    if color not in AGENT_COLORS:
+    try:
+        return color_value(value)
+    except DefinitionFieldError as exc:
         log.warn(
-            f"color must be one of {', '.join(AGENT_COLORS)}, got {_kind(value)}; the agent "
-            "is shown without a colour",
+            f"color must be {exc.problem.removeprefix('expected ')}; the agent is shown "
+            "without a colour",
             line=fm.line("color"),
             field="color",
         )
         return None
-    return color
 
 
 def _effort(fm: Frontmatter, path: Path) -> str | None:

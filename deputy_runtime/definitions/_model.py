@@ -31,6 +31,7 @@ __all__ = [
     "AgentDefinition",
     "DefinitionFieldError",
     "agent_definition",
+    "color_value",
     "permission_mode_value",
 ]
 
@@ -101,7 +102,9 @@ def _optional_text(field: str, value: object) -> str | None:
     return None if value is None else _text(field, value)
 
 
-def _color(value: object) -> str | None:
+def color_value(value: object) -> str | None:
+    """``value`` as a definition's colour (trimmed, lowercased); DefinitionFieldError
+    when it is none of :data:`AGENT_COLORS`."""
     if value is None:
         return None
     color = value.strip().lower() if isinstance(value, str) else None
@@ -350,7 +353,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             _params(self.params),
             _mcp_tools(self.mcp_tools),
             _hooks(self.hooks),
-            _color(self.color),
+            color_value(self.color),
         )
         for field, value in zip(FIELD_NAMES, values, strict=True):
             msgspec.structs.force_setattr(self, field, value)

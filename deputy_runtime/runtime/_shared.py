@@ -101,6 +101,12 @@ def combined_ledger(ledger: BudgetLedger | None, backend: LeaseBackend) -> Lease
     return combined if isinstance(combined, LeaseLedger) else None
 
 
+# The fields a delegation's top-ups are covered for before a request, and before a turn's
+# tool calls.
+_REQUEST_FIELDS = tuple(f for f in _FIELDS if f[0] != "max_tool_calls")
+_TOOL_CALL_FIELDS = (("max_tool_calls", "tool_calls"),)
+
+
 def _apply_grant(d: Delegation, grant: Mapping[str, int | float | None]) -> None:
     """Tighten the delegation's limits by the ledger's grant (the tighter wins)."""
     reservation = d.reservation
@@ -367,15 +373,14 @@ class DelegationSpend:
                 limit = cover[name]
                 assert limit is not None
                 if self._lead is not None:
-                    self._lead.give_back(self._reservation, field, _count(field, limit))
-                self._meter.set_limit(field, _count(field, limit))
+                    self._lead.give_back(self._reservation, field, limit)
+                self._meter.set_limit(field, limit)
 
     async def before_request(self) -> StopReason | None:
         """Cover the request, token and cost limits the run reached by topping up."""
         limits = self._meter.limits
-        fields = tuple(f for f in _FIELDS if f[0] != "max_tool_calls")
-        need = {name: getattr(limits, field) or 0 for field, name in fields}
-        await self._cover(fields, need)
+        need = {name: getattr(limits, field) or 0 for field, name in _REQUEST_FIELDS}
+        await self._cover(_REQUEST_FIELDS, need)
         return self._meter.exceeded(reaching=True)
 
     async def after_request(self, usage: Any) -> None:
@@ -383,18 +388,14 @@ class DelegationSpend:
 
     async def reserve_next(self, tool_calls: int = 0) -> None:
         """Cover the turn's ``tool_calls`` on the ledger before they take their slots."""
-        fields = (("max_tool_calls", "tool_calls"),)
-        await self._cover(fields, {"tool_calls": self._meter.tool_calls + tool_calls})
+        need = {"tool_calls": self._meter.tool_calls + tool_calls}
+        await self._cover(_TOOL_CALL_FIELDS, need)
 
     def tool_slots(self, calls: int, take: Callable[[], bool]) -> list[bool]:
         """The turn's tool-call slots: as many as the ledger covers, then the meter's."""
         cover = self._extensions.cover.get("tool_calls")
         room = calls if cover is None else max(0, math.floor(cover) - self._meter.tool_calls)
         return [i < room and take() for i in range(calls)]
-
-
-def _count(field: str, value: float) -> float:
-    return value if field == "max_cost_usd" else int(value)
 
 
 def shared_spend(d: Delegation) -> Callable[[Meter], DelegationSpend] | None:

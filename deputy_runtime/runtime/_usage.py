@@ -16,7 +16,7 @@ needs it and the total never passes a limit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -59,6 +59,15 @@ LIMIT_STOP_REASONS: tuple[tuple[str, StopReason], ...] = (
     ("max_cost_usd", StopReason.COST_LIMIT),
 )
 _REASON_FIELDS = {reason: field for field, reason in LIMIT_STOP_REASONS}
+# The usage counters of a Meter, by attribute name.
+_COUNTERS = (
+    "requests",
+    "tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cost_usd",
+)
 _COUNT_FIELDS = LIMIT_FIELDS[:-1]  # every field but max_cost_usd is a count
 # The fields checked after a response, which a run can pass by one response.
 _AFTER_FIELDS = frozenset(LIMIT_FIELDS[2:])
@@ -247,6 +256,26 @@ class Meter:
             self.cost_reported = True
             self.cost_usd += usage.cost_usd
 
+    def counters(self) -> dict[str, float]:
+        """The usage counters by name (what a run carried elsewhere restores).
+
+        Returns:
+            ``requests``, ``tool_calls``, the token counts and ``cost_usd``.
+        """
+        return {name: getattr(self, name) for name in _COUNTERS}
+
+    def restore(self, counters: Mapping[str, float], cost_reported: bool) -> None:
+        """Set the usage counters from :meth:`counters` (a missing one is 0).
+
+        Args:
+            counters: The counters by name.
+            cost_reported: Whether any response reported a cost.
+        """
+        for name in _COUNTERS:
+            value = counters.get(name, 0)
+            setattr(self, name, float(value) if name == "cost_usd" else int(value))
+        self.cost_reported = cost_reported
+
     def snapshot(self) -> AgentUsage:
         """The usage so far as an immutable value."""
         return AgentUsage(
@@ -378,8 +407,7 @@ class Meter:
             field: A field this run limits.
             limit: The new limit.
         """
-        value = limit if field == "max_cost_usd" else int(limit)  # counts are ints
-        self.limits = msgspec.structs.replace(self.limits, **{field: value})
+        self.limits = msgspec.structs.replace(self.limits, **{field: _limit_value(field, limit)})
 
     # -- reservations ----------------------------------------------------------------------
 
@@ -527,14 +555,10 @@ class Meter:
             share = self._grantable(field, excess)
         if share <= 0 or share < need:
             return 0
-        grant = excess + share if headroom is None else min(excess + share, headroom)
-        if field != "max_cost_usd":
-            grant = int(grant)  # counts stay ints when the excess came as a float
-        reservation.limits = msgspec.structs.replace(reservation.limits, **{field: current + grant})
-        held = dict(reservation.held)
-        held[field] = held.get(field, 0) + grant
-        reservation.held = tuple(held.items())
-        self._hold(((field, grant),), 1)
+        grant = _limit_value(
+            field, excess + share if headroom is None else min(excess + share, headroom)
+        )
+        self._change(reservation, field, grant)
         return grant
 
     def give_back(self, reservation: Reservation, field: str, limit: float) -> None:
@@ -552,12 +576,16 @@ class Meter:
         current = getattr(reservation.limits, field)
         if reservation.released or current is None or limit >= current:
             return
-        given = current - limit
-        reservation.limits = msgspec.structs.replace(reservation.limits, **{field: limit})
+        self._change(reservation, field, _limit_value(field, limit) - current)
+
+    def _change(self, reservation: Reservation, field: str, by: float) -> None:
+        """Move a live reservation's limit ``field`` and what it holds by ``by``."""
+        current = getattr(reservation.limits, field)
+        reservation.limits = msgspec.structs.replace(reservation.limits, **{field: current + by})
         held = dict(reservation.held)
-        held[field] = held.get(field, 0) - given
+        held[field] = held.get(field, 0) + by
         reservation.held = tuple(held.items())
-        self._hold(((field, given),), -1)
+        self._hold(((field, by),), 1)
 
     def _grantable(self, field: str, excess: float) -> float:
         remaining = self.remaining(field)
@@ -599,6 +627,12 @@ class Meter:
             reserved = self.reserved = dict.fromkeys(LIMIT_FIELDS, 0.0)
         for field, value in held:
             reserved[field] += sign * value
+
+
+def _limit_value(field: str, value: float) -> float:
+    """``value`` as the limit field holds it: counts are ints (a float crossed a wire or
+    was summed with one), cost stays a float."""
+    return value if field == "max_cost_usd" else int(value)
 
 
 def refill_field(reason: StopReason) -> str | None:

@@ -30,16 +30,6 @@ from ..runtime import AgentResult, Event, SubagentRecord, decode_event, encode_e
 from ._loop import AgentLoop
 from ._values import LeadInput, LoopCheckpoint, SubagentInput
 
-#: The meter counters a checkpoint carries (no reservation is live at a boundary).
-USAGE_COUNTERS = (
-    "requests",
-    "tool_calls",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "cost_usd",
-)
-
 __all__ = [
     "EVENTS_CARRIED_BYTES",
     "checkpoint_of",
@@ -104,13 +94,13 @@ def checkpoint_of(
         while keep > 0 and size + len(encoded[keep - 1]) <= keep_bytes:
             keep -= 1
             size += len(encoded[keep])
-    meter = loop.meter
+    meter = loop.meter  # no reservation is live at a boundary: the counters are all
     return LoopCheckpoint(
         agent_id=loop.ids.agent_id,
         run_id=loop.ids.run_id,
         turns=tuple(turns),
         requests=requests,
-        used={field: getattr(meter, field) for field in USAGE_COUNTERS},
+        used=meter.counters(),
         cost_reported=meter.cost_reported,
         permissions=loop.permissions,
         lead_permissions=loop.lead_permissions,
@@ -136,11 +126,7 @@ def resume(checkpoint: LoopCheckpoint, loop: AgentLoop, events: list[Event]) -> 
     Returns:
         The conversation to resume the loop with.
     """
-    meter = loop.meter
-    for field in USAGE_COUNTERS:
-        value = checkpoint.used.get(field, 0)
-        setattr(meter, field, float(value) if field == "cost_usd" else int(value))
-    meter.cost_reported = checkpoint.cost_reported
+    loop.meter.restore(checkpoint.used, checkpoint.cost_reported)
     loop.permissions = checkpoint.permissions
     if checkpoint.lead_permissions is not None:
         loop.lead_permissions = checkpoint.lead_permissions

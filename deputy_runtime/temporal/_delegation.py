@@ -41,8 +41,7 @@ class DelegationState:
     """Workflow-side state of one delegation until it is settled.
 
     ``tool_call_id`` is the lead's ``delegate_to_agent`` call (``None`` for a batch
-    responder); ``limits`` are those granted when it was reserved, ``fair_share``
-    whether they are a share its lead may top up.
+    responder); ``limits`` are those granted when it was reserved.
     """
 
     def __init__(
@@ -55,7 +54,6 @@ class DelegationState:
         self.stop_reason: StopReason | None = None
         self.usage = AgentUsage()
         self.limits: UsageLimits | None = None
-        self.fair_share = False
         self.admitted_at = admitted_at
         self.started_at: float | None = None
         self.completed_at: float | None = None

@@ -629,7 +629,6 @@ class LeadWorkflow:
         # Without slots there is no interrupt check here: the loop answers a turn's calls
         # with "interrupted" before handing them over, and nothing awaits until this point.
         reservation = loop.meter.reserve_child(spec.max_requests if spec else 0)
-        d.fair_share = reservation.fair
         seconds = child_seconds(request.delegation.max_seconds, loop.deadline.left())
         if seconds is not None:  # its own limit, tightened by the time the lead has left
             reservation.limits = msgspec.structs.replace(reservation.limits, max_seconds=seconds)
@@ -652,7 +651,7 @@ class LeadWorkflow:
             if spec is None:
                 available = ", ".join(self._specs) or "none"
                 raise _SetupFailure(unknown_agent_text(args.agent_name, available))
-            child_input = self._child_input(d, spec, args, request)
+            child_input = self._child_input(d, spec, args, request, reservation.fair)
             d.status, d.started_at = DelegationStatus.RUNNING, _now()
             if loop.lead_hooks is not None:
                 d.hook_errors += await loop.lead_hooks.subagent(
@@ -715,7 +714,12 @@ class LeadWorkflow:
         return ContentToolResult(call.id, value=d.outcome())
 
     def _child_input(
-        self, d: DelegationState, spec: AgentSpec, args: _DelegateArgs, request: LeadInput
+        self,
+        d: DelegationState,
+        spec: AgentSpec,
+        args: _DelegateArgs,
+        request: LeadInput,
+        fair_share: bool,
     ) -> SubagentInput:
         try:
             permissions = child_permissions(self._current_permissions(), spec)
@@ -748,5 +752,5 @@ class LeadWorkflow:
             resources=tuple(r for r in request.resources if applies_to(r, spec.name)),
             human_input=request.human_input,
             observers=request.observers,
-            fair_share=d.fair_share,
+            fair_share=fair_share,
         )

@@ -25,7 +25,7 @@ from ._fileroot import Root, open_read, regular_file
 from ._limits import FileToolLimits
 from ._pathlock import path_lock
 
-__all__ = ["edit", "write", "write_or_explain"]
+__all__ = ["edit", "read_for_edit", "write", "write_or_explain"]
 
 
 def _atomic_write(real: str, data: bytes) -> None:
@@ -47,6 +47,18 @@ def _atomic_write(real: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def read_for_edit(real: str, shown: str, most: int) -> bytes:
+    """The bytes of the file an edit changes, refused past ``most`` bytes (checked before
+    reading and again on what was read, in case it grew meanwhile)."""
+    if regular_file(real, shown).st_size > most:
+        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
+    with os.fdopen(open_read(real, shown), "rb") as handle:
+        raw = handle.read(most + 1)
+    if len(raw) > most:
+        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
+    return raw
 
 
 def write_or_explain(real: str, data: bytes, path: str) -> None:
@@ -98,12 +110,7 @@ def _edit_locked(
     real: str, shown: str, path: str, most: int, old: str, new: str, replace_all: bool
 ) -> int:
     """Read, replace and write back while holding the file's lock; the count replaced."""
-    if regular_file(real, shown).st_size > most:
-        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
-    with os.fdopen(open_read(real, shown), "rb") as handle:
-        raw = handle.read(most + 1)
-    if len(raw) > most:
-        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
+    raw = read_for_edit(real, shown, most)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

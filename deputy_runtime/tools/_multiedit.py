@@ -8,13 +8,11 @@ refusal naming its index, and the file is unchanged.
 
 from __future__ import annotations
 
-import os
-
 import msgspec
 
 from ..errors import ToolArgumentError
-from ._fileroot import Root, open_read, regular_file
-from ._filewrite import write_or_explain
+from ._fileroot import Root
+from ._filewrite import read_for_edit, write_or_explain
 from ._limits import FileToolLimits
 from ._pathlock import path_lock
 
@@ -49,14 +47,8 @@ def multi_edit_file(root: Root, limits: FileToolLimits, path: str, edits: list[E
 
 
 def _read(real: str, shown: str, most: int) -> str:
-    if regular_file(real, shown).st_size > most:
-        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
-    with os.fdopen(open_read(real, shown), "rb") as handle:
-        raw = handle.read(most + 1)
-    if len(raw) > most:
-        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
     try:
-        return raw.decode("utf-8")
+        return read_for_edit(real, shown, most).decode("utf-8")
     except UnicodeDecodeError:
         raise ToolArgumentError(
             f"{shown!r} is not UTF-8 text; multi_edit cannot change it"

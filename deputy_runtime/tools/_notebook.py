@@ -19,13 +19,12 @@ fsync, rename), so a failed edit leaves the file as it was. Rules:
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from typing import Any, Literal
 
 from ..errors import ToolArgumentError
-from ._fileroot import Root, open_read, regular_file
-from ._filewrite import write_or_explain
+from ._fileroot import Root
+from ._filewrite import read_for_edit, write_or_explain
 from ._limits import FileToolLimits
 from ._pathlock import path_lock
 
@@ -82,14 +81,8 @@ def notebook_edit_file(
 
 
 def _read(real: str, shown: str, most: int) -> dict[str, Any]:
-    if regular_file(real, shown).st_size > most:
-        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
-    with os.fdopen(open_read(real, shown), "rb") as handle:
-        raw = handle.read(most + 1)
-    if len(raw) > most:
-        raise ToolArgumentError(f"{shown!r} is over the {most}-byte edit limit")
     try:
-        notebook = json.loads(raw.decode("utf-8"))
+        notebook = json.loads(read_for_edit(real, shown, most).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ToolArgumentError(f"{shown!r} is not a notebook (not JSON text: {exc})") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):

@@ -174,11 +174,15 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     assert row("lead")["cost"] == "$0.0024"  # six requests: the lead's and its children's
     assert row("quick_a")["last_tool"].startswith("quick_lookup(")
     # A definition's colour draws its agent's name (only the name, not the tree's branch).
-    name = driver.find_element(By.CSS_SELECTOR, '#tree tr[data-agent="quick_b"] span.agent')
-    assert (name.text, name.get_attribute("data-colour")) == ("quick_b", "orange")
-    assert name.value_of_css_property("color") == "rgba(230, 81, 0, 1)"
-    uncoloured = driver.find_element(By.CSS_SELECTOR, '#tree tr[data-agent="quick_a"] span.agent')
-    assert uncoloured.get_attribute("data-colour") is None
+    # Read in one script: the rows are redrawn while the page runs.
+    names = driver.execute_script(
+        "return ['quick_a', 'quick_b'].map((agent) => {"
+        "  const el = document.querySelector(`#tree tr[data-agent='${agent}'] span.agent`);"
+        "  return [el.textContent, el.dataset.colour || null, getComputedStyle(el).color];"
+        "});"
+    )
+    assert names[1] == ["quick_b", "orange", "rgb(230, 81, 0)"]
+    assert names[0][:2] == ["quick_a", None]
     assert text("answer")
     assert text("run-model") == "priced/test"
     assert "max_requests 25" in text("run-limits")
