@@ -39,7 +39,7 @@ class Skill(msgspec.Struct, frozen=True, eq=False):
 SKILL_MAX_BYTES = 256 * 1024
 SKILL_FILE = "SKILL.md"
 #: Skill names follow the Agent Skills format: letters, digits, '-', '_' (1-64).
-SKILL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+SKILL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 SKILL_DESCRIPTION_MAX = 1024
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_NESTING = 64

@@ -6,12 +6,34 @@ Every async test runs on asyncio and on trio, and every hypothesis property test
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Bytecode caches on, here and in every process a test starts: with
+# PYTHONDONTWRITEBYTECODE set (some images set it), every worker and every CLI subprocess
+# compiles the whole package and pytest rewrites every test module again, which costs
+# about a third of the suite's CPU on two cores. The caches are __pycache__ folders
+# (ignored by git), written atomically, so parallel workers can share them.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
+#: Workers per core. The suite waits a lot (servers, worker processes, durable timers,
+#: heartbeat timeouts), so one worker per core leaves the CPU half idle; two keep it busy.
+WORKERS_PER_CORE = 2
+#: Each worker starts its own Temporal dev server and Redis: no more than this many.
+MAX_WORKERS = 16
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core (at least two, at most :data:`MAX_WORKERS`)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(2, min(WORKERS_PER_CORE * (cores or 1), MAX_WORKERS))
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -28,10 +28,10 @@ __all__ = [
 
 #: Server names: letters, digits, ``-`` and single ``_`` between them, at most 32 characters.
 #: A ``__`` inside a name would make ``mcp__<server>__<tool>`` ambiguous.
-SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$")
+SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*\Z")
 _SERVER_NAME_MAX = 32
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 
 
 def check_server_name(name: object, where: str = "server name") -> str:

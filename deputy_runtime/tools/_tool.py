@@ -20,7 +20,7 @@ from ..errors import ToolDefinitionError
 __all__ = ["TOOL_NAME_PATTERN", "Tool"]
 
 #: Names every provider accepts for a tool.
-TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
 
 class Tool(msgspec.Struct, frozen=True, eq=False):

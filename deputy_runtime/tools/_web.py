@@ -42,7 +42,7 @@ __all__ = ["SearchBackend", "SearchResult", "WebLimits", "WebRules", "tools_web"
 
 _TEXT_TYPES = ("application/json", "application/xml", "application/xhtml+xml")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_DOMAIN = re.compile(r"^(\*\.)?([a-z0-9-]+\.)*[a-z0-9-]+$")
+_DOMAIN = re.compile(r"^(\*\.)?([a-z0-9-]+\.)*[a-z0-9-]+\Z")
 
 
 class WebLimits(msgspec.Struct, frozen=True):

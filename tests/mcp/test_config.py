@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from deputy_runtime.errors import McpConfigError
+from deputy_runtime.errors import McpConfigError, ToolDefinitionError
 from deputy_runtime.mcp import McpHttp, McpLimits, McpServer, McpStdio, load_mcp_config
 from deputy_runtime.mcp._mcpjson import expand_env
+from deputy_runtime.tools import Tool
 
 
 def write(tmp_path: Path, data: object) -> Path:
@@ -231,6 +232,7 @@ def test_header_values_with_line_breaks_are_refused(before: str, brk: str, after
 
 
 @given(st.text(max_size=40))
+@example("0\n")  # '$' would match before a trailing newline
 def test_server_names_accepted_are_unambiguous_in_tool_names(name: str) -> None:
     try:
         McpServer(name, McpStdio(command="x"))
@@ -240,6 +242,20 @@ def test_server_names_accepted_are_unambiguous_in_tool_names(name: str) -> None:
     assert not name.startswith("_")
     assert not name.endswith("_")
     assert re.fullmatch(r"[A-Za-z0-9_-]{1,32}", name)
+
+
+def test_a_name_with_a_trailing_newline_is_refused_everywhere() -> None:
+    # Names end at the end of the string, never before a final line break: a header
+    # name "X-Token\n" would split the request, a tool or server name would reach the
+    # model with a line break in it.
+    with pytest.raises(McpConfigError, match="name"):
+        McpServer("files\n", McpStdio(command="x"))
+    with pytest.raises(McpConfigError):
+        McpStdio(command="x", env={"TOKEN\n": "v"})
+    with pytest.raises(McpConfigError):
+        McpHttp(url="http://h.test/mcp", headers={"X-Token\n": "v"})
+    with pytest.raises(ToolDefinitionError, match="invalid"):
+        Tool(name="read\n", description="d", parameters={"type": "object"}, function=print)
 
 
 secrets = st.from_regex(r"\Asecret-[A-Za-z0-9]{12}\Z")

@@ -63,6 +63,9 @@ def test_four_leads_of_fifty_delegations_never_overlap_on_one_key(
         "key": "one-exclusive-key",
         "delegations": 50,
         "file": str(log),
+        # A holder renews every ttl/3: generous, so a loaded machine never lets a lease
+        # lapse mid-delegation (which would fail it lease_lost, not overlap it).
+        "ttl": 30.0,
     }
     workers = [start_worker(BACKENDS[i % 2], "lease", args) for i in range(PROCESSES)]
     results = [finish(w) for w in workers]

@@ -275,7 +275,14 @@ async def test_lease_and_budget_of_one_connection_cost_two_round_trips(
     redis_url: str, namespace: str
 ) -> None:
     async with RedisCoordinator(
-        redis_url, budget_name="b", limits={"requests": 10}, namespace=namespace
+        redis_url,
+        budget_name="b",
+        limits={"requests": 10},
+        namespace=namespace,
+        # Renewals are due only after a third of the shorter ttl: long enough here
+        # that none falls inside the run on a loaded machine, so the count is exact.
+        lease_ttl=600,
+        reserve_ttl=600,
     ) as coord:
         lead, _ = lead_with(
             {"lead": [delegate("worker"), "done"], "worker": ["a"]},

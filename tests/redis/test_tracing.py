@@ -170,7 +170,14 @@ async def test_a_combined_lease_and_reservation_name_the_delegations_span_in_two
     provider: TracerProvider, exporter: InMemorySpanExporter, redis_url: str, namespace: str
 ) -> None:
     async with RedisCoordinator(
-        redis_url, budget_name="b", limits={"requests": 10}, namespace=namespace
+        redis_url,
+        budget_name="b",
+        limits={"requests": 10},
+        namespace=namespace,
+        # Renewals are due only after a third of the shorter ttl: long enough here
+        # that none falls inside the run on a loaded machine, so the count is exact.
+        lease_ttl=600,
+        reserve_ttl=600,
     ) as coord:
         seen: list[tuple[Lease | None, dict[str, str]]] = []
 

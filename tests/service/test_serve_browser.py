@@ -93,6 +93,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Ser
 def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     browser: object, server: tuple[Server, Path], tmp_path: Path
 ) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
     from selenium.webdriver.support.ui import WebDriverWait
@@ -100,22 +101,22 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     driver = browser
     assert isinstance(driver, WebDriver)
     live, markers = server
-    wait = WebDriverWait(driver, WAIT_SECONDS)
+    # An element redrawn between finding and reading it is looked up again next poll.
+    wait = WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
 
     def row(agent: str) -> dict[str, str]:
-        rows = driver.find_elements(By.CSS_SELECTOR, f'#tree tr[data-agent="{agent}"]')
-        if not rows:
-            return {}
-        cells = rows[0].find_elements(By.TAG_NAME, "td")
-        return {
-            "status": rows[0].get_attribute("data-status") or "",
-            "node": rows[0].get_attribute("data-node") or "",
-            "elapsed": cells[2].text,
-            "requests": cells[3].text,
-            "tokens": cells[4].text,
-            "cost": cells[5].text,
-            "last_tool": cells[6].text,
-        }
+        # Read in one script: the page redraws the tree while a run is live, so elements
+        # found one call earlier may be gone (stale) by the next.
+        found = driver.execute_script(
+            "const r = document.querySelector(`#tree tr[data-agent='${arguments[0]}']`);"
+            "if (!r) return null;"
+            "const c = [...r.querySelectorAll('td')].map((td) => td.innerText);"
+            "return {status: r.dataset.status || '', node: r.dataset.node || '',"
+            " state: c[1], elapsed: c[2], requests: c[3], tokens: c[4], cost: c[5],"
+            " last_tool: c[6]};",
+            agent,
+        )
+        return {str(k): str(v) for k, v in found.items()} if found else {}
 
     def start(*agents: str, task: str = "Look into the README") -> str:
         before = driver.find_element(By.ID, "run-id").text
@@ -221,14 +222,13 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     screenshot = tmp_path / "serve-tree.png"
     assert driver.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 0
-    slow = driver.find_element(By.CSS_SELECTOR, '#tree tr[data-agent="slow_one"] button.interrupt')
-    slow.click()
-    wait.until(lambda d: "Interrupting" in slow.text)
+    interrupt = '#tree tr[data-agent="slow_one"] button.interrupt'
+    driver.find_element(By.CSS_SELECTOR, interrupt).click()
+    wait.until(lambda d: "Interrupting" in d.find_element(By.CSS_SELECTOR, interrupt).text)
     (markers / f"release-{row('slow_one')['node']}").touch()
     wait.until(lambda d: row("slow_one").get("status") == "stopped")
     wait.until(lambda d: d.find_element(By.ID, "run-status").text == "completed")
-    cells = driver.find_elements(By.CSS_SELECTOR, '#tree tr[data-agent="slow_one"] td')
-    assert cells[1].text == "stopped (interrupted)"
+    assert row("slow_one")["state"] == "stopped (interrupted)"
     assert not driver.find_elements(By.CSS_SELECTOR, "button.interrupt")
     wait.until(lambda d: listed() == [(second, "completed"), (first, "completed")])
 
