@@ -162,6 +162,7 @@ from ._texts import CUT_OFF_TEXT as CUT_OFF_TEXT
 from ._texts import INTERRUPTED_TEXT as INTERRUPTED_TEXT
 from ._texts import NOT_RUN_TEXT as NOT_RUN_TEXT
 from ._texts import TOOL_CALL_LIMIT_TEXT as TOOL_CALL_LIMIT_TEXT
+from ._texts import cost_unknown_text as cost_unknown_text
 from ._texts import delegation_cap_text as delegation_cap_text
 from ._texts import invalid_arguments_text as invalid_arguments_text
 from ._texts import permission_denied_text as permission_denied_text

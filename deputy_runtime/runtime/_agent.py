@@ -73,7 +73,7 @@ from ._ownspend import LeadSpend, RunSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
 from ._states import StopReason
-from ._texts import invalid_arguments_text
+from ._texts import cost_unknown_text, invalid_arguments_text
 from ._trace import begin_run, chat_reply, chat_span, end_run, tool_decision, tool_result, tool_span
 from ._usage import Meter, Reservation, UsageLimits
 
@@ -753,10 +753,8 @@ class Agent:
             ctx.emit(
                 WarningEvent(
                     **ctx.event_ids(),
-                    message=(
-                        f"max_cost_usd is set, but provider {getattr(provider, 'name', '?')!r} "
-                        f"(model {getattr(provider, 'model', '?')!r}) reported no cost for a "
-                        "response: the cost limit counts only reported costs"
+                    message=cost_unknown_text(
+                        str(getattr(provider, "name", "?")), str(getattr(provider, "model", "?"))
                     ),
                 )
             )

@@ -4,6 +4,7 @@ A model learns what happened to a call from these texts alone, so an in-process 
 a durable run must show the very same words: both engines take them from here. (The
 failure prefix of a tool that raised, ``Tool calling failed with error ...``, belongs to
 the chat layer, which every provider shares: ``deputy_runtime.chat.tool_error_text``.)
+The warnings both engines give the host about a run are worded here for the same reason.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = [
     "INTERRUPTED_TEXT",
     "NOT_RUN_TEXT",
     "TOOL_CALL_LIMIT_TEXT",
+    "cost_unknown_text",
     "delegation_cap_text",
     "invalid_arguments_text",
     "permission_denied_text",
@@ -62,3 +64,11 @@ def invalid_arguments_text(error: object) -> str:
 def permission_denied_text(reason: str) -> str:
     """A call the permission rules, a hook or ``can_use_tool`` refused."""
     return f"Permission denied: {reason}"
+
+
+def cost_unknown_text(provider: str, model: str) -> str:
+    """The run's one warning that ``max_cost_usd`` cannot see a response without a cost."""
+    return (
+        f"max_cost_usd is set, but provider {provider!r} (model {model!r}) reported no "
+        "cost for a response: the cost limit counts only reported costs"
+    )

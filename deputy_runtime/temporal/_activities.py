@@ -243,7 +243,9 @@ class DeputyActivities:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except ProviderError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__) from exc
-        return ModelReply(turn)
+        return ModelReply(
+            turn, provider=str(getattr(provider, "name", "?")), model=str(provider.model)
+        )
 
     # -- tool calls ---------------------------------------------------------------------
 

@@ -112,6 +112,7 @@ def checkpoint_of(
         runs=(previous.runs if previous else 1) + 1,
         hook_errors=tuple(loop.hook_errors),
         deadline=loop.deadline.at,
+        cost_warned=loop.cost_warned,
     )
 
 
@@ -135,6 +136,7 @@ def resume(checkpoint: LoopCheckpoint, loop: AgentLoop, events: list[Event]) -> 
     events.extend(decode_event(e) for e in checkpoint.events)
     loop.hook_errors.extend(checkpoint.hook_errors)
     loop.deadline.at = checkpoint.deadline
+    loop.cost_warned = checkpoint.cost_warned
     return list(checkpoint.turns)
 
 

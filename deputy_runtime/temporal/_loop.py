@@ -34,7 +34,6 @@ from ._human import ask_tools
 
 with workflow.unsafe.imports_passed_through():
     from ..chat import (
-        AssistantTurn,
         ContentText,
         ContentToolRequest,
         ContentToolResult,
@@ -59,6 +58,8 @@ with workflow.unsafe.imports_passed_through():
         ToolStart,
         UsageEvent,
         UsageLimits,
+        WarningEvent,
+        cost_unknown_text,
         refill_field,
     )
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
@@ -218,6 +219,7 @@ class AgentLoop:
         self.starts = ToolStarts()  # tool calls in flight (see ``_hookflow``)
         self.observers = observers  # a subagent's events forwarded beyond the usual ones
         self.top_up = top_up  # a fair-share delegation's way to its lead's budget
+        self.cost_warned = False  # the cost-unknown warning is given once per run
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -289,13 +291,16 @@ class AgentLoop:
                 ModelRequestEvent(**self.ids.fields(), index=requests, model=self.model)
             )
             try:
-                reply = await self._request(turns)
+                answer = await self._request(turns)
             except ActivityError as exc:
                 if cancelling(exc):
                     raise
                 cause = exc.cause if exc.cause is not None else exc
                 return StopReason.PROVIDER_ERROR, str(cause)
+            reply = answer.turn
             self.meter.add_response(reply.usage)
+            if reply.usage.cost_usd is None and self.limits.max_cost_usd is not None:
+                self._warn_cost_unknown(answer)
             turns.append(reply.turn())
             calls = reply.tool_requests
             self.events.append(
@@ -326,6 +331,18 @@ class AgentLoop:
             if self.boundary is not None:
                 await self.boundary(turns, requests)
 
+    def _warn_cost_unknown(self, reply: ModelReply) -> None:
+        """Say once per run that ``max_cost_usd`` cannot see a response without a cost."""
+        if self.cost_warned:
+            return
+        self.cost_warned = True
+        self.events.append(
+            WarningEvent(
+                **self.ids.fields(),
+                message=cost_unknown_text(reply.provider or "?", reply.model or self.model),
+            )
+        )
+
     async def _limit(self, *, reaching: bool) -> StopReason | None:
         """``Meter.limit_reached`` with the top-up asked of the lead workflow."""
         over = self.meter.exceeded(reaching=reaching)
@@ -346,7 +363,7 @@ class AgentLoop:
             and self.meter.take_tool_call()
         )
 
-    async def _request(self, turns: list[Turn]) -> AssistantTurn:
+    async def _request(self, turns: list[Turn]) -> ModelReply:
         call = ModelCall(
             model=self.model,
             agent_name=self.ids.agent_name,
@@ -367,7 +384,7 @@ class AgentLoop:
             retry_policy=MODEL_RETRY,
             cancellation_type=CANCELLATION,
         )
-        return reply.turn
+        return reply
 
     async def _tool_call(self, call: ContentToolRequest, slot: bool) -> ContentToolResult:
         if not slot:  # the run stops after this turn, as in-process

@@ -172,9 +172,12 @@ class ModelCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
 
 class ModelReply(msgspec.Struct, frozen=True, gc=False):
-    """The activity's answer: the provider's turn."""
+    """The activity's answer: the provider's turn, and which provider and model gave it
+    (for the warnings that name them; empty in histories written before they were sent)."""
 
     turn: AssistantTurn
+    provider: str = ""
+    model: str = ""
 
 
 class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -259,3 +262,5 @@ class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     hook_errors: tuple[str, ...] = ()
     #: When the run's ``max_seconds`` runs out (a ``workflow.now()`` timestamp).
     deadline: float | None = None
+    #: The run has given its cost-unknown warning (once per run, not per chain link).
+    cost_warned: bool = False

@@ -203,6 +203,7 @@ async def _durable(
     model: str = "test",
     permissions: Permissions | None = None,
     hook_events: Iterable[str] = (),
+    **options: Any,
 ) -> tuple[Outcome, LeadOutput, str]:
     workflow_id = f"parity-{uuid.uuid4().hex}"
     request = lead_input(
@@ -212,6 +213,7 @@ async def _durable(
         usage_limits=limits,
         permissions=permissions,
         hook_events=hook_events,
+        **options,
     )
     handle = await start_lead(client, request, workflow_id=workflow_id, task_queue=task_queue)
     out = await handle.result()
@@ -222,6 +224,35 @@ async def _durable(
 
 
 # -- budgets, setup errors, grants ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("continue_as_new_after", [None, 10])
+async def test_a_cost_limit_without_reported_costs_warns_each_run_once_on_both(
+    client: Client, task_queue: str, workdir: Path, continue_as_new_after: int | None
+) -> None:
+    # The offline test model reports no cost: max_cost_usd cannot see these responses,
+    # and each run (the lead's and every delegation's) says so once, in the same words,
+    # also when the lead continues as new at every boundary.
+    definitions = _definitions(workdir)
+    limits = UsageLimits(max_cost_usd=1.0, max_requests=30)
+    lead = LeadAgent(chat("test"), definitions, usage_limits=limits, working_dir=workdir)
+    local = [e async for e in lead.run_stream(TASK)]
+    options = {} if continue_as_new_after is None else {"continue_as_new_after": 10}
+    async with _worker(client, task_queue, workdir):
+        got, out, workflow_id = await _durable(client, task_queue, definitions, limits, **options)
+    if continue_as_new_after is not None:
+        assert len(await chain_run_ids(client, workflow_id)) > 1
+
+    def warnings(events: Iterable[Event]) -> list[tuple[str | None, str]]:
+        return sorted((e.agent_name, e.message) for e in events if isinstance(e, WarningEvent))
+
+    expected = warnings(local)
+    assert warnings(got.events) == expected
+    names = [name for name, _ in expected]
+    assert sorted(map(str, names)) == sorted(["lead", *(r.agent_name for r in got.records)])
+    assert all("reported no cost" in m and "'test'" in m for _, m in expected)
+    if continue_as_new_after is None:
+        assert await assert_replays(client, run_workflow_ids(workflow_id, out)) >= 1
 
 
 @pytest.mark.parametrize(
