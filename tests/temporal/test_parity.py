@@ -237,7 +237,9 @@ async def test_a_cost_limit_without_reported_costs_warns_each_run_once_on_both(
     limits = UsageLimits(max_cost_usd=1.0, max_requests=30)
     lead = LeadAgent(chat("test"), definitions, usage_limits=limits, working_dir=workdir)
     local = [e async for e in lead.run_stream(TASK)]
-    options = {} if continue_as_new_after is None else {"continue_as_new_after": 10}
+    options: dict[str, Any] = {}
+    if continue_as_new_after is not None:
+        options["continue_as_new_after"] = continue_as_new_after
     async with _worker(client, task_queue, workdir):
         got, out, workflow_id = await _durable(client, task_queue, definitions, limits, **options)
     if continue_as_new_after is not None:
