@@ -516,6 +516,7 @@ INTERNAL = {
         "chat_reply",
         "chat_span",
         "check_batch",
+        "cost_unknown_text",
         "delegate_parameters",
         "delegate_placeholder",
         "delegation_cap_text",
