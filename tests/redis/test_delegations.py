@@ -63,6 +63,22 @@ async def evalsha_calls(url: str) -> int:
     return total
 
 
+def counted_coordinator(url: str, namespace: str) -> RedisCoordinator:
+    """A coordinator on budget ``b`` (10 requests) whose round trips a test counts.
+
+    Renewals are due only after a third of the shorter ttl: long enough here that none
+    falls inside a test's run on a loaded machine, so the count is exact.
+    """
+    return RedisCoordinator(
+        url,
+        budget_name="b",
+        limits={"requests": 10},
+        namespace=namespace,
+        lease_ttl=600,
+        reserve_ttl=600,
+    )
+
+
 async def test_the_fencing_token_reaches_the_delegation_context(
     redis_url: str, namespace: str
 ) -> None:
@@ -274,16 +290,7 @@ async def test_a_spent_shared_budget_leaves_new_delegations_not_started(
 async def test_lease_and_budget_of_one_connection_cost_two_round_trips(
     redis_url: str, namespace: str
 ) -> None:
-    async with RedisCoordinator(
-        redis_url,
-        budget_name="b",
-        limits={"requests": 10},
-        namespace=namespace,
-        # Renewals are due only after a third of the shorter ttl: long enough here
-        # that none falls inside the run on a loaded machine, so the count is exact.
-        lease_ttl=600,
-        reserve_ttl=600,
-    ) as coord:
+    async with counted_coordinator(redis_url, namespace) as coord:
         lead, _ = lead_with(
             {"lead": [delegate("worker"), "done"], "worker": ["a"]},
             [definition("worker")],

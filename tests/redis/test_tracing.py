@@ -16,7 +16,7 @@ from opentelemetry.trace import Span
 from deputy_runtime import DelegationPolicy, ExclusiveResource, tracing
 from deputy_runtime.chat import ModelRequest, reply
 from deputy_runtime.redis import Lease, RedisBudget, RedisCoordinator, RedisLeases
-from tests.redis.test_delegations import evalsha_calls
+from tests.redis.test_delegations import counted_coordinator, evalsha_calls
 from tests.runtime.helpers import definition, delegate, scripted_lead
 
 pytestmark = pytest.mark.anyio
@@ -169,16 +169,7 @@ async def test_a_delegations_lease_names_the_delegations_span(
 async def test_a_combined_lease_and_reservation_name_the_delegations_span_in_two_round_trips(
     provider: TracerProvider, exporter: InMemorySpanExporter, redis_url: str, namespace: str
 ) -> None:
-    async with RedisCoordinator(
-        redis_url,
-        budget_name="b",
-        limits={"requests": 10},
-        namespace=namespace,
-        # Renewals are due only after a third of the shorter ttl: long enough here
-        # that none falls inside the run on a loaded machine, so the count is exact.
-        lease_ttl=600,
-        reserve_ttl=600,
-    ) as coord:
+    async with counted_coordinator(redis_url, namespace) as coord:
         seen: list[tuple[Lease | None, dict[str, str]]] = []
 
         async def worker(request: ModelRequest) -> str:
