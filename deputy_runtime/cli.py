@@ -29,7 +29,6 @@ _COMMANDS = {
     "run": "deputy_runtime._cli.run:run",
     "bench": "deputy_runtime._cli.bench:bench",
     "worker": "deputy_runtime._cli.worker:worker",
-    "run-temporal": "deputy_runtime._cli.run_temporal:run_temporal",
     "attach": "deputy_runtime._cli.run_temporal:attach",
     "answer": "deputy_runtime._cli.answer:answer",
     "serve": "deputy_runtime._cli.serve:serve",
@@ -488,15 +487,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deputy-runtime`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     command = args.command
-    if command == "run" and args.temporal is not None:
-        if args.redis is not None:
-            print(
-                "deputy-runtime run: --redis and --temporal do not combine: a durable run "
-                "keeps its budget and records in Temporal; drop one",
-                file=sys.stderr,
-            )
-            return 2
-        command = "run-temporal"  # a durable run: started on Temporal, followed from here
     module_name, _, function_name = _COMMANDS[command].partition(":")
     try:
         function = getattr(importlib.import_module(module_name), function_name)

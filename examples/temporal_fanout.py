@@ -140,7 +140,10 @@ async def main(address: str | None, task_queue: str | None, spawn: bool) -> None
         if address is not None:
             workflow_id, out = await run_with_worker(bridge, address, queue, spawn)
         else:
-            with tempfile.TemporaryDirectory() as directory, DevServer(directory) as server:
+            with (
+                tempfile.TemporaryDirectory() as directory,
+                DevServer(directory, in_memory=True) as server,
+            ):
                 await bridge.call(server.wait_ready)
                 print(f"server: {server.address}", flush=True)
                 workflow_id, out = await run_with_worker(bridge, server.address, queue, spawn)

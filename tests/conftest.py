@@ -7,8 +7,10 @@ Every async test runs on asyncio and on trio, and every hypothesis property test
 from __future__ import annotations
 
 import os
+import resource
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if isinstance(item, pytest.Function) and getattr(item.obj, "is_hypothesis_test", False):
             item.add_marker(pytest.mark.slow)
     items.sort(key=_schedule_rank)
+
+
+#: ``DEPUTY_TEST_CPU_LOG=path`` appends one line per test: wall seconds, CPU seconds of
+#: the worker and of the processes the test started and waited for, and the test's id
+#: (each xdist worker writes ``path.<worker>``). On two cores the suite is CPU-bound, so
+#: CPU, not wall time, says which tests are worth making cheaper.
+_CPU_LOG = os.environ.get("DEPUTY_TEST_CPU_LOG")
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Log each test's wall and CPU seconds when ``DEPUTY_TEST_CPU_LOG`` is set."""
+    if not _CPU_LOG:
+        return (yield)
+    wall, cpu = time.monotonic(), _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(f"{_CPU_LOG}.{worker}", "a", encoding="utf-8") as log:
+            log.write(f"{time.monotonic() - wall:.3f}\t{_cpu_seconds() - cpu:.3f}\t{item.nodeid}\n")

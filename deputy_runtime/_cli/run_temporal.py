@@ -18,12 +18,15 @@ aliases and definitions are read as ``run`` reads them (a plugin's ``tools`` onl
 tools here; the workers must have them). A plugin's ``delegation_policy`` travels in
 the run's input as far as it can cross the durable boundary (resource modes as specs,
 ``max_seconds``, ``max_delegations``); a setting that cannot (a resource factory, an
-in-process lease backend, a ``human_input`` or ``chat`` callable) is refused, as are
-``--test-fanout`` and ``--backend trio``.
+in-process lease backend, a ``human_input`` or ``chat`` callable) is refused, as are the
+options that belong to the workers or to an in-process run (``--redis``,
+``--shared-budget``, ``--mcp-config``, ``--mcp-mode``, ``--test-fanout``, ``--backend
+trio``), each by name.
 
-Exit status: 0 the lead completed; 1 it failed, or the server could not be reached;
-2 bad arguments or definitions, or the ``temporal`` extra is missing; 3 it stopped early
-(a limit); 130 interrupted.
+``run`` reads the command line for both (:mod:`.hostsetup`) and shows and ends both the
+same way (:mod:`.runshow`); only starting and following the workflow is here. The exit
+status is ``run``'s; 1 also when the server cannot be reached, 2 also when the
+``temporal`` extra is missing.
 """
 
 from __future__ import annotations
@@ -35,31 +38,26 @@ import signal
 import sys
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from .._extras import install_hint
 from ..errors import DeputyError
-from ..runtime import AgentResult, Permissions, SubagentRecord, UsageLimits
-from .leadsetup import (
-    LEAD_PROMPT,
-    LEAD_TOOLS,
-    UsageError,
-    alias_options,
-    check_agents,
-    lead_alias,
-    load_definitions,
-    load_plugins,
-    print_warnings,
-    select_model,
-)
+from ..runtime import Permissions, StopReason, UsageLimits
+from .hostsetup import HostSetup, ModelChoice
+from .leadsetup import LEAD_PROMPT, LEAD_TOOLS, UsageError
 from .otlp import start_otlp
 from .questions import QuestionDesk
-from .view import JsonView, LiveView, PlainView, RunState, definition_colours, summary_table
+from .runshow import Exit, View, exit_status, open_view, print_summary
+from .view import RunState, definition_colours
 
-__all__ = ["attach", "run_temporal"]
+__all__ = [
+    "attach",
+    "check_durable_options",
+    "lead_request",
+    "no_worker_answered",
+    "run_durable",
+]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Seconds between two polls of the run's event log.
 POLL_SECONDS = 0.25
 #: Seconds ``run`` waits for a worker to poll the task queue before it declines to start
@@ -67,26 +65,53 @@ POLL_SECONDS = 0.25
 WORKER_GRACE_SECONDS = 5.0
 
 
-def run_temporal(args: argparse.Namespace) -> int:
+def check_durable_options(args: argparse.Namespace) -> None:
+    """Refuse, by name, the ``run`` options that do not cross to a durable run.
+
+    Raises:
+        UsageError: One of them is given.
+    """
+    for option, given, why in (
+        ("--redis", getattr(args, "redis", None) is not None,
+         "a durable run keeps its budget and records in Temporal; drop one"),
+        ("--shared-budget", getattr(args, "shared_budget", None) is not None,
+         "a durable run keeps its budget in Temporal"),
+        ("--test-fanout", getattr(args, "test_fanout", None) is not None,
+         "the workers choose the model"),
+        ("--mcp-config", getattr(args, "mcp_config", None) is not None,
+         "MCP servers run on the workers: give it to deputy-runtime worker"),
+        ("--mcp-mode", bool(getattr(args, "mcp_mode", None)),
+         "MCP servers run on the workers: give it to deputy-runtime worker"),
+    ):  # fmt: skip
+        if given:
+            raise UsageError(f"{option} and --temporal do not combine: {why}")
+    if getattr(args, "backend", "asyncio") != "asyncio":
+        raise UsageError(
+            "--backend trio is not supported with --temporal (Temporal's SDK is asyncio-only)"
+        )
+
+
+def run_durable(args: argparse.Namespace, task: str, setup: HostSetup, choice: ModelChoice) -> int:
     """Start the run on Temporal and follow it; returns the exit status."""
     try:
-        request, announcement, colours = _request(args)
+        request = lead_request(args, task, setup, choice)
         otlp = getattr(args, "otlp", None)
         stop_tracing = start_otlp(otlp) if otlp is not None else None
     except UsageError as exc:
         print(f"deputy-runtime run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
+    colours = definition_colours(setup.loaded.definitions.values())
     workflow_id = f"deputy-run-{uuid.uuid4().hex}"
     # The Model: and Temporal: lines come only once the run is started: a server that
     # cannot be reached is one error line, not a workflow that never existed.
     started = (
-        f"{announcement}\n"
+        f"{choice.announcement}\n"
         f"Temporal: {args.temporal}, task queue {args.task_queue!r}, workflow {workflow_id}"
     )
     try:
         status = asyncio.run(_follow(args, request, workflow_id, started, colours))
     except KeyboardInterrupt:
-        status = EXIT_INTERRUPTED
+        status = Exit.INTERRUPTED
     finally:
         if stop_tracing is not None:
             stop_tracing()  # flushes the spans still batched
@@ -97,42 +122,28 @@ def run_temporal(args: argparse.Namespace) -> int:
     os._exit(status)
 
 
-def _request(args: argparse.Namespace) -> tuple[Any, str, dict[str, str]]:
-    if args.test_fanout is not None:
-        raise UsageError("--test-fanout is not supported with --temporal yet")
-    if args.backend != "asyncio":
-        raise UsageError(
-            "--backend trio is not supported with --temporal (Temporal's SDK is asyncio-only)"
-        )
-    task = str(args.task)
-    if not task.strip():
-        raise UsageError("TASK is empty: say what the lead should do")
+def lead_request(args: argparse.Namespace, task: str, setup: HostSetup, choice: ModelChoice) -> Any:
     try:
         from ..temporal import lead_input
     except ImportError as exc:
         raise UsageError(f"{exc} ({install_hint('temporal')})") from exc
-    check_agents(args.agents)
-    plugins = load_plugins(args.plugin or (), Path.cwd())
-    aliases = {**plugins.aliases, **alias_options(args.model_alias or ())}
-    spec, announcement = lead_alias(*select_model(args.model, os.environ))
-    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
     try:
         request = lead_input(
             task,
-            loaded.definitions,
-            model=spec,
+            setup.loaded.definitions,
+            model=choice.spec,
             tools=LEAD_TOOLS,
             system_prompt=LEAD_PROMPT,
             usage_limits=UsageLimits(max_requests=args.max_requests),
             permissions=Permissions(mode=args.permission_mode),
-            model_aliases=aliases,
+            model_aliases=choice.aliases,
             human_input=True,  # questions are answered here or with deputy-runtime answer
-            delegation_policy=plugins.policy,
+            delegation_policy=setup.plugins.policy,
         )
     except (DeputyError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
-    print_warnings(loaded.warnings, sys.stderr)
-    return request, announcement, definition_colours(loaded.definitions.values())
+    setup.print_warnings()
+    return request
 
 
 async def _follow(
@@ -154,13 +165,13 @@ async def _follow(
     except Exception as exc:
         print(f"deputy-runtime run: cannot start the run on Temporal at {args.temporal}: {exc}",
               file=sys.stderr)  # fmt: skip
-        return EXIT_FAILED
+        return Exit.FAILED
     if not polling:
         # Started, the run would wait on the server for a worker nobody is following it
         # for; not starting it leaves nothing behind to clean up.
         print(f"deputy-runtime run: {_no_worker_hint(args)}; the run was not started",
               file=sys.stderr)  # fmt: skip
-        return EXIT_FAILED
+        return Exit.FAILED
     print(started, file=sys.stderr if args.json else sys.stdout, flush=True)
     return await _watch(args, client, workflow_id, colours)
 
@@ -217,13 +228,13 @@ def attach(args: argparse.Namespace) -> int:
             f"deputy-runtime attach: needs the temporal extra ({install_hint('temporal')})",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return Exit.USAGE
     notes = sys.stderr if args.json else sys.stdout
     print(f"Temporal: {args.temporal}, workflow {args.workflow_id}", file=notes, flush=True)
     try:
         status = asyncio.run(_attach(args))
     except KeyboardInterrupt:
-        status = EXIT_INTERRUPTED
+        status = Exit.INTERRUPTED
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)  # as run_temporal: Temporal's native client threads stay behind
@@ -240,7 +251,7 @@ async def _attach(args: argparse.Namespace) -> int:
     except Exception as exc:
         print(f"deputy-runtime attach: cannot reach workflow {args.workflow_id} on Temporal at "
               f"{args.temporal}: {exc}", file=sys.stderr)  # fmt: skip
-        return EXIT_FAILED
+        return Exit.FAILED
     return await _watch(args, client, args.workflow_id)
 
 
@@ -260,13 +271,7 @@ async def _watch(
     handle = client.get_workflow_handle_for(LeadWorkflow.run, workflow_id)
     prog = "deputy-runtime attach" if getattr(args, "workflow_id", None) else "deputy-runtime run"
     state = RunState(colours=colours)
-    view: JsonView | LiveView | PlainView
-    if args.json:
-        view = JsonView(sys.stdout.buffer, state)
-    elif sys.stdout.isatty():
-        view = LiveView(sys.stdout, state)
-    else:
-        view = PlainView(sys.stdout, state)
+    view: View = open_view(bool(args.json), state)
     stops = 0
     loop = asyncio.get_running_loop()
     background: set[asyncio.Task[None]] = set()
@@ -305,21 +310,21 @@ async def _watch(
             f"{workflow_id})",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return Exit.INTERRUPTED
     except WorkflowFailureError as exc:
         view.close()
         if isinstance(exc.cause, CancelledError):
             print(f"{prog}: workflow {workflow_id} was cancelled", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return Exit.INTERRUPTED
         cause = exc.cause
         detail = f"{exc}: {cause}" if cause is not None else str(exc)
         print(f"{prog}: the run failed: {detail}", file=sys.stderr)
-        return EXIT_FAILED
+        return Exit.FAILED
     except Exception as exc:
         view.close()
         if not no_worker_answered(exc):
             print(f"{prog}: following {workflow_id} failed: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+            return Exit.FAILED
         # The run's log is read by a query, which only a worker answers: none is polling
         # any more (the workers listed when the run started have gone).
         hint = _no_worker_hint(args)
@@ -333,46 +338,16 @@ async def _watch(
             except Exception as terminate_error:
                 ending = f"; terminating the workflow failed: {terminate_error}"
         print(f"{prog}: following {workflow_id} timed out: {hint}{ending}", file=sys.stderr)
-        return EXIT_FAILED
+        return Exit.FAILED
     finally:
         desk.close()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
     view.close()
     out: LeadOutput = await handle.result()
-    interrupted = stops > 0 or out.result.stop_reason == "interrupted"
+    interrupted = stops > 0 or out.result.stop_reason == StopReason.INTERRUPTED
     if not args.json:
-        _print_summary(out.subagents, out.result, interrupted)
+        print_summary(out.subagents, out.result, interrupted)
     elif interrupted:
         print(f"{prog}: interrupted", file=sys.stderr)
-    return _exit_status(out.result, interrupted)
-
-
-def _print_summary(
-    records: tuple[SubagentRecord, ...], result: AgentResult, interrupted: bool
-) -> None:
-    out = sys.stdout
-    out.write("\n" + summary_table(records, result) + "\n")
-    problems = [f"  {r.agent_name}: error: {r.error.splitlines()[0]}" for r in records if r.error]
-    if problems:
-        out.write("\n" + "\n".join(problems) + "\n")
-    if interrupted:
-        finished = sum(1 for r in records if r.status == "completed")
-        out.write(f"\nInterrupted: {finished} of {len(records)} delegations had completed.\n")
-    if result.error:
-        out.write(f"\nError: {result.error}\n")
-    if result.stop_reason != "complete":
-        out.write(f"\nStopped: {result.stop_reason}\n")
-    if result.response:
-        out.write("\nAnswer:\n" + result.response.rstrip() + "\n")
-    out.flush()
-
-
-def _exit_status(result: AgentResult, interrupted: bool) -> int:
-    if interrupted:
-        return EXIT_INTERRUPTED
-    if result.stop_reason in ("error", "provider_error"):
-        return EXIT_FAILED
-    if result.stop_reason != "complete":
-        return EXIT_STOPPED
-    return EXIT_OK
+    return exit_status(out.result, out.subagents, interrupted, prog)

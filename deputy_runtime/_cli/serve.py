@@ -32,28 +32,18 @@ from ..runtime import LeadAgent, UsageLimits
 from ..service.auth import check_token_text
 from ..service.config import Resolved, ServiceConfig
 from .ask import TerminalAsker
-from .hookplugins import plugin_hooks
+from .hostsetup import host_setup, model_choice
 from .leadsetup import (
     UsageError,
-    alias_options,
     attach_mcp_servers,
     build_lead,
-    check_agents,
     check_backend,
     fanout_note,
-    lead_alias,
-    load_definitions,
-    load_mcp_servers,
-    load_plugins,
     make_chat,
-    mcp_mode_options,
-    print_warnings,
     redis_setup,
-    select_model,
     with_lease_backend,
 )
 from .otlp import start_otlp
-from .pluginfolders import folder_parts, merge_hooks, merge_servers
 
 __all__ = ["TOKEN_VARIABLE", "is_loopback", "read_tokens", "serve"]
 
@@ -151,28 +141,16 @@ def _serve(args: argparse.Namespace) -> int:
         tokens = None
     elif args.insecure_no_auth:
         raise UsageError("--insecure-no-auth contradicts the configured token; drop one")
-    check_agents(args.agents)
-    cwd = Path.cwd()
-    plugins = load_plugins(args.plugin, cwd)
+    setup = host_setup(args)
+    cwd, plugins = setup.cwd, setup.plugins
     policy, registry = plugins.policy, plugins.tools
-    aliases = {**plugins.aliases, **alias_options(args.model_alias)}
-    spec, announcement = lead_alias(*select_model(args.model, os.environ))
-    explicit, fanout = bool(args.model), args.test_fanout
+    choice = model_choice(args, plugins)
+    spec, announcement, aliases = choice.spec, choice.announcement, choice.aliases
+    explicit, fanout = choice.explicit, args.test_fanout
     probe = make_chat(spec, explicit=explicit, fanout=fanout)  # refuses a bad model now
-    loaded = load_definitions(args.agents, registry, plugins.skills)
-    definitions: dict[str, AgentDefinition] = loaded.definitions
-    folders = folder_parts(loaded.plugins)
-    mcp_config = getattr(args, "mcp_config", None)
-    servers = merge_servers(
-        load_mcp_servers(mcp_config, cwd),
-        folders.servers,
-        f"--mcp-config {mcp_config!r}" if mcp_config else str(cwd / ".mcp.json"),
-    )
-    mcp_modes = {
-        **folders.modes,
-        **mcp_mode_options(getattr(args, "mcp_mode", None) or (), servers),
-    }
-    hooks = merge_hooks(plugin_hooks(plugins.modules)[0], folders.hooks)
+    definitions: dict[str, AgentDefinition] = setup.loaded.definitions
+    servers, mcp_modes = setup.mcp_servers(args)
+    hooks = setup.hooks
     try:
         config = ServiceConfig(
             max_requests=args.max_requests,
@@ -219,9 +197,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     limits = UsageLimits(max_requests=config.max_requests, max_total_tokens=config.max_total_tokens)
     make_lead(Resolved("check", tuple(definitions), limits, config.permission_mode))
-    print_warnings(loaded.warnings, sys.stderr)
-    for line in folders.warnings:
-        print(line, file=sys.stderr)
+    setup.print_warnings()
     print(announcement, file=sys.stderr, flush=True)
     note = fanout_note(probe, list(definitions))
     if note:

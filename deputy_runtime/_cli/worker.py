@@ -32,12 +32,12 @@ from typing import Any
 
 from .._extras import install_hint
 from ..definitions import AgentDefinition
-from ..runtime import HookEvent, Hooks
+from ..runtime import Hooks
 from ..tools import Tool
-from .hookplugins import plugin_can_use_tool, plugin_hooks
-from .leadsetup import UsageError, check_agents, load_definitions, load_plugins, print_warnings
+from .hookplugins import plugin_can_use_tool
+from .hostsetup import host_setup
+from .leadsetup import UsageError
 from .otlp import start_otlp
-from .pluginfolders import folder_parts, merge_hooks
 from .worker_extras import worker_extras
 
 __all__ = ["worker"]
@@ -85,32 +85,20 @@ def _setup(
         raise UsageError(f"{exc} ({install_hint('temporal')})") from exc
     if not str(args.temporal).strip():
         raise UsageError("--temporal is empty: give the server's HOST:PORT, e.g. 127.0.0.1:7233")
-    check_agents(args.agents)
-    plugins = load_plugins(args.plugin or (), Path.cwd())
-    loaded = load_definitions(args.agents, plugins.tools, plugins.skills)
-    print_warnings(loaded.warnings, sys.stderr)
+    setup = host_setup(args)
+    setup.print_warnings()
+    plugins = setup.plugins
     resources = _plugin_resources(plugins.modules)
-    folders = folder_parts(loaded.plugins)
-    for line in folders.warnings:
-        print(line, file=sys.stderr)
-    # The plugin folders' skills join the modules' (a plugin's agents name them).
-    skills = {**plugins.skills}
-    for folder in loaded.plugins:
-        skills.update({name: str(path) for name, path in folder.skills.items()})
     extras = worker_extras(
         args,
-        loaded.definitions,
+        setup.loaded.definitions,
         plugins.tools,
-        skills,
+        setup.skills,
         resources["lease_backend"],
-        plugin_servers=folders.servers,
+        plugin_servers=setup.folders.servers,
     )
-    hooks, hook_count = plugin_hooks(plugins.modules)
-    # A plugin folder's command hooks run on the worker too, after the modules' hooks.
-    if folders.hooks is not None:
-        hooks = merge_hooks(hooks, folders.hooks) or hooks
-        hook_count += sum(len(folders.hooks.matchers(event)) for event in HookEvent)
-    return plugins.tools, loaded.definitions, {**resources, **extras}, hooks, hook_count
+    definitions = setup.loaded.definitions
+    return plugins.tools, definitions, {**resources, **extras}, setup.hooks, setup.hook_count
 
 
 def _plugin_resources(modules: tuple[ModuleType, ...]) -> dict[str, Any]:

