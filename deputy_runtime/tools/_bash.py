@@ -15,7 +15,9 @@
   ``max_timeout``); its stdout and stderr are each kept up to ``output_bytes`` (the rest
   is drained and counted, so an endless writer cannot fill memory). On the time limit,
   on cancellation and when the owner closes, the command's whole process group is
-  killed and waited for, shielded, so no process outlives its call or its owner.
+  killed and waited for, shielded, so no process outlives its call or its owner. The
+  processes a command may have at once are bounded too (``BashLimits.processes``, a pids
+  cgroup of its own: a fork bomb fails to fork instead of filling the machine).
 * **A small environment.** Commands see ``PATH``, ``HOME`` (the working directory),
   ``LANG`` and ``TERM=dumb`` plus what the host passes in ``env``; the host's own
   variables (API keys) are not inherited.
@@ -45,6 +47,7 @@ import msgspec
 
 from ..errors import SandboxUnavailableError, ToolArgumentError, ToolDefinitionError
 from ._bashrules import BashRules
+from ._pidlimit import ProcessBound, process_bound
 from ._tool import Tool
 
 __all__ = ["BashLimits", "BashSandbox", "BashTools", "tools_bash"]
@@ -70,12 +73,18 @@ class BashLimits(msgspec.Struct, frozen=True, kw_only=True):
         max_timeout: The most seconds a call may ask for.
         output_bytes: Bytes kept of each of stdout and stderr (the rest is counted).
         background: Background commands that may run at once.
+        processes: Processes (threads included) one command may have at once, counted
+            in a pids cgroup of its own (or by RLIMIT_NPROC where no cgroup can be made
+            and the user is not root); a fork past it fails inside the command. ``None``:
+            no bound, the host's explicit choice (without it, a host where the bound
+            cannot be kept gets a clear refusal instead of an unbounded command).
     """
 
     timeout: float = 120.0
     max_timeout: float = 600.0
     output_bytes: int = 30_000
     background: int = 8
+    processes: int | None = 256
 
     def __post_init__(self) -> None:
         for name in ("timeout", "max_timeout"):
@@ -93,6 +102,12 @@ class BashLimits(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"BashLimits.{name} must be an int >= 1, got {value!r}")
+        processes = self.processes
+        if processes is not None and (
+            isinstance(processes, bool) or not isinstance(processes, int) or processes < 8
+        ):
+            # Below a handful even the sandbox's own processes (bwrap, bash) cannot start.
+            raise ValueError(f"BashLimits.processes must be an int >= 8 or None, got {processes!r}")
 
 
 class _Capture:
@@ -274,6 +289,10 @@ class BashTools:
             return await self._background(command, argv)
         return await self._foreground(argv, seconds)
 
+    def _bound(self) -> ProcessBound | None:
+        processes = self.limits.processes
+        return None if processes is None else process_bound(processes)
+
     async def bash_output(self, bash_id: str) -> str:
         """What a background command wrote since the last read, and its state.
 
@@ -387,7 +406,14 @@ class BashTools:
     async def _foreground(self, argv: list[str], seconds: float) -> str:
         cap = self.limits.output_bytes
         out, err = _Capture(cap), _Capture(cap)
-        process = await self._open(argv)
+        bound = self._bound()
+        try:
+            process = await self._open(argv if bound is None else bound.wrap(argv))
+        except BaseException:
+            if bound is not None:
+                with anyio.CancelScope(shield=True):
+                    await bound.aclose()
+            raise
         timed_out = False
         try:
             with anyio.move_on_after(seconds) as scope:
@@ -395,15 +421,19 @@ class BashTools:
                     tg.start_soon(_drain, process.stdout, out)
                     tg.start_soon(_drain, process.stderr, err)
                     await process.wait()
-                    # The command ended: what it left running in its group (holding the
-                    # pipes open) goes with it.
+                    # The command ended: what it left running in its group or its
+                    # cgroup (holding the pipes open) goes with it.
                     _kill_group(process.pid)
+                    if bound is not None:
+                        bound.kill()
             timed_out = scope.cancelled_caught
         finally:
             # On the time limit and on cancellation alike: nothing outlives the call.
             with anyio.CancelScope(shield=True):
                 await _kill(process)
                 await process.aclose()
+                if bound is not None:
+                    await bound.aclose()
         return _report(out, err, process.returncode, seconds if timed_out else None)
 
     async def _background(self, command: str, argv: list[str]) -> str:
@@ -419,14 +449,21 @@ class BashTools:
                 f"{running} background commands are running, the most allowed; stop one "
                 "with kill_shell or wait for one to end"
             )
-        process = await self._open(argv)
+        bound = self._bound()
+        try:
+            process = await self._open(argv if bound is None else bound.wrap(argv))
+        except BaseException:
+            if bound is not None:
+                with anyio.CancelScope(shield=True):
+                    await bound.aclose()
+            raise
         self._count += 1
         shell_id = f"bash_{self._count}"
         shell = self._shells[shell_id] = _Shell(command, process, self.limits.output_bytes)
-        group.start_soon(self._follow, shell)
+        group.start_soon(self._follow, shell, bound)
         return f"Started in the background with id {shell_id}; read it with bash_output."
 
-    async def _follow(self, shell: _Shell) -> None:
+    async def _follow(self, shell: _Shell, bound: ProcessBound | None) -> None:
         process = shell.process
         try:
             async with anyio.create_task_group() as tg:
@@ -434,10 +471,14 @@ class BashTools:
                 tg.start_soon(_drain, process.stderr, shell.stderr)
                 await process.wait()
                 _kill_group(process.pid)
+                if bound is not None:
+                    bound.kill()
         finally:
             with anyio.CancelScope(shield=True):
                 await _kill(process)
                 await process.aclose()
+                if bound is not None:
+                    await bound.aclose()
             shell.returncode = process.returncode
             shell.done.set()
 
