@@ -427,6 +427,7 @@ EXPECTED_ALL = {
         "McpStdio",
         "McpStopKind",
         "McpToolCall",
+        "McpToolUnavailable",
         "McpToolsChanged",
         "SessionState",
         "expand_mcp_names",

@@ -21,6 +21,7 @@ from ._events import (
     McpStopKind,
     McpToolCall,
     McpToolsChanged,
+    McpToolUnavailable,
 )
 from ._mcpjson import load_mcp_config, parse_mcp_config
 from ._names import expand_mcp_names, mcp_tool_names
@@ -46,6 +47,7 @@ __all__ = [
     "McpStdio",
     "McpStopKind",
     "McpToolCall",
+    "McpToolUnavailable",
     "McpToolsChanged",
     "SessionState",
     "expand_mcp_names",

@@ -22,6 +22,7 @@ __all__ = [
     "McpStderrLine",
     "McpStopKind",
     "McpToolCall",
+    "McpToolUnavailable",
     "McpToolsChanged",
     "emit_safely",
 ]
@@ -72,12 +73,22 @@ class McpServerStopped(_Base, frozen=True, tag="mcp_server_stop"):
 
 
 class McpToolCall(_Base, frozen=True, tag="mcp_tool_call"):
-    """One tool call: ``tool`` is the runtime name, ``mcp_tool`` the server's own name."""
+    """One tool call: ``tool`` is the runtime name, ``mcp_tool`` the server's own name,
+    ``title`` the server's display name for it (when it gives one)."""
 
     tool: str
     mcp_tool: str
     duration: float
     error: str | None = None
+    title: str | None = None
+
+
+class McpToolUnavailable(_Base, frozen=True, tag="mcp_tool_unavailable"):
+    """A tool the server lists is not offered (``tool``: its runtime name); ``reason``
+    says why. Reported every time the tool list is read."""
+
+    tool: str
+    reason: str
 
 
 class McpToolsChanged(_Base, frozen=True, tag="mcp_tools_changed"):
@@ -94,7 +105,12 @@ class McpStderrLine(_Base, frozen=True, tag="mcp_stderr"):
 
 
 McpEvent: TypeAlias = (
-    McpServerStarted | McpServerStopped | McpToolCall | McpToolsChanged | McpStderrLine
+    McpServerStarted
+    | McpServerStopped
+    | McpToolCall
+    | McpToolsChanged
+    | McpToolUnavailable
+    | McpStderrLine
 )
 """Any event a session reports (a tagged union, tag field ``type``)."""
 

@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp.types as mcp_types
+import msgspec
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
@@ -41,6 +42,7 @@ from ..errors import (
     McpToolError,
 )
 from ..tools import Tool
+from ._bound import cut_chars
 from ._config import McpHttp, McpStdio
 from ._convert import result_text, result_value, tool_flags, tool_schema
 from ._events import (
@@ -50,9 +52,11 @@ from ._events import (
     McpStopKind,
     McpToolCall,
     McpToolsChanged,
+    McpToolUnavailable,
     emit_safely,
 )
 from ._names import mcp_tool_names
+from ._output import OutputSchema
 from ._stdio import StdioTransport
 
 if TYPE_CHECKING:
@@ -93,6 +97,8 @@ class McpSession:
         self._stop = anyio.Event()
         self._stdio: StdioTransport | None = None
         self._tools: tuple[Tool, ...] = ()
+        self._specs: dict[str, _Spec] = {}
+        self._unavailable: dict[str, str] = {}
         self._changed = anyio.Event()
         self._tools_version = 0
         self._started_at = 0.0
@@ -130,6 +136,19 @@ class McpSession:
             :meth:`call`. Empty before the session started.
         """
         return self._tools
+
+    def unavailable_tools(self) -> dict[str, str]:
+        """The server's tools this session does not offer, and why (runtime name -> why).
+
+        A tool whose ``outputSchema`` is not a valid JSON Schema is left out: none of its
+        results could be checked. Each is reported as an :class:`McpToolUnavailable`
+        event when the tool list is read.
+
+        Returns:
+            A new dict from the runtime tool name to the reason, empty when every listed
+            tool is offered.
+        """
+        return dict(self._unavailable)
 
     @property
     def tools_version(self) -> int:
@@ -201,6 +220,7 @@ class McpSession:
                 tools=len(self._tools),
             ),
         )
+        self._report_unavailable()
         return self
 
     async def _connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -341,18 +361,22 @@ class McpSession:
             tool: The runtime tool name, for the event (``mcp_tool`` when empty).
 
         Returns:
-            The result's structured content when it has some, else its content as text.
+            The result's structured content when it has some (checked against the
+            tool's ``outputSchema``), else its content as text; binary data described,
+            never pasted, and at most the file tools' read cap in size.
 
         Raises:
             McpToolError: The result is an error (``isError``), the server refused the
-                call, or the result is invalid.
+                call, or the result is invalid (its structured content breaks the tool's
+                ``outputSchema``: the message says where and what was expected).
             McpCallTimeoutError: No answer within ``call_timeout``.
             McpServerGoneError: The server is gone or the session is not open.
         """
         started = time.perf_counter()
         error: str | None = None
+        spec = self._specs.get(mcp_tool)
         try:
-            return await self._call(mcp_tool, dict(arguments))
+            return await self._call(mcp_tool, dict(arguments), spec)
         except McpError as exc:
             error = str(exc)
             raise
@@ -366,19 +390,27 @@ class McpSession:
                     server=self.name,
                     tool=tool or mcp_tool,
                     mcp_tool=mcp_tool,
+                    title=None if spec is None else spec.title,
                     duration=time.perf_counter() - started,
                     error=error,
                 ),
             )
 
-    async def _call(self, mcp_tool: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, mcp_tool: str, arguments: dict[str, Any], spec: _Spec | None) -> Any:
         client = self._client
         failure = self._failure()
         if client is None or failure is not None:
             raise self._gone_error(mcp_tool, failure)
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(name=mcp_tool, arguments=arguments)
+        )
         try:
-            result = await client.call_tool(
-                mcp_tool, arguments, read_timeout_seconds=self.limits.call_timeout
+            # Sent as a plain request: the result is checked against the output schema
+            # here, where the problem can be named briefly (see _output).
+            result = await client.send_request(
+                request,
+                mcp_types.CallToolResult,
+                request_read_timeout_seconds=self.limits.call_timeout,
             )
         except MCPError as exc:
             if exc.code == mcp_types.REQUEST_TIMEOUT:
@@ -391,14 +423,15 @@ class McpSession:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 raise self._gone_error(mcp_tool, self._failure()) from None
             raise McpToolError(
-                f"MCP server {self.name!r} refused tool {mcp_tool!r}: {exc.message} "
-                f"(error {exc.code})",
+                f"MCP server {self.name!r} refused tool {mcp_tool!r}: "
+                f"{cut_chars(exc.message, self.limits.stderr_line_chars)} (error {exc.code})",
                 server=self.name,
                 tool=mcp_tool,
             ) from None
         except (ValidationError, RuntimeError) as exc:
             raise McpToolError(
-                f"MCP tool {mcp_tool!r} on server {self.name!r} returned an invalid result: {exc}",
+                f"MCP tool {mcp_tool!r} on server {self.name!r} returned an invalid result: "
+                f"{cut_chars(str(exc), self.limits.stderr_line_chars)}",
                 server=self.name,
                 tool=mcp_tool,
             ) from None
@@ -408,6 +441,19 @@ class McpSession:
                 server=self.name,
                 tool=mcp_tool,
             )
+        if spec is not None and spec.output is not None:
+            problem = (
+                "it returned no structuredContent"
+                if result.structured_content is None
+                else spec.output.problem(result.structured_content)
+            )
+            if problem is not None:
+                raise McpToolError(
+                    f"MCP tool {mcp_tool!r} on server {self.name!r} returned a result that "
+                    f"does not match its outputSchema: {problem}",
+                    server=self.name,
+                    tool=mcp_tool,
+                )
         return result_value(result)
 
     def _gone_error(self, mcp_tool: str, failure: str | None) -> McpServerGoneError:
@@ -429,14 +475,29 @@ class McpSession:
 
     def _build_tools(self, listed: list[mcp_types.Tool]) -> tuple[Tool, ...]:
         names = mcp_tool_names(self.name, (t.name for t in listed))
-        return tuple(self._tool(t, names[t.name]) for t in sorted(listed, key=lambda t: t.name))
+        specs: dict[str, _Spec] = {}
+        unavailable: dict[str, str] = {}
+        tools: list[Tool] = []
+        for entry in sorted(listed, key=lambda t: t.name):
+            name = names[entry.name]
+            spec = _spec(entry)
+            if isinstance(spec, str):
+                unavailable[name] = spec
+                continue
+            specs[entry.name] = spec
+            tools.append(self._tool(entry, name, spec))
+        self._specs, self._unavailable = specs, unavailable
+        return tuple(tools)
 
-    def _tool(self, listed: mcp_types.Tool, name: str) -> Tool:
+    def _tool(self, listed: mcp_types.Tool, name: str, spec: _Spec) -> Tool:
         flags = tool_flags(listed.annotations)
-        title = listed.annotations.title if listed.annotations is not None else None
+        description = listed.description or ""
+        if spec.title and spec.title != description:
+            # The title is how the server names the tool to people; the model sees it too.
+            description = f"{spec.title}: {description}" if description else spec.title
         return Tool(
             name=name,
-            description=listed.description or title or listed.name,
+            description=description or listed.name,
             parameters=tool_schema(listed.input_schema),
             function=_caller(self, listed.name, name),
             read_only=flags.read_only,
@@ -444,6 +505,13 @@ class McpSession:
             idempotent=flags.idempotent,
             open_world=flags.open_world,
         )
+
+    def _report_unavailable(self) -> None:
+        for tool, reason in self._unavailable.items():
+            emit_safely(
+                self.server.on_event,
+                McpToolUnavailable(server=self.name, tool=tool, reason=reason),
+            )
 
     async def refresh_tools(self) -> tuple[Tool, ...]:
         """List the server's tools again (within ``call_timeout``) and offer the new list.
@@ -468,6 +536,7 @@ class McpSession:
         self._changed.set()
         self._changed = anyio.Event()
         emit_safely(self.server.on_event, McpToolsChanged(server=self.name, tools=len(self._tools)))
+        self._report_unavailable()
         return self._tools
 
     async def _refresh_quietly(self) -> None:
@@ -487,6 +556,25 @@ class McpSession:
 
     def _on_stderr(self, pid: int | None, line: str) -> None:
         emit_safely(self.server.on_event, McpStderrLine(server=self.name, pid=pid, line=line))
+
+
+class _Spec(msgspec.Struct, frozen=True):
+    """What a call needs to know about one listed tool."""
+
+    title: str | None
+    output: OutputSchema | None
+
+
+def _spec(listed: mcp_types.Tool) -> _Spec | str:
+    """The tool's spec, or why the tool cannot be offered."""
+    title = listed.title or (listed.annotations.title if listed.annotations else None)
+    output: OutputSchema | None = None
+    if listed.output_schema is not None:
+        compiled = OutputSchema.compile(listed.output_schema)
+        if isinstance(compiled, str):
+            return compiled
+        output = compiled
+    return _Spec(title=title, output=output)
 
 
 def _caller(session: McpSession, mcp_tool: str, tool: str) -> Any:
