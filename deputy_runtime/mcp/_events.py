@@ -17,6 +17,9 @@ import msgspec
 __all__ = [
     "McpEvent",
     "McpEventSink",
+    "McpLogLevel",
+    "McpLogMessage",
+    "McpProgress",
     "McpServerStarted",
     "McpServerStopped",
     "McpStderrLine",
@@ -97,6 +100,46 @@ class McpToolsChanged(_Base, frozen=True, tag="mcp_tools_changed"):
     tools: int
 
 
+class McpLogLevel(enum.Enum):
+    """The severity of a server's log message (MCP's syslog levels)."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    NOTICE = "notice"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+    ALERT = "alert"
+    EMERGENCY = "emergency"
+
+
+class McpProgress(_Base, frozen=True, tag="mcp_progress"):
+    """A server's progress report on one running tool call (``notifications/progress``).
+
+    ``progress`` increases with every report; ``total`` is given when the server knows
+    it; ``message`` is cut to ``stderr_line_chars``.
+    """
+
+    tool: str
+    mcp_tool: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    title: str | None = None
+
+
+class McpLogMessage(_Base, frozen=True, tag="mcp_log"):
+    """A log message the server sent (``notifications/message``).
+
+    ``data`` is the message's data as text (JSON for anything but a string, binary
+    summarised), cut to ``stderr_line_chars`` characters like a stderr line.
+    """
+
+    level: McpLogLevel
+    logger: str | None
+    data: str
+
+
 class McpStderrLine(_Base, frozen=True, tag="mcp_stderr"):
     """One line the stdio server wrote to its standard error (never shown on the terminal)."""
 
@@ -110,6 +153,8 @@ McpEvent: TypeAlias = (
     | McpToolCall
     | McpToolsChanged
     | McpToolUnavailable
+    | McpProgress
+    | McpLogMessage
     | McpStderrLine
 )
 """Any event a session reports (a tagged union, tag field ``type``)."""

@@ -20,8 +20,10 @@ Rules:
   the task that opened it) bounds every session of this resource; a delegation of a lead
   that is not open fails its setup with a message saying so.
 * Server start and stop reach the lead run's event stream as ``McpServerEvent`` (with the
-  ids of the delegation that started or used the server); every event also reaches the
-  server's own ``on_event``.
+  ids of the delegation that started or used the server); a tool call's progress and the
+  log messages that arrive while it runs as ``McpProgressEvent`` and ``McpLogEvent`` with
+  the ids of the delegation that made the call (a shared session serves many); every
+  event also reaches the server's own ``on_event``.
 """
 
 from __future__ import annotations
@@ -40,10 +42,19 @@ from ..runtime import (
     Event,
     ExclusiveResource,
     LeaseBackend,
+    McpLogEvent,
+    McpProgressEvent,
     McpServerEvent,
 )
 from ..tools import Tool
-from ._events import McpEvent, McpServerStarted, McpServerStopped, emit_safely
+from ._events import (
+    McpEvent,
+    McpLogMessage,
+    McpProgress,
+    McpServerStarted,
+    McpServerStopped,
+    emit_safely,
+)
 from ._names import mcp_tool_names
 from ._pool import McpServerPool
 from ._server import McpServer
@@ -81,7 +92,42 @@ class _Forward:
                 return
 
 
-def _run_event(event: McpEvent, ids: dict[str, Any]) -> McpServerEvent | None:
+class _CallSink:
+    """A delegation's per-call sink on a shared session: its calls' progress and the log
+    messages that arrive while they run, into the lead run's stream with its ids."""
+
+    __slots__ = ("emit", "ids")
+
+    def __init__(self, emit: _Sink, ids: dict[str, Any]) -> None:
+        self.emit = emit
+        self.ids = ids
+
+    def __call__(self, event: McpEvent) -> None:
+        if isinstance(event, McpProgress | McpLogMessage):
+            mapped = _run_event(event, self.ids)
+            if mapped is not None:
+                self.emit(mapped)
+
+
+def _run_event(event: McpEvent, ids: dict[str, Any]) -> Event | None:
+    if isinstance(event, McpProgress):
+        return McpProgressEvent(
+            **ids,
+            server=event.server,
+            tool=event.tool,
+            progress=event.progress,
+            total=event.total,
+            message=event.message,
+            title=event.title,
+        )
+    if isinstance(event, McpLogMessage):
+        return McpLogEvent(
+            **ids,
+            server=event.server,
+            level=event.level.value,
+            logger=event.logger,
+            data=event.data,
+        )
     if isinstance(event, McpServerStarted):
         return McpServerEvent(
             **ids,
@@ -262,6 +308,8 @@ class McpResource:
             )
             session = await pool.owned(server)
             request.keep(_OwnedSession(pool, session))
+            # Everything the owned server reports already reaches this delegation.
+            calls: _CallSink | None = None
         else:
             # A shared session's start (or the replacement of one that failed) is
             # reported to the delegation that caused it; the lock keeps concurrent
@@ -272,7 +320,8 @@ class McpResource:
                     session = await pool.shared(self._shared)
                 finally:
                     self._forward.sink = None
-        return _select(session, wanted, definition.name)
+            calls = None if emit is None else _CallSink(emit, ids)
+        return _select(session, wanted, definition.name, calls)
 
     def describe(self) -> dict[str, Any]:
         """Plain, JSON-encodable data for manifests and logs.
@@ -290,8 +339,10 @@ class McpResource:
         return f"McpResource({self.server!r}, mode={self.name!r})"
 
 
-def _select(session: McpSession, wanted: list[Any], agent: str) -> tuple[Tool, ...]:
-    available = {tool.name: tool for tool in session.tools()}
+def _select(
+    session: McpSession, wanted: list[Any], agent: str, calls: _CallSink | None
+) -> tuple[Tool, ...]:
+    available = {tool.name: tool for tool in session.tools(calls)}
     out: dict[str, Tool] = {}
     for name in wanted:
         if name.tool is None:

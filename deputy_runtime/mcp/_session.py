@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import httpx2
 import mcp.types as mcp_types
 import msgspec
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -42,10 +44,15 @@ from ..errors import (
     McpToolError,
 )
 from ..tools import Tool
-from ._bound import cut_chars
+from ._bound import cut_chars, summarised
 from ._config import McpHttp, McpStdio
 from ._convert import result_text, result_value, tool_flags, tool_schema
 from ._events import (
+    McpEvent,
+    McpEventSink,
+    McpLogLevel,
+    McpLogMessage,
+    McpProgress,
     McpServerStarted,
     McpServerStopped,
     McpStderrLine,
@@ -98,7 +105,11 @@ class McpSession:
         self._stdio: StdioTransport | None = None
         self._tools: tuple[Tool, ...] = ()
         self._specs: dict[str, _Spec] = {}
+        self._offered: tuple[tuple[Tool, str], ...] = ()
         self._unavailable: dict[str, str] = {}
+        # The per-call sinks of the calls in flight (see ``call``), by call number.
+        self._call_sinks: dict[int, McpEventSink] = {}
+        self._calls = 0
         self._changed = anyio.Event()
         self._tools_version = 0
         self._started_at = 0.0
@@ -128,14 +139,25 @@ class McpSession:
         """The stdio server's exit status once it has exited."""
         return None if self._stdio is None else self._stdio.exit_code
 
-    def tools(self) -> tuple[Tool, ...]:
+    def tools(self, on_event: McpEventSink | None = None) -> tuple[Tool, ...]:
         """The server's tools as runtime Tools (the latest list the server announced).
+
+        Args:
+            on_event: Also report each call's own events (its progress, the log messages
+                the server sends while it runs, the call itself) to this sink, besides
+                the server's ``on_event``: how a shared session's events reach the
+                caller that made the call.
 
         Returns:
             One Tool per server tool, sorted by the server's tool names; each calls
             :meth:`call`. Empty before the session started.
         """
-        return self._tools
+        if on_event is None:
+            return self._tools
+        return tuple(
+            msgspec.structs.replace(tool, function=_caller(self, mcp_tool, tool.name, on_event))
+            for tool, mcp_tool in self._offered
+        )
 
     def unavailable_tools(self) -> dict[str, str]:
         """The server's tools this session does not offer, and why (runtime name -> why).
@@ -236,7 +258,11 @@ class McpSession:
             async with (
                 self._transport() as (read, write),
                 ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                    read,
+                    write,
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    client_info=_CLIENT_INFO,
                 ) as client,
             ):
                 with anyio.fail_after(self.limits.start_timeout):
@@ -350,15 +376,28 @@ class McpSession:
 
     # -- calls ---------------------------------------------------------------------
 
-    async def call(self, mcp_tool: str, arguments: Mapping[str, Any], tool: str = "") -> Any:
+    async def call(
+        self,
+        mcp_tool: str,
+        arguments: Mapping[str, Any],
+        tool: str = "",
+        on_event: McpEventSink | None = None,
+    ) -> Any:
         """Call the server's tool ``mcp_tool``; return what the model should see.
 
-        Every call, failed or not, is reported as an :class:`McpToolCall` event.
+        Every call, failed or not, is reported as an :class:`McpToolCall` event. The call
+        carries a progress token, so the server can report :class:`McpProgress`; the log
+        messages the server sends while calls are running are :class:`McpLogMessage`
+        events.
 
         Args:
             mcp_tool: The server's own name of the tool.
             arguments: The tool's arguments, sent as they are.
             tool: The runtime tool name, for the event (``mcp_tool`` when empty).
+            on_event: Where this call's events go besides the server's ``on_event``: its
+                progress and call events, and the log messages that arrive while it runs
+                (the protocol does not say which call a log message is about, so each
+                call in flight with a sink gets it).
 
         Returns:
             The result's structured content when it has some (checked against the
@@ -375,8 +414,27 @@ class McpSession:
         started = time.perf_counter()
         error: str | None = None
         spec = self._specs.get(mcp_tool)
+        title = None if spec is None else spec.title
+        self._calls += 1
+        number = self._calls
+        if on_event is not None:
+            self._call_sinks[number] = on_event
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            cut = None if message is None else cut_chars(message, self.limits.stderr_line_chars)
+            report = McpProgress(
+                server=self.name,
+                tool=tool or mcp_tool,
+                mcp_tool=mcp_tool,
+                progress=progress,
+                total=total,
+                message=cut,
+                title=title,
+            )
+            self._emit(report, on_event)
+
         try:
-            return await self._call(mcp_tool, dict(arguments), spec)
+            return await self._call(mcp_tool, dict(arguments), spec, on_progress)
         except McpError as exc:
             error = str(exc)
             raise
@@ -384,19 +442,25 @@ class McpSession:
             error = "cancelled"
             raise
         finally:
-            emit_safely(
-                self.server.on_event,
-                McpToolCall(
-                    server=self.name,
-                    tool=tool or mcp_tool,
-                    mcp_tool=mcp_tool,
-                    title=None if spec is None else spec.title,
-                    duration=time.perf_counter() - started,
-                    error=error,
-                ),
+            self._call_sinks.pop(number, None)
+            done = McpToolCall(
+                server=self.name,
+                tool=tool or mcp_tool,
+                mcp_tool=mcp_tool,
+                title=title,
+                duration=time.perf_counter() - started,
+                error=error,
             )
+            self._emit(done, on_event)
 
-    async def _call(self, mcp_tool: str, arguments: dict[str, Any], spec: _Spec | None) -> Any:
+    def _emit(self, event: McpEvent, also: McpEventSink | None) -> None:
+        emit_safely(self.server.on_event, event)
+        if also is not None:
+            emit_safely(also, event)
+
+    async def _call(
+        self, mcp_tool: str, arguments: dict[str, Any], spec: _Spec | None, progress: ProgressFnT
+    ) -> Any:
         client = self._client
         failure = self._failure()
         if client is None or failure is not None:
@@ -411,7 +475,13 @@ class McpSession:
                 request,
                 mcp_types.CallToolResult,
                 request_read_timeout_seconds=self.limits.call_timeout,
+                progress_callback=progress,
             )
+            # The SDK hands each notification to a task of its own, spawned when it is
+            # received. One checkpoint lets those received before the response run (each
+            # finishes in its first step), so a call's progress and log events come
+            # before its end and reach this call's sink.
+            await anyio.lowlevel.checkpoint()
         except MCPError as exc:
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 raise McpCallTimeoutError(
@@ -487,6 +557,7 @@ class McpSession:
             specs[entry.name] = spec
             tools.append(self._tool(entry, name, spec))
         self._specs, self._unavailable = specs, unavailable
+        self._offered = tuple((t, m) for t, m in zip(tools, specs, strict=True))
         return tuple(tools)
 
     def _tool(self, listed: mcp_types.Tool, name: str, spec: _Spec) -> Tool:
@@ -554,6 +625,22 @@ class McpSession:
             # refresh's own response has to pass through.
             background.start_soon(self._refresh_quietly)
 
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        data = summarised(params.data)
+        text = data if isinstance(data, str) else msgspec.json.encode(data).decode()
+        event = McpLogMessage(
+            server=self.name,
+            level=McpLogLevel(params.level),
+            logger=None if params.logger is None else cut_chars(params.logger, 200),
+            data=cut_chars(text, self.limits.stderr_line_chars),
+        )
+        emit_safely(self.server.on_event, event)
+        seen: set[int] = set()
+        for sink in list(self._call_sinks.values()):
+            if id(sink) not in seen:
+                seen.add(id(sink))
+                emit_safely(sink, event)
+
     def _on_stderr(self, pid: int | None, line: str) -> None:
         emit_safely(self.server.on_event, McpStderrLine(server=self.name, pid=pid, line=line))
 
@@ -577,11 +664,13 @@ def _spec(listed: mcp_types.Tool) -> _Spec | str:
     return _Spec(title=title, output=output)
 
 
-def _caller(session: McpSession, mcp_tool: str, tool: str) -> Any:
+def _caller(
+    session: McpSession, mcp_tool: str, tool: str, on_event: McpEventSink | None = None
+) -> Any:
     """The Tool function: the validated arguments, sent to the server as one call."""
 
     async def call(**arguments: Any) -> Any:
-        return await session.call(mcp_tool, arguments, tool)
+        return await session.call(mcp_tool, arguments, tool, on_event)
 
     call.__name__ = tool
     return call
