@@ -8,6 +8,10 @@ Rules:
   ``mcpServers: [name]``). A name of a tool the server does not offer fails the delegation's setup,
   naming the tools it does offer. A subagent naming none of its tools binds nothing
   (no server is started for it).
+* A tool the session does not offer (``McpSession.unavailable_tools``: it requires
+  task-augmented execution, or its output schema is invalid) fails the setup of a
+  delegation naming it, saying why; a delegation given every tool of the server gets a
+  ``WarningEvent`` per such tool instead.
 * The tools are added to the definition's other tools and pass the lead's permission
   ceiling, hooks and per-call checks like any tool (annotations decide read-only and
   destructive).
@@ -45,6 +49,7 @@ from ..runtime import (
     McpLogEvent,
     McpProgressEvent,
     McpServerEvent,
+    WarningEvent,
 )
 from ..tools import Tool
 from ._events import (
@@ -321,7 +326,17 @@ class McpResource:
                 finally:
                     self._forward.sink = None
             calls = None if emit is None else _CallSink(emit, ids)
-        return _select(session, wanted, definition.name, calls)
+        tools = _select(session, wanted, definition.name, calls)
+        if emit is not None and any(name.tool is None for name in wanted):
+            for tool, reason in session.unavailable_tools().items():
+                emit(
+                    WarningEvent(
+                        **ids,
+                        message=f"MCP tool {tool!r} is not offered to subagent "
+                        f"'{definition.name}': {reason}",
+                    )
+                )
+        return tools
 
     def describe(self) -> dict[str, Any]:
         """Plain, JSON-encodable data for manifests and logs.
@@ -348,10 +363,19 @@ def _select(
         if name.tool is None:
             out.update(available)
             continue
-        tool = available.get(name.name)
+        runtime_name = name.name
+        tool = available.get(runtime_name)
         if tool is None:
             # Written with characters the runtime name replaces (``.`` becomes ``_``).
-            tool = available.get(mcp_tool_names(session.name, [name.tool])[name.tool])
+            runtime_name = mcp_tool_names(session.name, [name.tool])[name.tool]
+            tool = available.get(runtime_name)
+        unavailable = session.unavailable_tools()
+        why = unavailable.get(name.name) or unavailable.get(runtime_name)
+        if tool is None and why is not None:
+            raise DelegationBindingError(
+                f"Subagent '{agent}' names {name.name!r}, which MCP server "
+                f"{session.name!r} lists but this runtime does not offer: {why}"
+            )
         if tool is None:
             names = ", ".join(sorted(available)) or "none"
             raise DelegationBindingError(

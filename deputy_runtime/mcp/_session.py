@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib.metadata
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -162,9 +163,10 @@ class McpSession:
     def unavailable_tools(self) -> dict[str, str]:
         """The server's tools this session does not offer, and why (runtime name -> why).
 
-        A tool whose ``outputSchema`` is not a valid JSON Schema is left out: none of its
-        results could be checked. Each is reported as an :class:`McpToolUnavailable`
-        event when the tool list is read.
+        A tool whose ``outputSchema`` is not a valid JSON Schema is left out (none of its
+        results could be checked), and so is one that requires task-augmented execution
+        (the installed SDK cannot make such calls). Each is reported as an
+        :class:`McpToolUnavailable` event when the tool list is read.
 
         Returns:
             A new dict from the runtime tool name to the reason, empty when every listed
@@ -652,8 +654,20 @@ class _Spec(msgspec.Struct, frozen=True):
     output: OutputSchema | None
 
 
+# Task-augmented calls (``execution.taskSupport``) exist in the installed SDK as types
+# only: it sends no ``tasks/get`` or ``tasks/result`` and parses no CreateTaskResult, so a
+# tool that requires a task cannot be called; one for which tasks are optional is called
+# normally.
+_TASKS_UNSUPPORTED = (
+    "it requires task-augmented execution (execution.taskSupport 'required'), which the "
+    f"installed MCP SDK (mcp {importlib.metadata.version('mcp')}) cannot call"
+)
+
+
 def _spec(listed: mcp_types.Tool) -> _Spec | str:
     """The tool's spec, or why the tool cannot be offered."""
+    if listed.execution is not None and listed.execution.task_support == "required":
+        return _TASKS_UNSUPPORTED
     title = listed.title or (listed.annotations.title if listed.annotations else None)
     output: OutputSchema | None = None
     if listed.output_schema is not None:
