@@ -424,6 +424,8 @@ EXPECTED_ALL = {
         "McpLogLevel",
         "McpLogMessage",
         "McpProgress",
+        "McpPrompt",
+        "McpPromptArgument",
         "McpResource",
         "McpServer",
         "McpServerPool",

@@ -29,6 +29,7 @@ from ._events import (
 from ._mcpjson import load_mcp_config, parse_mcp_config
 from ._names import expand_mcp_names, mcp_tool_names
 from ._pool import McpServerPool
+from ._prompts import McpPrompt, McpPromptArgument
 from ._resource import MCP_MODES, McpResource
 from ._server import McpServer
 from ._session import McpSession, SessionState
@@ -43,6 +44,8 @@ __all__ = [
     "McpLogLevel",
     "McpLogMessage",
     "McpProgress",
+    "McpPrompt",
+    "McpPromptArgument",
     "McpResource",
     "McpServer",
     "McpServerPool",

@@ -8,6 +8,9 @@ Rules:
   ``mcpServers: [name]``). A name of a tool the server does not offer fails the delegation's setup,
   naming the tools it does offer. A subagent naming none of its tools binds nothing
   (no server is started for it).
+* A server that advertises resources also offers ``mcp__<server>__list_resources`` and
+  ``mcp__<server>__read_resource`` (read-only): part of "every tool of the server", or
+  named like any of its tools.
 * A tool the session does not offer (``McpSession.unavailable_tools``: it requires
   task-augmented execution, or its output schema is invalid) fails the setup of a
   delegation naming it, saying why; a delegation given every tool of the server gets a
@@ -357,7 +360,7 @@ class McpResource:
 def _select(
     session: McpSession, wanted: list[Any], agent: str, calls: _CallSink | None
 ) -> tuple[Tool, ...]:
-    available = {tool.name: tool for tool in session.tools(calls)}
+    available = {tool.name: tool for tool in (*session.tools(calls), *session.resource_tools())}
     out: dict[str, Tool] = {}
     for name in wanted:
         if name.tool is None:

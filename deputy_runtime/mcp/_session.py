@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import importlib.metadata
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -65,12 +66,18 @@ from ._events import (
 )
 from ._names import mcp_tool_names
 from ._output import OutputSchema
+from ._prompts import McpPrompt, check_arguments, prompt_value, render
+from ._reading import MAX_PAGES, READ_RESOURCE, contents_text, listing_value, resource_tools
 from ._stdio import StdioTransport
 
 if TYPE_CHECKING:
     from ._server import McpServer
 
 __all__ = ["McpSession", "SessionState"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_I = TypeVar("_I")
 
 _CLIENT_INFO = mcp_types.Implementation(name="deputy-runtime", version="0.1.0")
 # The SDK's own defaults: a server may keep a response stream open for minutes between
@@ -107,6 +114,8 @@ class McpSession:
         self._tools: tuple[Tool, ...] = ()
         self._specs: dict[str, _Spec] = {}
         self._offered: tuple[tuple[Tool, str], ...] = ()
+        self._reading: tuple[Tool, ...] = ()
+        self._capabilities: mcp_types.ServerCapabilities | None = None
         self._unavailable: dict[str, str] = {}
         # The per-call sinks of the calls in flight (see ``call``), by call number.
         self._call_sinks: dict[int, McpEventSink] = {}
@@ -270,6 +279,7 @@ class McpSession:
                 with anyio.fail_after(self.limits.start_timeout):
                     await client.initialize()
                     listing = await client.list_tools()
+                self._capabilities = client.server_capabilities
                 self._tools = self._build_tools(listing.tools)
                 self._client = client
                 async with anyio.create_task_group() as self._background:
@@ -526,7 +536,188 @@ class McpSession:
                     server=self.name,
                     tool=mcp_tool,
                 )
-        return result_value(result)
+        return result_value(result, self._read_tool())
+
+    def _read_tool(self) -> str | None:
+        """The runtime name of the tool that reads this server's resources, if offered."""
+        return next((t.name for t in self._reading if t.name.endswith(READ_RESOURCE)), None)
+
+    # -- resources and prompts ------------------------------------------------------
+
+    @property
+    def supports_resources(self) -> bool:
+        """Whether the server advertised the ``resources`` capability."""
+        return self._capabilities is not None and self._capabilities.resources is not None
+
+    @property
+    def supports_prompts(self) -> bool:
+        """Whether the server advertised the ``prompts`` capability."""
+        return self._capabilities is not None and self._capabilities.prompts is not None
+
+    def resource_tools(self) -> tuple[Tool, ...]:
+        """The read-only tools that list and read the server's resources.
+
+        Returns:
+            ``mcp__<server>__list_resources`` and ``mcp__<server>__read_resource`` when the
+            server advertises resources (less any whose name a server tool has), else
+            none.
+        """
+        return self._reading
+
+    async def list_resources(self) -> Any:
+        """The server's resources and resource templates as plain JSON data.
+
+        Returns:
+            ``{"resources": [{"uri", "name", ...}], "templates": [{"uriTemplate", ...}]}``
+            (``"truncated": true`` after :data:`MAX_PAGES` pages), bounded like a tool
+            result.
+
+        Raises:
+            McpToolError: The server refused, or does not offer resources.
+            McpCallTimeoutError: A page took longer than ``call_timeout``.
+            McpServerGoneError: The session is not connected.
+        """
+        resources = await self._pages(
+            "resources/list",
+            lambda c, p: c.list_resources(params=p),
+            lambda r: r.resources,
+        )
+        templates = await self._pages(
+            "resources/templates/list",
+            lambda c, p: c.list_resource_templates(params=p),
+            lambda r: r.resource_templates,
+        )
+        truncated = resources[1] or templates[1]
+        return listing_value(resources[0], templates[0], truncated)
+
+    async def read_resource(self, uri: str) -> str:
+        """One resource's contents as the model sees them: text, binary described.
+
+        Args:
+            uri: The resource's uri.
+
+        Returns:
+            The text contents (several are each headed by their uri), binary contents
+            as a line with mime type and size; at most the file tools' read cap.
+
+        Raises:
+            McpToolError: ``uri`` is not a non-empty string, or the server refused.
+            McpCallTimeoutError: No answer within ``call_timeout``.
+            McpServerGoneError: The session is not connected.
+        """
+        if not isinstance(uri, str) or not uri:
+            raise McpToolError(
+                f"MCP server {self.name!r}: read_resource needs a non-empty uri, got {uri!r}",
+                server=self.name,
+                tool=READ_RESOURCE,
+            )
+        result = await self._request("resources/read", lambda c: c.read_resource(uri))
+        return contents_text(result)
+
+    async def list_prompts(self) -> tuple[McpPrompt, ...]:
+        """The server's prompts.
+
+        Returns:
+            One :class:`McpPrompt` per prompt, in the server's order (at most
+            :data:`MAX_PAGES` pages of them).
+
+        Raises:
+            McpError: The server refused, or does not offer prompts.
+            McpServerGoneError: The session is not connected.
+        """
+        prompts, _ = await self._pages(
+            "prompts/list", lambda c, p: c.list_prompts(params=p), lambda r: r.prompts, McpError
+        )
+        return tuple(prompt_value(p) for p in prompts)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> str:
+        """The server's prompt ``name`` rendered with ``arguments``, as one text.
+
+        Usable as a definition's ``initial_prompt``:
+        ``definition.replace(initial_prompt=await session.get_prompt("review"))``.
+
+        Args:
+            name: The prompt's name (see :meth:`list_prompts`).
+            arguments: Its arguments (names to strings), checked before the request.
+
+        Returns:
+            The messages' text (see ``_prompts``), bounded like a tool result.
+
+        Raises:
+            McpError: No such prompt (the message lists the prompts), a bad, unknown or
+                missing argument (named), or the server refused.
+            McpServerGoneError: The session is not connected.
+        """
+        prompts = {p.name: p for p in await self.list_prompts()}
+        prompt = prompts.get(name)
+        if prompt is None:
+            offered = ", ".join(sorted(prompts)) or "none"
+            raise McpError(
+                f"MCP server {self.name!r} has no prompt {name!r}; its prompts: {offered}",
+                server=self.name,
+            )
+        sent = check_arguments(self.name, prompt, arguments)
+        result = await self._request("prompts/get", lambda c: c.get_prompt(name, sent), McpError)
+        return render(result)
+
+    async def _request(
+        self,
+        method: str,
+        send: Callable[[ClientSession], Awaitable[_T]],
+        error: type[McpError] = McpToolError,
+    ) -> _T:
+        """One request other than a tool call, with a call's deadline and errors."""
+        client = self._client
+        failure = self._failure()
+        if client is None or failure is not None:
+            raise self._gone_error(method, failure)
+        try:
+            with anyio.fail_after(self.limits.call_timeout):
+                return await send(client)
+        except TimeoutError:
+            raise McpCallTimeoutError(
+                f"MCP server {self.name!r} did not answer {method} within call_timeout "
+                f"({self.limits.call_timeout}s)",
+                server=self.name,
+                tool=method,
+            ) from None
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                raise self._gone_error(method, self._failure()) from None
+            why = cut_chars(exc.message, self.limits.stderr_line_chars)
+            raise _error(
+                error,
+                f"MCP server {self.name!r} refused {method}: {why} (error {exc.code})",
+                self.name,
+                method,
+            ) from None
+        except (ValidationError, RuntimeError) as exc:
+            why = cut_chars(str(exc), self.limits.stderr_line_chars)
+            raise _error(
+                error,
+                f"MCP server {self.name!r} sent an invalid {method} result: {why}",
+                self.name,
+                method,
+            ) from None
+
+    async def _pages(
+        self,
+        method: str,
+        send: Callable[[ClientSession, mcp_types.PaginatedRequestParams | None], Awaitable[_R]],
+        items: Callable[[_R], list[_I]],
+        error: type[McpError] = McpToolError,
+    ) -> tuple[list[_I], bool]:
+        """Every page of a listing (at most MAX_PAGES); ``True`` when more were left."""
+        out: list[_I] = []
+        params: mcp_types.PaginatedRequestParams | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._request(method, functools.partial(_page, send, params), error)
+            out.extend(items(page))
+            cursor = getattr(page, "next_cursor", None)
+            if cursor is None:
+                return out, False
+            params = mcp_types.PaginatedRequestParams(cursor=cursor)
+        return out, True
 
     def _gone_error(self, mcp_tool: str, failure: str | None) -> McpServerGoneError:
         if failure is None and self._state is SessionState.CLOSED:
@@ -560,6 +751,8 @@ class McpSession:
             tools.append(self._tool(entry, name, spec))
         self._specs, self._unavailable = specs, unavailable
         self._offered = tuple((t, m) for t, m in zip(tools, specs, strict=True))
+        taken = {t.name for t in tools}
+        self._reading = resource_tools(self, taken) if self.supports_resources else ()
         return tuple(tools)
 
     def _tool(self, listed: mcp_types.Tool, name: str, spec: _Spec) -> Tool:
@@ -688,6 +881,20 @@ def _caller(
 
     call.__name__ = tool
     return call
+
+
+def _page(
+    send: Callable[[ClientSession, mcp_types.PaginatedRequestParams | None], Awaitable[_R]],
+    params: mcp_types.PaginatedRequestParams | None,
+    client: ClientSession,
+) -> Awaitable[_R]:
+    return send(client, params)
+
+
+def _error(kind: type[McpError], message: str, server: str, method: str) -> McpError:
+    if issubclass(kind, McpToolError):
+        return kind(message, server=server, tool=method)
+    return kind(message, server=server)
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -147,12 +147,12 @@ def maybe_task() -> str:
 
 
 @server.tool(annotations=READ_ONLY)
-def linked() -> list[Any]:
+def linked() -> CallToolResult:
     """A link to a resource instead of its contents."""
     link = ResourceLink(
         uri="probe://notes/readme", name="readme", mime_type="text/markdown", size=27
     )
-    return ["see the readme", link]
+    return CallToolResult(content=[TextContent(text="see the readme"), link])
 
 
 @server.tool(annotations=READ_ONLY)
