@@ -27,6 +27,8 @@ from ..runtime import (
     DelegationEnd,
     DelegationStart,
     Event,
+    McpLogEvent,
+    McpProgressEvent,
     McpServerEvent,
     ModelRequestEvent,
     ModelResponseEvent,
@@ -244,6 +246,8 @@ def _update(node: Node, event: Event, now: float) -> None:
         node.last_tool = f"{event.tool_name} failed"
     elif isinstance(event, McpServerEvent):
         node.last_tool = _mcp_text(event)
+    elif isinstance(event, McpProgressEvent):
+        node.last_tool = _progress_text(event)
     elif isinstance(event, QuestionEvent):
         node.last_tool = "ask_user: waiting for an answer"
     elif isinstance(event, UsageEvent) and event.delegation_id is None:
@@ -718,6 +722,9 @@ def plain_line(event: Event, node: Node | None) -> str | None:
         return f"{who}: asks the user [{event.question_id}]: {_one_line(asked, 200)}"
     if isinstance(event, McpServerEvent):
         return f"{who}: {_mcp_text(event)}"
+    if isinstance(event, McpLogEvent) and event.level not in _QUIET_LOG_LEVELS:
+        logger = f" {event.logger}" if event.logger else ""
+        return f"{who}: mcp {event.server}{logger} {event.level}: {_one_line(event.data, 200)}"
     if isinstance(event, DelegationEnd):
         return (
             f"{who}: delegation {event.status} ({event.stop_reason}) "
@@ -727,6 +734,17 @@ def plain_line(event: Event, node: Node | None) -> str | None:
     if isinstance(event, StopEvent) and event.delegation_id is None:
         return f"{who}: run ended ({event.stop_reason}) {_usage_text(event.usage)}"
     return None
+
+
+# Server log messages below warning stay out of the plain log (they are in --json).
+_QUIET_LOG_LEVELS = frozenset({"debug", "info", "notice"})
+
+
+def _progress_text(event: McpProgressEvent) -> str:
+    """One bounded line for a running MCP call's progress."""
+    done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
+    message = f" {_one_line(event.message, 60)}" if event.message else ""
+    return f"{event.title or event.tool} {done}{message}"
 
 
 def _mcp_text(event: McpServerEvent) -> str:

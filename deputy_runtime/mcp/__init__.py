@@ -15,16 +15,21 @@ from ._config import McpConfig, McpHttp, McpLimits, McpStdio
 from ._events import (
     McpEvent,
     McpEventSink,
+    McpLogLevel,
+    McpLogMessage,
+    McpProgress,
     McpServerStarted,
     McpServerStopped,
     McpStderrLine,
     McpStopKind,
     McpToolCall,
     McpToolsChanged,
+    McpToolUnavailable,
 )
 from ._mcpjson import load_mcp_config, parse_mcp_config
 from ._names import expand_mcp_names, mcp_tool_names
 from ._pool import McpServerPool
+from ._prompts import McpPrompt, McpPromptArgument
 from ._resource import MCP_MODES, McpResource
 from ._server import McpServer
 from ._session import McpSession, SessionState
@@ -36,6 +41,11 @@ __all__ = [
     "McpEventSink",
     "McpHttp",
     "McpLimits",
+    "McpLogLevel",
+    "McpLogMessage",
+    "McpProgress",
+    "McpPrompt",
+    "McpPromptArgument",
     "McpResource",
     "McpServer",
     "McpServerPool",
@@ -46,6 +56,7 @@ __all__ = [
     "McpStdio",
     "McpStopKind",
     "McpToolCall",
+    "McpToolUnavailable",
     "McpToolsChanged",
     "SessionState",
     "expand_mcp_names",

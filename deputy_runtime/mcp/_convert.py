@@ -12,7 +12,8 @@ Annotations (MCP calls them hints) become the flags the permission modes read:
 
 A result's ``structuredContent``, when present, is what the model sees (a JSON value);
 otherwise its text blocks joined by newlines, with non-text blocks described in brackets.
-``isError`` results become :class:`~deputy_runtime.errors.McpToolError` carrying the text.
+Either is bounded and binary-free as ``_bound`` says. ``isError`` results become
+:class:`~deputy_runtime.errors.McpToolError` carrying the text.
 """
 
 from __future__ import annotations
@@ -24,8 +25,17 @@ import msgspec
 
 from ..errors import ToolDefinitionError
 from ..tools import inline_refs
+from ._bound import binary_line, bounded_text, bounded_value, cut_chars, decoded_size
 
-__all__ = ["ToolFlags", "result_text", "result_value", "tool_flags", "tool_schema"]
+__all__ = [
+    "ToolFlags",
+    "block_text",
+    "link_text",
+    "result_text",
+    "result_value",
+    "tool_flags",
+    "tool_schema",
+]
 
 
 class ToolFlags(msgspec.Struct, frozen=True):
@@ -68,27 +78,56 @@ def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _block_text(block: mcp_types.ContentBlock) -> str:
+def block_text(block: mcp_types.ContentBlock, read_tool: str | None = None) -> str:
+    """One content block as text: binary described (mime type, size), never pasted.
+
+    Args:
+        block: The block.
+        read_tool: The runtime tool that reads this server's resources, named in a
+            resource link's line so the model can follow it (``None``: none offered).
+    """
     if isinstance(block, mcp_types.TextContent):
         return block.text
     if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
         kind = "image" if isinstance(block, mcp_types.ImageContent) else "audio"
-        return f"[{kind} {block.mime_type}, {len(block.data)} base64 characters]"
+        return binary_line(kind, block.mime_type, decoded_size(block.data))
     if isinstance(block, mcp_types.ResourceLink):
-        return f"[resource link {block.uri}]"
+        return link_text(block, read_tool)
     resource = block.resource
     if isinstance(resource, mcp_types.TextResourceContents):
         return resource.text
-    return f"[resource {resource.uri}, {len(resource.blob)} base64 characters]"
+    return binary_line("resource", resource.mime_type, decoded_size(resource.blob), resource.uri)
 
 
-def result_text(result: mcp_types.CallToolResult) -> str:
-    """The result's content blocks as one text."""
-    return "\n".join(_block_text(block) for block in result.content)
+def link_text(link: mcp_types.ResourceLink | mcp_types.Resource, read_tool: str | None) -> str:
+    """A resource link (or a listed resource) as one line the model can act on."""
+    about = [link.name]
+    if link.title:
+        about.append(repr(link.title))
+    if link.mime_type:
+        about.append(link.mime_type)
+    if link.size is not None:
+        about.append(f"{link.size:,} bytes")
+    description = f": {cut_chars(link.description, 200)}" if link.description else ""
+    how = (
+        f"; read it with {read_tool}(uri={link.uri!r})"
+        if read_tool is not None
+        else "; no tool here reads this server's resources"
+    )
+    return f"[resource link {link.uri} ({', '.join(about)}){description}{how}]"
 
 
-def result_value(result: mcp_types.CallToolResult) -> Any:
-    """What the model sees for a successful result."""
+def result_text(result: mcp_types.CallToolResult, read_tool: str | None = None) -> str:
+    """The result's content blocks as one text, within the result cap."""
+    return bounded_text("\n".join(block_text(block, read_tool) for block in result.content))
+
+
+def result_value(result: mcp_types.CallToolResult, read_tool: str | None = None) -> Any:
+    """What the model sees for a successful result, within the result cap.
+
+    The structured content (binary summarised) when the result has some, else its
+    content as text.
+    """
     if result.structured_content is not None:
-        return result.structured_content
-    return result_text(result)
+        return bounded_value(result.structured_content)
+    return result_text(result, read_tool)

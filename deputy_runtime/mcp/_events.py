@@ -17,11 +17,15 @@ import msgspec
 __all__ = [
     "McpEvent",
     "McpEventSink",
+    "McpLogLevel",
+    "McpLogMessage",
+    "McpProgress",
     "McpServerStarted",
     "McpServerStopped",
     "McpStderrLine",
     "McpStopKind",
     "McpToolCall",
+    "McpToolUnavailable",
     "McpToolsChanged",
     "emit_safely",
 ]
@@ -72,18 +76,68 @@ class McpServerStopped(_Base, frozen=True, tag="mcp_server_stop"):
 
 
 class McpToolCall(_Base, frozen=True, tag="mcp_tool_call"):
-    """One tool call: ``tool`` is the runtime name, ``mcp_tool`` the server's own name."""
+    """One tool call: ``tool`` is the runtime name, ``mcp_tool`` the server's own name,
+    ``title`` the server's display name for it (when it gives one)."""
 
     tool: str
     mcp_tool: str
     duration: float
     error: str | None = None
+    title: str | None = None
+
+
+class McpToolUnavailable(_Base, frozen=True, tag="mcp_tool_unavailable"):
+    """A tool the server lists is not offered (``tool``: its runtime name); ``reason``
+    says why. Reported every time the tool list is read."""
+
+    tool: str
+    reason: str
 
 
 class McpToolsChanged(_Base, frozen=True, tag="mcp_tools_changed"):
     """The server announced a new tool list and the session now offers ``tools`` tools."""
 
     tools: int
+
+
+class McpLogLevel(enum.Enum):
+    """The severity of a server's log message (MCP's syslog levels)."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    NOTICE = "notice"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+    ALERT = "alert"
+    EMERGENCY = "emergency"
+
+
+class McpProgress(_Base, frozen=True, tag="mcp_progress"):
+    """A server's progress report on one running tool call (``notifications/progress``).
+
+    ``progress`` increases with every report; ``total`` is given when the server knows
+    it; ``message`` is cut to ``stderr_line_chars``.
+    """
+
+    tool: str
+    mcp_tool: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    title: str | None = None
+
+
+class McpLogMessage(_Base, frozen=True, tag="mcp_log"):
+    """A log message the server sent (``notifications/message``).
+
+    ``data`` is the message's data as text (JSON for anything but a string, binary
+    summarised), cut to ``stderr_line_chars`` characters like a stderr line.
+    """
+
+    level: McpLogLevel
+    logger: str | None
+    data: str
 
 
 class McpStderrLine(_Base, frozen=True, tag="mcp_stderr"):
@@ -94,7 +148,14 @@ class McpStderrLine(_Base, frozen=True, tag="mcp_stderr"):
 
 
 McpEvent: TypeAlias = (
-    McpServerStarted | McpServerStopped | McpToolCall | McpToolsChanged | McpStderrLine
+    McpServerStarted
+    | McpServerStopped
+    | McpToolCall
+    | McpToolsChanged
+    | McpToolUnavailable
+    | McpProgress
+    | McpLogMessage
+    | McpStderrLine
 )
 """Any event a session reports (a tagged union, tag field ``type``)."""
 

@@ -8,6 +8,13 @@ Rules:
   ``mcpServers: [name]``). A name of a tool the server does not offer fails the delegation's setup,
   naming the tools it does offer. A subagent naming none of its tools binds nothing
   (no server is started for it).
+* A server that advertises resources also offers ``mcp__<server>__list_resources`` and
+  ``mcp__<server>__read_resource`` (read-only): part of "every tool of the server", or
+  named like any of its tools.
+* A tool the session does not offer (``McpSession.unavailable_tools``: it requires
+  task-augmented execution, or its output schema is invalid) fails the setup of a
+  delegation naming it, saying why; a delegation given every tool of the server gets a
+  ``WarningEvent`` per such tool instead.
 * The tools are added to the definition's other tools and pass the lead's permission
   ceiling, hooks and per-call checks like any tool (annotations decide read-only and
   destructive).
@@ -20,8 +27,10 @@ Rules:
   the task that opened it) bounds every session of this resource; a delegation of a lead
   that is not open fails its setup with a message saying so.
 * Server start and stop reach the lead run's event stream as ``McpServerEvent`` (with the
-  ids of the delegation that started or used the server); every event also reaches the
-  server's own ``on_event``.
+  ids of the delegation that started or used the server); a tool call's progress and the
+  log messages that arrive while it runs as ``McpProgressEvent`` and ``McpLogEvent`` with
+  the ids of the delegation that made the call (a shared session serves many); every
+  event also reaches the server's own ``on_event``.
 """
 
 from __future__ import annotations
@@ -40,10 +49,20 @@ from ..runtime import (
     Event,
     ExclusiveResource,
     LeaseBackend,
+    McpLogEvent,
+    McpProgressEvent,
     McpServerEvent,
+    WarningEvent,
 )
 from ..tools import Tool
-from ._events import McpEvent, McpServerStarted, McpServerStopped, emit_safely
+from ._events import (
+    McpEvent,
+    McpLogMessage,
+    McpProgress,
+    McpServerStarted,
+    McpServerStopped,
+    emit_safely,
+)
 from ._names import mcp_tool_names
 from ._pool import McpServerPool
 from ._server import McpServer
@@ -81,7 +100,42 @@ class _Forward:
                 return
 
 
-def _run_event(event: McpEvent, ids: dict[str, Any]) -> McpServerEvent | None:
+class _CallSink:
+    """A delegation's per-call sink on a shared session: its calls' progress and the log
+    messages that arrive while they run, into the lead run's stream with its ids."""
+
+    __slots__ = ("emit", "ids")
+
+    def __init__(self, emit: _Sink, ids: dict[str, Any]) -> None:
+        self.emit = emit
+        self.ids = ids
+
+    def __call__(self, event: McpEvent) -> None:
+        if isinstance(event, McpProgress | McpLogMessage):
+            mapped = _run_event(event, self.ids)
+            if mapped is not None:
+                self.emit(mapped)
+
+
+def _run_event(event: McpEvent, ids: dict[str, Any]) -> Event | None:
+    if isinstance(event, McpProgress):
+        return McpProgressEvent(
+            **ids,
+            server=event.server,
+            tool=event.tool,
+            progress=event.progress,
+            total=event.total,
+            message=event.message,
+            title=event.title,
+        )
+    if isinstance(event, McpLogMessage):
+        return McpLogEvent(
+            **ids,
+            server=event.server,
+            level=event.level.value,
+            logger=event.logger,
+            data=event.data,
+        )
     if isinstance(event, McpServerStarted):
         return McpServerEvent(
             **ids,
@@ -262,6 +316,8 @@ class McpResource:
             )
             session = await pool.owned(server)
             request.keep(_OwnedSession(pool, session))
+            # Everything the owned server reports already reaches this delegation.
+            calls: _CallSink | None = None
         else:
             # A shared session's start (or the replacement of one that failed) is
             # reported to the delegation that caused it; the lock keeps concurrent
@@ -272,7 +328,18 @@ class McpResource:
                     session = await pool.shared(self._shared)
                 finally:
                     self._forward.sink = None
-        return _select(session, wanted, definition.name)
+            calls = None if emit is None else _CallSink(emit, ids)
+        tools = _select(session, wanted, definition.name, calls)
+        if emit is not None and any(name.tool is None for name in wanted):
+            for tool, reason in session.unavailable_tools().items():
+                emit(
+                    WarningEvent(
+                        **ids,
+                        message=f"MCP tool {tool!r} is not offered to subagent "
+                        f"'{definition.name}': {reason}",
+                    )
+                )
+        return tools
 
     def describe(self) -> dict[str, Any]:
         """Plain, JSON-encodable data for manifests and logs.
@@ -290,17 +357,28 @@ class McpResource:
         return f"McpResource({self.server!r}, mode={self.name!r})"
 
 
-def _select(session: McpSession, wanted: list[Any], agent: str) -> tuple[Tool, ...]:
-    available = {tool.name: tool for tool in session.tools()}
+def _select(
+    session: McpSession, wanted: list[Any], agent: str, calls: _CallSink | None
+) -> tuple[Tool, ...]:
+    available = {tool.name: tool for tool in (*session.tools(calls), *session.resource_tools())}
     out: dict[str, Tool] = {}
     for name in wanted:
         if name.tool is None:
             out.update(available)
             continue
-        tool = available.get(name.name)
+        runtime_name = name.name
+        tool = available.get(runtime_name)
         if tool is None:
             # Written with characters the runtime name replaces (``.`` becomes ``_``).
-            tool = available.get(mcp_tool_names(session.name, [name.tool])[name.tool])
+            runtime_name = mcp_tool_names(session.name, [name.tool])[name.tool]
+            tool = available.get(runtime_name)
+        unavailable = session.unavailable_tools()
+        why = unavailable.get(name.name) or unavailable.get(runtime_name)
+        if tool is None and why is not None:
+            raise DelegationBindingError(
+                f"Subagent '{agent}' names {name.name!r}, which MCP server "
+                f"{session.name!r} lists but this runtime does not offer: {why}"
+            )
         if tool is None:
             names = ", ".join(sorted(available)) or "none"
             raise DelegationBindingError(

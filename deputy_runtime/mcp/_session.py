@@ -17,19 +17,24 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import importlib.metadata
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import httpx2
 import mcp.types as mcp_types
+import msgspec
 from mcp import ClientSession
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -41,24 +46,38 @@ from ..errors import (
     McpToolError,
 )
 from ..tools import Tool
+from ._bound import cut_chars, summarised
 from ._config import McpHttp, McpStdio
 from ._convert import result_text, result_value, tool_flags, tool_schema
 from ._events import (
+    McpEvent,
+    McpEventSink,
+    McpLogLevel,
+    McpLogMessage,
+    McpProgress,
     McpServerStarted,
     McpServerStopped,
     McpStderrLine,
     McpStopKind,
     McpToolCall,
     McpToolsChanged,
+    McpToolUnavailable,
     emit_safely,
 )
 from ._names import mcp_tool_names
+from ._output import OutputSchema
+from ._prompts import McpPrompt, check_arguments, prompt_value, render
+from ._reading import MAX_PAGES, READ_RESOURCE, contents_text, listing_value, resource_tools
 from ._stdio import StdioTransport
 
 if TYPE_CHECKING:
     from ._server import McpServer
 
 __all__ = ["McpSession", "SessionState"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_I = TypeVar("_I")
 
 _CLIENT_INFO = mcp_types.Implementation(name="deputy-runtime", version="0.1.0")
 # The SDK's own defaults: a server may keep a response stream open for minutes between
@@ -93,6 +112,14 @@ class McpSession:
         self._stop = anyio.Event()
         self._stdio: StdioTransport | None = None
         self._tools: tuple[Tool, ...] = ()
+        self._specs: dict[str, _Spec] = {}
+        self._offered: tuple[tuple[Tool, str], ...] = ()
+        self._reading: tuple[Tool, ...] = ()
+        self._capabilities: mcp_types.ServerCapabilities | None = None
+        self._unavailable: dict[str, str] = {}
+        # The per-call sinks of the calls in flight (see ``call``), by call number.
+        self._call_sinks: dict[int, McpEventSink] = {}
+        self._calls = 0
         self._changed = anyio.Event()
         self._tools_version = 0
         self._started_at = 0.0
@@ -122,14 +149,39 @@ class McpSession:
         """The stdio server's exit status once it has exited."""
         return None if self._stdio is None else self._stdio.exit_code
 
-    def tools(self) -> tuple[Tool, ...]:
+    def tools(self, on_event: McpEventSink | None = None) -> tuple[Tool, ...]:
         """The server's tools as runtime Tools (the latest list the server announced).
+
+        Args:
+            on_event: Also report each call's own events (its progress, the log messages
+                the server sends while it runs, the call itself) to this sink, besides
+                the server's ``on_event``: how a shared session's events reach the
+                caller that made the call.
 
         Returns:
             One Tool per server tool, sorted by the server's tool names; each calls
             :meth:`call`. Empty before the session started.
         """
-        return self._tools
+        if on_event is None:
+            return self._tools
+        return tuple(
+            msgspec.structs.replace(tool, function=_caller(self, mcp_tool, tool.name, on_event))
+            for tool, mcp_tool in self._offered
+        )
+
+    def unavailable_tools(self) -> dict[str, str]:
+        """The server's tools this session does not offer, and why (runtime name -> why).
+
+        A tool whose ``outputSchema`` is not a valid JSON Schema is left out (none of its
+        results could be checked), and so is one that requires task-augmented execution
+        (the installed SDK cannot make such calls). Each is reported as an
+        :class:`McpToolUnavailable` event when the tool list is read.
+
+        Returns:
+            A new dict from the runtime tool name to the reason, empty when every listed
+            tool is offered.
+        """
+        return dict(self._unavailable)
 
     @property
     def tools_version(self) -> int:
@@ -201,6 +253,7 @@ class McpSession:
                 tools=len(self._tools),
             ),
         )
+        self._report_unavailable()
         return self
 
     async def _connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -216,12 +269,17 @@ class McpSession:
             async with (
                 self._transport() as (read, write),
                 ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                    read,
+                    write,
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    client_info=_CLIENT_INFO,
                 ) as client,
             ):
                 with anyio.fail_after(self.limits.start_timeout):
                     await client.initialize()
                     listing = await client.list_tools()
+                self._capabilities = client.server_capabilities
                 self._tools = self._build_tools(listing.tools)
                 self._client = client
                 async with anyio.create_task_group() as self._background:
@@ -330,29 +388,65 @@ class McpSession:
 
     # -- calls ---------------------------------------------------------------------
 
-    async def call(self, mcp_tool: str, arguments: Mapping[str, Any], tool: str = "") -> Any:
+    async def call(
+        self,
+        mcp_tool: str,
+        arguments: Mapping[str, Any],
+        tool: str = "",
+        on_event: McpEventSink | None = None,
+    ) -> Any:
         """Call the server's tool ``mcp_tool``; return what the model should see.
 
-        Every call, failed or not, is reported as an :class:`McpToolCall` event.
+        Every call, failed or not, is reported as an :class:`McpToolCall` event. The call
+        carries a progress token, so the server can report :class:`McpProgress`; the log
+        messages the server sends while calls are running are :class:`McpLogMessage`
+        events.
 
         Args:
             mcp_tool: The server's own name of the tool.
             arguments: The tool's arguments, sent as they are.
             tool: The runtime tool name, for the event (``mcp_tool`` when empty).
+            on_event: Where this call's events go besides the server's ``on_event``: its
+                progress and call events, and the log messages that arrive while it runs
+                (the protocol does not say which call a log message is about, so each
+                call in flight with a sink gets it).
 
         Returns:
-            The result's structured content when it has some, else its content as text.
+            The result's structured content when it has some (checked against the
+            tool's ``outputSchema``), else its content as text; binary data described,
+            never pasted, and at most the file tools' read cap in size.
 
         Raises:
             McpToolError: The result is an error (``isError``), the server refused the
-                call, or the result is invalid.
+                call, or the result is invalid (its structured content breaks the tool's
+                ``outputSchema``: the message says where and what was expected).
             McpCallTimeoutError: No answer within ``call_timeout``.
             McpServerGoneError: The server is gone or the session is not open.
         """
         started = time.perf_counter()
         error: str | None = None
+        spec = self._specs.get(mcp_tool)
+        title = None if spec is None else spec.title
+        self._calls += 1
+        number = self._calls
+        if on_event is not None:
+            self._call_sinks[number] = on_event
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            cut = None if message is None else cut_chars(message, self.limits.stderr_line_chars)
+            report = McpProgress(
+                server=self.name,
+                tool=tool or mcp_tool,
+                mcp_tool=mcp_tool,
+                progress=progress,
+                total=total,
+                message=cut,
+                title=title,
+            )
+            self._emit(report, on_event)
+
         try:
-            return await self._call(mcp_tool, dict(arguments))
+            return await self._call(mcp_tool, dict(arguments), spec, on_progress)
         except McpError as exc:
             error = str(exc)
             raise
@@ -360,26 +454,46 @@ class McpSession:
             error = "cancelled"
             raise
         finally:
-            emit_safely(
-                self.server.on_event,
-                McpToolCall(
-                    server=self.name,
-                    tool=tool or mcp_tool,
-                    mcp_tool=mcp_tool,
-                    duration=time.perf_counter() - started,
-                    error=error,
-                ),
+            self._call_sinks.pop(number, None)
+            done = McpToolCall(
+                server=self.name,
+                tool=tool or mcp_tool,
+                mcp_tool=mcp_tool,
+                title=title,
+                duration=time.perf_counter() - started,
+                error=error,
             )
+            self._emit(done, on_event)
 
-    async def _call(self, mcp_tool: str, arguments: dict[str, Any]) -> Any:
+    def _emit(self, event: McpEvent, also: McpEventSink | None) -> None:
+        emit_safely(self.server.on_event, event)
+        if also is not None:
+            emit_safely(also, event)
+
+    async def _call(
+        self, mcp_tool: str, arguments: dict[str, Any], spec: _Spec | None, progress: ProgressFnT
+    ) -> Any:
         client = self._client
         failure = self._failure()
         if client is None or failure is not None:
             raise self._gone_error(mcp_tool, failure)
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(name=mcp_tool, arguments=arguments)
+        )
         try:
-            result = await client.call_tool(
-                mcp_tool, arguments, read_timeout_seconds=self.limits.call_timeout
+            # Sent as a plain request: the result is checked against the output schema
+            # here, where the problem can be named briefly (see _output).
+            result = await client.send_request(
+                request,
+                mcp_types.CallToolResult,
+                request_read_timeout_seconds=self.limits.call_timeout,
+                progress_callback=progress,
             )
+            # The SDK hands each notification to a task of its own, spawned when it is
+            # received. One checkpoint lets those received before the response run (each
+            # finishes in its first step), so a call's progress and log events come
+            # before its end and reach this call's sink.
+            await anyio.lowlevel.checkpoint()
         except MCPError as exc:
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 raise McpCallTimeoutError(
@@ -391,14 +505,15 @@ class McpSession:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 raise self._gone_error(mcp_tool, self._failure()) from None
             raise McpToolError(
-                f"MCP server {self.name!r} refused tool {mcp_tool!r}: {exc.message} "
-                f"(error {exc.code})",
+                f"MCP server {self.name!r} refused tool {mcp_tool!r}: "
+                f"{cut_chars(exc.message, self.limits.stderr_line_chars)} (error {exc.code})",
                 server=self.name,
                 tool=mcp_tool,
             ) from None
         except (ValidationError, RuntimeError) as exc:
             raise McpToolError(
-                f"MCP tool {mcp_tool!r} on server {self.name!r} returned an invalid result: {exc}",
+                f"MCP tool {mcp_tool!r} on server {self.name!r} returned an invalid result: "
+                f"{cut_chars(str(exc), self.limits.stderr_line_chars)}",
                 server=self.name,
                 tool=mcp_tool,
             ) from None
@@ -408,7 +523,201 @@ class McpSession:
                 server=self.name,
                 tool=mcp_tool,
             )
-        return result_value(result)
+        if spec is not None and spec.output is not None:
+            problem = (
+                "it returned no structuredContent"
+                if result.structured_content is None
+                else spec.output.problem(result.structured_content)
+            )
+            if problem is not None:
+                raise McpToolError(
+                    f"MCP tool {mcp_tool!r} on server {self.name!r} returned a result that "
+                    f"does not match its outputSchema: {problem}",
+                    server=self.name,
+                    tool=mcp_tool,
+                )
+        return result_value(result, self._read_tool())
+
+    def _read_tool(self) -> str | None:
+        """The runtime name of the tool that reads this server's resources, if offered."""
+        return next((t.name for t in self._reading if t.name.endswith(READ_RESOURCE)), None)
+
+    # -- resources and prompts ------------------------------------------------------
+
+    @property
+    def supports_resources(self) -> bool:
+        """Whether the server advertised the ``resources`` capability."""
+        return self._capabilities is not None and self._capabilities.resources is not None
+
+    @property
+    def supports_prompts(self) -> bool:
+        """Whether the server advertised the ``prompts`` capability."""
+        return self._capabilities is not None and self._capabilities.prompts is not None
+
+    def resource_tools(self) -> tuple[Tool, ...]:
+        """The read-only tools that list and read the server's resources.
+
+        Returns:
+            ``mcp__<server>__list_resources`` and ``mcp__<server>__read_resource`` when the
+            server advertises resources (less any whose name a server tool has), else
+            none.
+        """
+        return self._reading
+
+    async def list_resources(self) -> Any:
+        """The server's resources and resource templates as plain JSON data.
+
+        Returns:
+            ``{"resources": [{"uri", "name", ...}], "templates": [{"uriTemplate", ...}]}``
+            (``"truncated": true`` after :data:`MAX_PAGES` pages), bounded like a tool
+            result.
+
+        Raises:
+            McpToolError: The server refused, or does not offer resources.
+            McpCallTimeoutError: A page took longer than ``call_timeout``.
+            McpServerGoneError: The session is not connected.
+        """
+        resources = await self._pages(
+            "resources/list",
+            lambda c, p: c.list_resources(params=p),
+            lambda r: r.resources,
+        )
+        templates = await self._pages(
+            "resources/templates/list",
+            lambda c, p: c.list_resource_templates(params=p),
+            lambda r: r.resource_templates,
+        )
+        truncated = resources[1] or templates[1]
+        return listing_value(resources[0], templates[0], truncated)
+
+    async def read_resource(self, uri: str) -> str:
+        """One resource's contents as the model sees them: text, binary described.
+
+        Args:
+            uri: The resource's uri.
+
+        Returns:
+            The text contents (several are each headed by their uri), binary contents
+            as a line with mime type and size; at most the file tools' read cap.
+
+        Raises:
+            McpToolError: ``uri`` is not a non-empty string, or the server refused.
+            McpCallTimeoutError: No answer within ``call_timeout``.
+            McpServerGoneError: The session is not connected.
+        """
+        if not isinstance(uri, str) or not uri:
+            raise McpToolError(
+                f"MCP server {self.name!r}: read_resource needs a non-empty uri, got {uri!r}",
+                server=self.name,
+                tool=READ_RESOURCE,
+            )
+        result = await self._request("resources/read", lambda c: c.read_resource(uri))
+        return contents_text(result)
+
+    async def list_prompts(self) -> tuple[McpPrompt, ...]:
+        """The server's prompts.
+
+        Returns:
+            One :class:`McpPrompt` per prompt, in the server's order (at most
+            :data:`MAX_PAGES` pages of them).
+
+        Raises:
+            McpError: The server refused, or does not offer prompts.
+            McpServerGoneError: The session is not connected.
+        """
+        prompts, _ = await self._pages(
+            "prompts/list", lambda c, p: c.list_prompts(params=p), lambda r: r.prompts, McpError
+        )
+        return tuple(prompt_value(p) for p in prompts)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> str:
+        """The server's prompt ``name`` rendered with ``arguments``, as one text.
+
+        Usable as a definition's ``initial_prompt``:
+        ``definition.replace(initial_prompt=await session.get_prompt("review"))``.
+
+        Args:
+            name: The prompt's name (see :meth:`list_prompts`).
+            arguments: Its arguments (names to strings), checked before the request.
+
+        Returns:
+            The messages' text (see ``_prompts``), bounded like a tool result.
+
+        Raises:
+            McpError: No such prompt (the message lists the prompts), a bad, unknown or
+                missing argument (named), or the server refused.
+            McpServerGoneError: The session is not connected.
+        """
+        prompts = {p.name: p for p in await self.list_prompts()}
+        prompt = prompts.get(name)
+        if prompt is None:
+            offered = ", ".join(sorted(prompts)) or "none"
+            raise McpError(
+                f"MCP server {self.name!r} has no prompt {name!r}; its prompts: {offered}",
+                server=self.name,
+            )
+        sent = check_arguments(self.name, prompt, arguments)
+        result = await self._request("prompts/get", lambda c: c.get_prompt(name, sent), McpError)
+        return render(result)
+
+    async def _request(
+        self,
+        method: str,
+        send: Callable[[ClientSession], Awaitable[_T]],
+        error: type[McpError] = McpToolError,
+    ) -> _T:
+        """One request other than a tool call, with a call's deadline and errors."""
+        client = self._client
+        failure = self._failure()
+        if client is None or failure is not None:
+            raise self._gone_error(method, failure)
+        try:
+            with anyio.fail_after(self.limits.call_timeout):
+                return await send(client)
+        except TimeoutError:
+            raise McpCallTimeoutError(
+                f"MCP server {self.name!r} did not answer {method} within call_timeout "
+                f"({self.limits.call_timeout}s)",
+                server=self.name,
+                tool=method,
+            ) from None
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                raise self._gone_error(method, self._failure()) from None
+            why = cut_chars(exc.message, self.limits.stderr_line_chars)
+            raise _error(
+                error,
+                f"MCP server {self.name!r} refused {method}: {why} (error {exc.code})",
+                self.name,
+                method,
+            ) from None
+        except (ValidationError, RuntimeError) as exc:
+            why = cut_chars(str(exc), self.limits.stderr_line_chars)
+            raise _error(
+                error,
+                f"MCP server {self.name!r} sent an invalid {method} result: {why}",
+                self.name,
+                method,
+            ) from None
+
+    async def _pages(
+        self,
+        method: str,
+        send: Callable[[ClientSession, mcp_types.PaginatedRequestParams | None], Awaitable[_R]],
+        items: Callable[[_R], list[_I]],
+        error: type[McpError] = McpToolError,
+    ) -> tuple[list[_I], bool]:
+        """Every page of a listing (at most MAX_PAGES); ``True`` when more were left."""
+        out: list[_I] = []
+        params: mcp_types.PaginatedRequestParams | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._request(method, functools.partial(_page, send, params), error)
+            out.extend(items(page))
+            cursor = getattr(page, "next_cursor", None)
+            if cursor is None:
+                return out, False
+            params = mcp_types.PaginatedRequestParams(cursor=cursor)
+        return out, True
 
     def _gone_error(self, mcp_tool: str, failure: str | None) -> McpServerGoneError:
         if failure is None and self._state is SessionState.CLOSED:
@@ -429,14 +738,32 @@ class McpSession:
 
     def _build_tools(self, listed: list[mcp_types.Tool]) -> tuple[Tool, ...]:
         names = mcp_tool_names(self.name, (t.name for t in listed))
-        return tuple(self._tool(t, names[t.name]) for t in sorted(listed, key=lambda t: t.name))
+        specs: dict[str, _Spec] = {}
+        unavailable: dict[str, str] = {}
+        tools: list[Tool] = []
+        for entry in sorted(listed, key=lambda t: t.name):
+            name = names[entry.name]
+            spec = _spec(entry)
+            if isinstance(spec, str):
+                unavailable[name] = spec
+                continue
+            specs[entry.name] = spec
+            tools.append(self._tool(entry, name, spec))
+        self._specs, self._unavailable = specs, unavailable
+        self._offered = tuple((t, m) for t, m in zip(tools, specs, strict=True))
+        taken = {t.name for t in tools}
+        self._reading = resource_tools(self, taken) if self.supports_resources else ()
+        return tuple(tools)
 
-    def _tool(self, listed: mcp_types.Tool, name: str) -> Tool:
+    def _tool(self, listed: mcp_types.Tool, name: str, spec: _Spec) -> Tool:
         flags = tool_flags(listed.annotations)
-        title = listed.annotations.title if listed.annotations is not None else None
+        description = listed.description or ""
+        if spec.title and spec.title != description:
+            # The title is how the server names the tool to people; the model sees it too.
+            description = f"{spec.title}: {description}" if description else spec.title
         return Tool(
             name=name,
-            description=listed.description or title or listed.name,
+            description=description or listed.name,
             parameters=tool_schema(listed.input_schema),
             function=_caller(self, listed.name, name),
             read_only=flags.read_only,
@@ -444,6 +771,13 @@ class McpSession:
             idempotent=flags.idempotent,
             open_world=flags.open_world,
         )
+
+    def _report_unavailable(self) -> None:
+        for tool, reason in self._unavailable.items():
+            emit_safely(
+                self.server.on_event,
+                McpToolUnavailable(server=self.name, tool=tool, reason=reason),
+            )
 
     async def refresh_tools(self) -> tuple[Tool, ...]:
         """List the server's tools again (within ``call_timeout``) and offer the new list.
@@ -468,6 +802,7 @@ class McpSession:
         self._changed.set()
         self._changed = anyio.Event()
         emit_safely(self.server.on_event, McpToolsChanged(server=self.name, tools=len(self._tools)))
+        self._report_unavailable()
         return self._tools
 
     async def _refresh_quietly(self) -> None:
@@ -485,18 +820,81 @@ class McpSession:
             # refresh's own response has to pass through.
             background.start_soon(self._refresh_quietly)
 
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        data = summarised(params.data)
+        text = data if isinstance(data, str) else msgspec.json.encode(data).decode()
+        event = McpLogMessage(
+            server=self.name,
+            level=McpLogLevel(params.level),
+            logger=None if params.logger is None else cut_chars(params.logger, 200),
+            data=cut_chars(text, self.limits.stderr_line_chars),
+        )
+        emit_safely(self.server.on_event, event)
+        seen: set[int] = set()
+        for sink in list(self._call_sinks.values()):
+            if id(sink) not in seen:
+                seen.add(id(sink))
+                emit_safely(sink, event)
+
     def _on_stderr(self, pid: int | None, line: str) -> None:
         emit_safely(self.server.on_event, McpStderrLine(server=self.name, pid=pid, line=line))
 
 
-def _caller(session: McpSession, mcp_tool: str, tool: str) -> Any:
+class _Spec(msgspec.Struct, frozen=True):
+    """What a call needs to know about one listed tool."""
+
+    title: str | None
+    output: OutputSchema | None
+
+
+# Task-augmented calls (``execution.taskSupport``) exist in the installed SDK as types
+# only: it sends no ``tasks/get`` or ``tasks/result`` and parses no CreateTaskResult, so a
+# tool that requires a task cannot be called; one for which tasks are optional is called
+# normally.
+_TASKS_UNSUPPORTED = (
+    "it requires task-augmented execution (execution.taskSupport 'required'), which the "
+    f"installed MCP SDK (mcp {importlib.metadata.version('mcp')}) cannot call"
+)
+
+
+def _spec(listed: mcp_types.Tool) -> _Spec | str:
+    """The tool's spec, or why the tool cannot be offered."""
+    if listed.execution is not None and listed.execution.task_support == "required":
+        return _TASKS_UNSUPPORTED
+    title = listed.title or (listed.annotations.title if listed.annotations else None)
+    output: OutputSchema | None = None
+    if listed.output_schema is not None:
+        compiled = OutputSchema.compile(listed.output_schema)
+        if isinstance(compiled, str):
+            return compiled
+        output = compiled
+    return _Spec(title=title, output=output)
+
+
+def _caller(
+    session: McpSession, mcp_tool: str, tool: str, on_event: McpEventSink | None = None
+) -> Any:
     """The Tool function: the validated arguments, sent to the server as one call."""
 
     async def call(**arguments: Any) -> Any:
-        return await session.call(mcp_tool, arguments, tool)
+        return await session.call(mcp_tool, arguments, tool, on_event)
 
     call.__name__ = tool
     return call
+
+
+def _page(
+    send: Callable[[ClientSession, mcp_types.PaginatedRequestParams | None], Awaitable[_R]],
+    params: mcp_types.PaginatedRequestParams | None,
+    client: ClientSession,
+) -> Awaitable[_R]:
+    return send(client, params)
+
+
+def _error(kind: type[McpError], message: str, server: str, method: str) -> McpError:
+    if issubclass(kind, McpToolError):
+        return kind(message, server=server, tool=method)
+    return kind(message, server=server)
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -25,6 +25,8 @@ __all__ = [
     "EventLogWriter",
     "EventSink",
     "GuardedSink",
+    "McpLogEvent",
+    "McpProgressEvent",
     "McpServerEvent",
     "ModelRequestEvent",
     "ModelResponseEvent",
@@ -179,6 +181,36 @@ class McpServerEvent(_Base, frozen=True, gc=False, tag="mcp_server"):
     error: str | None = None
 
 
+class McpProgressEvent(_Base, frozen=True, gc=False, tag="mcp_progress"):
+    """An MCP server reported progress on a running tool call of the delegation.
+
+    ``tool`` is the runtime name (``mcp__<server>__<tool>``), ``title`` the server's
+    display name for it; ``progress`` increases with each report, ``total`` is set when
+    the server knows it, ``message`` is cut to the server's ``stderr_line_chars``.
+    """
+
+    server: str
+    tool: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    title: str | None = None
+
+
+class McpLogEvent(_Base, frozen=True, gc=False, tag="mcp_log"):
+    """A log message an MCP server sent while a tool call of the delegation ran.
+
+    ``level`` is MCP's (``debug`` ... ``emergency``), ``logger`` the server's logger
+    name; ``data`` is the message as text (JSON unless it was a string, binary
+    summarised), cut to the server's ``stderr_line_chars``.
+    """
+
+    server: str
+    level: str
+    logger: str | None = None
+    data: str = ""
+
+
 class QuestionEvent(_Base, frozen=True, gc=False, tag="question"):
     """An ``ask_user`` call is waiting for a person's answers (a durable run).
 
@@ -208,6 +240,8 @@ Event: TypeAlias = (
     | DelegationStart
     | DelegationEnd
     | McpServerEvent
+    | McpProgressEvent
+    | McpLogEvent
     | QuestionEvent
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from typing import Any
 
 import anyio
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from deputy_runtime import LeadAgent, UsageLimits, agent_definition, chat
 from deputy_runtime._cli.view import LiveView, PlainView, RunState, _clip, summary_table, tree_lines
 from deputy_runtime.chat import reply, tool_calls
-from deputy_runtime.runtime import Event
+from deputy_runtime.runtime import DelegationStart, Event, McpLogEvent, McpProgressEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -161,3 +162,35 @@ def test_views_survive_a_closed_pipe() -> None:
     view = PlainView(Closed(), RunState())
     for event in events:
         view.handle(event)  # must not raise: the sink runs inside the agents' tasks
+
+
+async def test_mcp_progress_shows_in_the_tree_and_warnings_in_the_plain_log() -> None:
+    _, events = await _events()
+    start = next(e for e in events if isinstance(e, DelegationStart) and e.agent_name == "alpha")
+    ids: dict[str, Any] = {
+        "agent_id": start.agent_id,
+        "agent_name": start.agent_name,
+        "run_id": start.run_id,
+        "delegation_id": start.delegation_id,
+        "parent_agent_id": start.parent_agent_id,
+        "parent_run_id": start.parent_run_id,
+    }
+    at = events.index(start) + 1
+    mcp_events: list[Event] = [
+        McpProgressEvent(**ids, server="probe", tool="mcp__probe__count", progress=2, total=3),
+        McpLogEvent(**ids, server="probe", level="info", logger="counter", data="quiet"),
+        McpLogEvent(**ids, server="probe", level="warning", logger="counter", data="disk low"),
+    ]
+    state = RunState()
+    for event in events[:at] + mcp_events[:1]:
+        node = state.apply(event)
+    assert node is not None
+    assert node.last_tool == "mcp__probe__count 2/3"
+
+    out = io.StringIO()
+    view = PlainView(out, RunState())
+    for event in events[:at] + mcp_events + events[at:]:
+        view.handle(event)
+    text = out.getvalue()
+    assert "alpha: mcp probe counter warning: disk low" in text
+    assert "quiet" not in text
