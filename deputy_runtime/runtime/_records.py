@@ -392,13 +392,14 @@ def build_outcome(d: Delegation) -> dict[str, Any]:
     """The compact outcome the lead's model sees (answer cut to 8 KiB of UTF-8).
 
     A completed delegation whose definition has an output schema carries ``output``
-    (the decoded value, encoded as JSON with the outcome) in place of ``answer`` and
-    ``answer_truncated``: the answer text is that value, so it is not sent twice.
+    (the decoded value as plain JSON data: a type's instance becomes its fields) in place
+    of ``answer`` and ``answer_truncated``: the answer text is that value, so it is not
+    sent twice.
     """
     outcome = _outcome(d, d.result)
     if d.structured():
         del outcome["answer"], outcome["answer_truncated"]
-        outcome["output"] = d.output()
+        outcome["output"] = msgspec.to_builtins(d.output())
     return outcome
 
 
