@@ -49,11 +49,7 @@ V2_FIELDS: Final = ("output_schema", "output_retries")
 #: written in ``tools`` (the definition keeps them apart, in ``mcp_tools``).
 FORMAT_FIELDS: Final = (
     "version",
-    *(
-        field
-        for field in FIELD_NAMES
-        if field not in ("mcp_tools", "hooks", "color", *V2_FIELDS)
-    ),
+    *(field for field in FIELD_NAMES if field not in ("mcp_tools", "hooks", "color", *V2_FIELDS)),
 )
 #: The format versions this reader understands.
 FORMAT_VERSIONS: Final = (1, 2)
@@ -306,7 +302,7 @@ def definition_from_yaml(
     skills: SkillRegistry,
     log: ProblemLog | None = None,
 ) -> AgentDefinition:
-    """Parse format-1 or format-2 YAML ``text`` (read from ``path``) with already-checked registries.
+    """Parse format-1 or format-2 YAML ``text`` (read from ``path``) with checked registries.
 
     Every independent problem is recorded in ``log``; the first is raised.
     """

@@ -311,11 +311,6 @@ class Agent:
         """The system prompt sent with every request (base prompt plus skills section)."""
         return self._prompt
 
-    @property
-    def output_contract(self) -> OutputContract | None:
-        """The shape the final answer must have and its retry count, or ``None``."""
-        return self._output
-
     def _compose_prompt(self) -> str | None:
         # Built once (and again when a LeadAgent's sub-agents change), not per request.
         sections = [self._base_prompt] if self._base_prompt else []

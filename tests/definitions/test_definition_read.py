@@ -158,7 +158,12 @@ def test_bad_content_points_at_the_line(
             "version must be the integer 1 or 2, got the boolean true;",
         ),
         ("name: reviewer", "name: null", 2, "name may not be null; give name a non-empty string"),
-        ("version: 1", "version: 1.0", 1, "version must be the integer 1 or 2, got the number 1.0;"),
+        (
+            "version: 1",
+            "version: 1.0",
+            1,
+            "version must be the integer 1 or 2, got the number 1.0;",
+        ),
         ("version: 1\n", "", None, "Missing 'version: 1'"),
         ("name: reviewer", "name: yes", 2, "name: expected a string, got the boolean true; put it"),
         ("Read carefully", "123", 4, "prompt: expected a string, got the number 123; put it in"),

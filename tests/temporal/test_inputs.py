@@ -109,7 +109,7 @@ def test_skills_and_mcp_names_travel_by_name_and_duplicates_are_refused(tmp_path
 @pytest.mark.parametrize(
     "schema", [{"type": "object", "properties": {"ok": {"type": "boolean"}}}, None]
 )
-def test_an_output_schema_is_refused_on_the_durable_path(schema: object) -> None:
+def test_an_output_schema_is_refused_on_the_durable_path(schema: dict[str, Any] | None) -> None:
     import msgspec
 
     from deputy_runtime import DelegationBindingError
