@@ -54,9 +54,9 @@ def agent_spec(
         )
     if definition.output_schema is not None:
         raise DelegationBindingError(
-            f"Agent {definition.name!r} has an output_schema, which durable runs do not "
-            "support yet (structured results are checked in-process only): run it with a "
-            "LeadAgent, or drop it with definition.replace(output_schema=None, "
+            f"Agent {definition.name!r} has an output_schema: output schemas are not "
+            "supported durably yet (structured results are checked in-process only); run "
+            "it with a LeadAgent, or drop it with definition.replace(output_schema=None, "
             "output_retries=None)"
         )
     provider, _ = parse_model_spec(lead_model)

@@ -120,7 +120,7 @@ def test_an_output_schema_is_refused_on_the_durable_path(schema: dict[str, Any] 
     structured = AgentDefinition(
         "judge", "d", "p", output_schema=Verdict if schema is None else schema
     )
-    expected = "has an output_schema, which durable runs do not support yet"
+    expected = "has an output_schema: output schemas are not supported durably yet"
     with pytest.raises(DelegationBindingError, match=expected):
         agent_spec(structured, "test/model")
     with pytest.raises(DelegationBindingError, match=expected):
