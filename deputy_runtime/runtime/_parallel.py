@@ -2,8 +2,9 @@
 
 Every responder is prepared before anything is dispatched (a preparation failure raises
 and dispatches nothing). Then up to ``max_active`` responders run at once; each takes its
-share of the batch budget when it starts (one request; token and cost ceilings divided
-among the slots that can still run together), so the batch can never exceed its limits.
+share of the batch budget when it starts (one request, or one per allowed answer of an
+output schema; token and cost ceilings divided among the slots that can still run
+together), so the batch can never exceed its limits.
 The batch budget is the lead's ``usage_limits``, tightened per field by the host's
 ``usage_limits`` for the batch (see :func:`batch_limits`): never wider than the lead's.
 A failed responder never discards its siblings.
