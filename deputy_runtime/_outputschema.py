@@ -16,6 +16,7 @@ A leaf module: the definitions package and the runtime both use it, it imports n
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_OUTPUT_RETRIES",
     "JSON_SCHEMA_KEYWORDS",
     "JSON_TYPES",
+    "MAX_ERRORS",
     "MAX_OUTPUT_RETRIES",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
@@ -150,7 +152,9 @@ def json_schema_of(schema: OutputSchema) -> dict[str, Any]:
     return plain
 
 
+@functools.lru_cache(maxsize=256)
 def _python_type(value: type) -> type:
+    # Cached: every delegation of a definition builds its subagent with the same type.
     if not (issubclass(value, msgspec.Struct) or dataclasses.is_dataclass(value)):
         raise SchemaProblem(
             f"the type {value.__qualname__} is not a msgspec.Struct or a dataclass; use one "
