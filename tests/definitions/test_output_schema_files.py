@@ -7,13 +7,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import msgspec
 import pytest
+import yaml
 
 from deputy_runtime import AgentDefinition, Chat, DefinitionFileError, LeadAgent
 from deputy_runtime.chat import ScriptedProvider, reply, tool_call
 from deputy_runtime.cli import main
 from deputy_runtime.definitions import (
+    AGENT_DEFINITION_SCHEMA,
     agent_definition_from_markdown,
     agent_definition_read,
     agent_definition_to_markdown,
@@ -155,6 +158,10 @@ def test_the_writer_writes_version_2_only_for_a_schema(tmp_path: Path) -> None:
     assert text.startswith("version: 2\n")
     assert text.endswith("output_retries: 3\n")
     assert agent_definition_read(path) == structured
+    # The editors' JSON Schema accepts the file, and refuses it labelled version 1.
+    editor = jsonschema.Draft202012Validator(AGENT_DEFINITION_SCHEMA)
+    assert editor.is_valid(yaml.safe_load(text))
+    assert not editor.is_valid(yaml.safe_load(text.replace("version: 2", "version: 1")))
     plain = structured.replace(output_schema=None, output_retries=None)
     path = agent_definition_write(plain, tmp_path / "b.yaml")
     assert path.read_text().startswith("version: 1\n")
