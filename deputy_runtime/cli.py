@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         help="import a module or .py file first, as run does (its tools count as known)",
     )
 
-    sub.add_parser("schema", help="print the JSON Schema of definition format v1")
+    sub.add_parser("schema", help="print the JSON Schema of definition formats 1 and 2")
 
     p = sub.add_parser("convert", help="convert a definition between YAML and markdown")
     p.add_argument("source", metavar="IN")

@@ -58,6 +58,19 @@ def test_embed_in_app_runs_both_backends_by_default() -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_structured_results_are_typed_after_a_retry(backend: str) -> None:
+    done = _run(str(EXAMPLES / "structured_results.py"), backend)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "bug      urgent=True  The app crashes when I upload a photo",
+        "feature  urgent=False Please add a dark mode",
+        "bug      urgent=True  Login fails with error 500 since this morning",
+        # Three tickets, one of them answered twice: the retry is one more request.
+        "batch: complete; 4 requests",
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_parallel_fanout_stays_within_budget(backend: str) -> None:
     done = _run(str(EXAMPLES / "parallel_fanout.py"), backend)
     assert done.returncode == 0, done.stderr

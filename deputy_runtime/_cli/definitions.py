@@ -477,6 +477,6 @@ def list_agents(args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
-    """Print the JSON Schema of definition format version 1."""
+    """Print the JSON Schema of definition format versions 1 and 2."""
     print(json.dumps(AGENT_DEFINITION_SCHEMA, indent=2))
     return 0

@@ -1,7 +1,13 @@
-"""YAML definition files, format version 1: reading and writing one file.
+"""YAML definition files, format versions 1 and 2: reading and writing one file.
 
 A file is one mapping: ``version: 1`` plus the fields of :class:`AgentDefinition`. Tools
 and skills are registry keys. Reading loads no code, connects nothing and builds no agent.
+
+Version 2 is version 1 plus ``output_schema`` and ``output_retries``; a version-1 file
+never holds them, so every reader of version 1 still reads every version-1 file the same
+way, and a version-2 file is refused by a reader that only knows version 1 instead of
+being run without its schema. The writer writes version 1 unless the definition has an
+output schema.
 """
 
 from __future__ import annotations
@@ -29,18 +35,25 @@ from ._yaml import Marks, YAMLProblem, dump_yaml, load_yaml
 
 __all__ = [
     "FORMAT_FIELDS",
+    "FORMAT_VERSIONS",
+    "V2_FIELDS",
     "agent_definition_read",
     "agent_definition_write",
     "definition_from_yaml",
     "definition_to_yaml",
 ]
 
+#: Fields only a format-2 file may hold (written after the format-1 fields).
+V2_FIELDS: Final = ("output_schema", "output_retries")
 #: Keys a format-1 file may hold, in the order they are written. MCP tool names are
 #: written in ``tools`` (the definition keeps them apart, in ``mcp_tools``).
 FORMAT_FIELDS: Final = (
     "version",
-    *(field for field in FIELD_NAMES if field not in ("mcp_tools", "hooks", "color")),
+    *(field for field in FIELD_NAMES if field not in ("mcp_tools", "hooks", "color", *V2_FIELDS)),
 )
+#: The format versions this reader understands.
+FORMAT_VERSIONS: Final = (1, 2)
+_ALL_FIELDS: Final = (*FORMAT_FIELDS, *V2_FIELDS)
 _REQUIRED: Final = ("name", "description", "prompt")
 _STRING_LISTS: Final = ("disallowed_tools", "memory", "mcp_servers")
 _YAML11 = "YAML 1.1 reads unquoted yes/no/on/off/true/false as booleans and 123 as a number"
@@ -132,7 +145,7 @@ class _Reader:
                 fields[field] = self.attempt(self.strings, record, field)
         if "max_requests" in record:
             fields["max_requests"] = self.attempt(self.max_requests, record["max_requests"])
-        for field in ("permission_mode", "params"):
+        for field in ("permission_mode", "params", *V2_FIELDS):
             if field in record:
                 fields[field] = record[field]
         if "permission_mode" in record:
@@ -148,28 +161,38 @@ class _Reader:
             raise self.fail(str(exc)) from None
 
     def check_keys(self, record: dict[Any, Any]) -> None:
+        version_2 = record.get("version") == 2 and type(record.get("version")) is int
         for key in record:
-            if key in FORMAT_FIELDS:
+            if key in FORMAT_FIELDS or (version_2 and key in V2_FIELDS):
                 continue
-            if key == "sub_agents":
+            if key in V2_FIELDS:
+                hint = (
+                    f"{key} is part of format version 2; write 'version: 2' to use it "
+                    "(a format-1 file never holds it)"
+                )
+            elif key == "sub_agents":
                 hint = "nested subagents are not part of the format; define each in its own file"
             else:
-                close = difflib.get_close_matches(str(key), FORMAT_FIELDS, n=1)
+                allowed = _ALL_FIELDS if version_2 else FORMAT_FIELDS
+                close = difflib.get_close_matches(str(key), allowed, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else ""
-                hint = f"{hint} Allowed fields: {', '.join(FORMAT_FIELDS)}".strip()
+                hint = f"{hint} Allowed fields: {', '.join(allowed)}".strip()
             self.log.error(self.fail(f"Unknown field {key!r}; {hint}", ("key", key)))
 
     def check_version(self, record: dict[str, Any]) -> None:
         if "version" not in record:
             raise self.fail("Missing 'version: 1'; add it as the first line of the file")
         version = record["version"]
-        if type(version) is not int or version != 1:
+        if type(version) is not int or version not in FORMAT_VERSIONS:
             if isinstance(version, str):
                 fix = "write it without quotes: version: 1"
             else:
-                fix = "this reader understands format version 1 only (version: 1)"
+                fix = (
+                    "this reader understands format versions 1 and 2 (version: 1, or "
+                    "version: 2 for a definition with an output_schema)"
+                )
             raise self.fail(
-                f"version must be the integer 1, got {_kind(version)}; {fix}", "version"
+                f"version must be the integer 1 or 2, got {_kind(version)}; {fix}", "version"
             )
 
     def string(self, record: dict[str, Any], field: str, nullable: bool) -> str | None:
@@ -279,7 +302,7 @@ def definition_from_yaml(
     skills: SkillRegistry,
     log: ProblemLog | None = None,
 ) -> AgentDefinition:
-    """Parse format-1 YAML ``text`` (read from ``path``) with already-checked registries.
+    """Parse format-1 or format-2 YAML ``text`` (read from ``path``) with checked registries.
 
     Every independent problem is recorded in ``log``; the first is raised.
     """
@@ -294,7 +317,7 @@ def definition_from_yaml(
 def agent_definition_read(
     path: str | Path, tools: ToolRegistry | None = None, skills: SkillRegistry | None = None
 ) -> AgentDefinition:
-    """Read one YAML definition file (format version 1), resolving names via the registries.
+    """Read one YAML definition file (format version 1 or 2), resolving names via the registries.
 
     Args:
         path: The YAML file.
@@ -325,7 +348,8 @@ def _thaw(value: Any) -> Any:
 def definition_to_yaml(
     definition: AgentDefinition, path: Path, tools: ToolRegistry, skills: SkillRegistry
 ) -> bytes:
-    """The canonical format-1 bytes of ``definition``, verified to read back equal."""
+    """The canonical bytes of ``definition`` (format 2 when it has an output schema, else
+    format 1), verified to read back equal."""
     if not isinstance(definition, AgentDefinition):
         raise DefinitionFileError(
             f"Expected an AgentDefinition to write, got {type(definition).__name__}", path=path
@@ -343,8 +367,16 @@ def definition_to_yaml(
             "definition.replace(color=None)",
             path=path,
         )
-    record: dict[str, Any] = {"version": 1}
-    for field in FORMAT_FIELDS[1:]:
+    if isinstance(definition.output_schema, type):
+        raise DefinitionFileError(
+            f"output_schema is the Python type {definition.output_schema.__qualname__}, which "
+            "a definition file cannot hold: give the definition a JSON Schema mapping "
+            "instead (msgspec.json.schema(type) is a start), or keep it in Python",
+            path=path,
+        )
+    structured = definition.output_schema is not None
+    record: dict[str, Any] = {"version": 2 if structured else 1}
+    for field in FORMAT_FIELDS[1:] + (V2_FIELDS if structured else ()):
         value = getattr(definition, field)
         if field == "tools":
             value = [registry_key("tools", tool, tools, path) for tool in value]
@@ -354,6 +386,8 @@ def definition_to_yaml(
         elif field == "params":
             if value is None:
                 continue  # omitted so that deputy itself can read the file
+            value = _thaw(value)
+        elif field == "output_schema":
             value = _thaw(value)
         elif isinstance(value, tuple):
             value = list(value)
@@ -380,7 +414,9 @@ def agent_definition_write(
     skills: SkillRegistry | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write ``definition`` as a canonical format-1 YAML file, atomically.
+    """Write ``definition`` as a canonical YAML file, atomically: format version 1, or
+    version 2 when it has an ``output_schema`` (a JSON Schema mapping; a Python type
+    cannot be written).
 
     The text is checked to read back equal before it is written; the file is UTF-8 with LF
     line endings, at most 1 MiB. On any failure the destination is unchanged and no

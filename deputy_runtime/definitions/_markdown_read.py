@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._outputschema import SchemaProblem, output_schema_value
 from ..errors import DefinitionError, DefinitionFileError
 from ._claude_tools import (
     CLAUDE_CODE_TOOLS,
@@ -48,8 +49,9 @@ __all__ = [
     "read_markdown_file",
 ]
 
-#: Frontmatter keys that are read; every other key (``color``, ``hooks``, ...) is ignored,
-#: as Claude Code ignores keys it does not know.
+#: Frontmatter keys that are read; every other key is ignored, as Claude Code ignores
+#: keys it does not know (``output_schema`` and ``output_retries`` are this runtime's own,
+#: spelled as in a YAML definition).
 READ_KEYS = (
     "name",
     "description",
@@ -65,6 +67,8 @@ READ_KEYS = (
     "hooks",
     "effort",
     "color",
+    "output_schema",
+    "output_retries",
 )
 
 #: Claude Code's ``effort`` levels, read into the definition's params as
@@ -114,6 +118,8 @@ _FIELD_KEYS = {
     "initial_prompt": "initialPrompt",
     "hooks": "hooks",
     "color": "color",
+    "output_schema": "output_schema",
+    "output_retries": "output_retries",
 }
 
 
@@ -187,6 +193,8 @@ def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
         "maxTurns": ("max_requests", lambda: _max_turns(fm, path)),
         "initialPrompt": ("initial_prompt", lambda: _initial_prompt(fm, path)),
         "hooks": ("hooks", lambda: _hooks(fm, path, log)),
+        "output_schema": ("output_schema", lambda: _output_schema(fm, path)),
+        "output_retries": ("output_retries", lambda: fm.data["output_retries"]),
     }
     for key, (target, read) in readers.items():
         if key in data:
@@ -617,6 +625,19 @@ def _hooks(fm: Frontmatter, path: Path, log: ProblemLog) -> Any:
         raise DefinitionFileError(f"hooks: {exc.reason}", path=path, line=line) from None
     for warning in warnings:
         log.warn(warning.split(": warning: ", 1)[-1], line=line, field="hooks")
+    return value
+
+
+def _output_schema(fm: Frontmatter, path: Path) -> Any:
+    """The file's output schema, checked here so its problem is reported with the file's
+    others (the definition checks it again, as it checks every field)."""
+    value = fm.data["output_schema"]
+    try:
+        output_schema_value(value)
+    except SchemaProblem as exc:
+        raise DefinitionFileError(
+            f"output_schema: {exc.problem}", path=path, line=fm.line("output_schema")
+        ) from None
     return value
 
 

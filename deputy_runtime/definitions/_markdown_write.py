@@ -160,6 +160,10 @@ def _render(
         record["hooks"] = _plain(definition.hooks)
     if definition.color is not None:
         record["color"] = definition.color
+    if definition.output_schema is not None and not isinstance(definition.output_schema, type):
+        record["output_schema"] = _plain(definition.output_schema)
+    if definition.output_retries is not None:
+        record["output_retries"] = definition.output_retries
     frontmatter = yaml.dump(
         record,
         Dumper=_Dumper,
@@ -180,6 +184,12 @@ def _uncarried(definition: AgentDefinition) -> dict[str, str]:
             "memory cannot be written to a markdown agent file: Claude Code's 'memory' key "
             "names a memory scope (user, project or local), not memory entries; move the "
             "entries into the prompt, leave memory out (null), or keep this definition in YAML"
+        )
+    if isinstance(definition.output_schema, type):
+        problems["output_schema"] = (
+            f"output_schema is the Python type {definition.output_schema.__qualname__}, "
+            "which an agent file cannot hold: give the definition a JSON Schema mapping "
+            "instead, or keep it in Python"
         )
     prompt = definition.prompt.strip()
     breaks = sorted({f"U+{ord(c):04X}" for c in prompt if c in _EXOTIC_BREAKS})

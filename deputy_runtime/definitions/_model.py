@@ -17,6 +17,7 @@ from typing import Any, Final
 import msgspec
 
 from .._modes import PERMISSION_MODES
+from .._outputschema import SchemaProblem, output_retries_value, output_schema_value
 from ..errors import DefinitionError
 from ..skills import Skill
 from ..tools import Tool
@@ -61,6 +62,8 @@ FIELD_NAMES: Final = (
     "mcp_tools",
     "hooks",
     "color",
+    "output_schema",
+    "output_retries",
 )
 #: The colours an agent may be shown in (Claude Code's ``color`` values).
 AGENT_COLORS: Final = (
@@ -75,6 +78,7 @@ AGENT_COLORS: Final = (
     "magenta",
 )
 _MAX_PARAMS_DEPTH = 16
+_UNHASHED = ("params", "hooks", "output_schema")
 
 
 class DefinitionFieldError(DefinitionError):
@@ -296,6 +300,20 @@ def _hooks(value: object) -> Mapping[str, Any] | None:
     return _freeze_mapping("hooks", value, 0)
 
 
+def _output_schema(value: object) -> Mapping[str, Any] | type | None:
+    try:
+        return output_schema_value(value)
+    except SchemaProblem as exc:
+        raise DefinitionFieldError("output_schema", exc.problem) from None
+
+
+def _output_retries(value: object, schema: object) -> int | None:
+    try:
+        return output_retries_value(value, schema)
+    except SchemaProblem as exc:
+        raise DefinitionFieldError("output_retries", exc.problem) from None
+
+
 def _params(value: object) -> Mapping[str, Any] | None:
     if value is None:
         return None
@@ -316,7 +334,10 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     de-duplicated), raising :class:`~deputy_runtime.errors.DefinitionError` naming the
     field. ``tools`` and ``skills`` are kept by reference. ``None`` and ``()`` differ for
     ``disallowed_tools``, ``memory`` and ``mcp_servers``. ``params`` holds model parameters
-    (such as ``temperature``) as a read-only mapping. Use :meth:`replace` to change fields.
+    (such as ``temperature``) as a read-only mapping. ``output_schema`` (a JSON Schema
+    mapping, kept read-only, or a ``msgspec.Struct`` / dataclass type) is what the
+    subagent's final answer must decode to; see :func:`agent_definition`. Use
+    :meth:`replace` to change fields.
     """
 
     name: str
@@ -335,6 +356,8 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     mcp_tools: tuple[str, ...] | None = None
     hooks: Mapping[str, Any] | None = None
     color: str | None = None
+    output_schema: Mapping[str, Any] | type | None = None
+    output_retries: int | None = None
 
     def __post_init__(self) -> None:
         values = (
@@ -354,6 +377,8 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             _mcp_tools(self.mcp_tools),
             _hooks(self.hooks),
             color_value(self.color),
+            _output_schema(self.output_schema),
+            _output_retries(self.output_retries, self.output_schema),
         )
         for field, value in zip(FIELD_NAMES, values, strict=True):
             msgspec.structs.force_setattr(self, field, value)
@@ -379,9 +404,9 @@ class AgentDefinition(msgspec.Struct, frozen=True):
         return msgspec.structs.replace(self, **changes)
 
     def __hash__(self) -> int:
-        # params and hooks are read-only mappings (unhashable); equal definitions still
-        # hash equally.
-        return hash(tuple(getattr(self, f) for f in FIELD_NAMES if f not in ("params", "hooks")))
+        # params, hooks and a JSON output schema are read-only mappings (unhashable);
+        # equal definitions still hash equally.
+        return hash(tuple(getattr(self, f) for f in FIELD_NAMES if f not in _UNHASHED))
 
     def __repr__(self) -> str:
         extra = f", permission_mode={self.permission_mode!r}" if self.permission_mode else ""
@@ -409,6 +434,8 @@ def agent_definition(
     mcp_tools: Sequence[str] | None = None,
     hooks: Mapping[str, Any] | None = None,
     color: str | None = None,
+    output_schema: Mapping[str, Any] | type | None = None,
+    output_retries: int | None = None,
 ) -> AgentDefinition:
     """Build a validated :class:`AgentDefinition` (the same as calling the class).
 
@@ -437,6 +464,15 @@ def agent_definition(
         color: The colour the live and web views show the agent in: ``red``, ``blue``,
             ``green``, ``yellow``, ``purple``, ``orange``, ``pink``, ``cyan`` or ``magenta``
             (the ``color`` values of Claude Code's agent files; trimmed and lowercased).
+        output_schema: What the subagent's final answer must be: a JSON Schema mapping in
+            the supported subset (``type``, ``properties``, ``required``, ``items``,
+            ``enum``, ``const``, ``additionalProperties``, ``anyOf``, ``minimum`` /
+            ``maximum`` and their exclusive forms, ``minLength`` / ``maxLength``,
+            ``minItems`` / ``maxItems``; other keywords are refused), or a
+            ``msgspec.Struct`` or dataclass type the answer is decoded into. The
+            delegation's record then carries the decoded value (``output``).
+        output_retries: How many times a final answer that does not match is sent back
+            with the validation error (0 to 10; ``None``: 2). Only with ``output_schema``.
 
     Returns:
         The frozen definition.
@@ -462,4 +498,6 @@ def agent_definition(
         mcp_tools,  # type: ignore[arg-type]
         hooks,
         color,
+        output_schema,
+        output_retries,
     )

@@ -1,4 +1,4 @@
-"""The JSON Schema of definition file format version 1, for editors and linters.
+"""The JSON Schema of definition file format versions 1 and 2, for editors and linters.
 
 The schema describes the file's shape (fields, types, name and key patterns); the reader
 stays the authority, since it also checks what a schema cannot (registry membership,
@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
+from .._outputschema import MAX_OUTPUT_RETRIES
 from ._model import MAX_REQUESTS_LIMIT, PERMISSION_MODES
 
 __all__ = ["AGENT_DEFINITION_SCHEMA", "agent_definition_schema"]
@@ -43,15 +44,21 @@ def _nullable(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "anyOf": [{"type": "null"}, schema]}
 
 
-#: JSON Schema (draft 2020-12) of an AgentDefinition YAML file, format version 1.
+#: JSON Schema (draft 2020-12) of an AgentDefinition YAML file, format versions 1 and 2
+#: (2 adds ``output_schema`` and ``output_retries``; the reader checks the output schema's
+#: keywords itself).
 AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "deputy_runtime AgentDefinition file (format version 1)",
+    "title": "deputy_runtime AgentDefinition file (format versions 1 and 2)",
     "type": "object",
     "additionalProperties": False,
     "required": ["version", "name", "description", "prompt"],
     "properties": {
-        "version": {"description": "Format version; must be 1", "type": "integer", "const": 1},
+        "version": {
+            "description": "Format version: 1, or 2 for a definition with an output_schema",
+            "type": "integer",
+            "enum": [1, 2],
+        },
         "name": {
             "description": "Routing name; trimmed and lowercased when read",
             "type": "string",
@@ -77,12 +84,23 @@ AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
             {"type": "object", "propertyNames": {"minLength": 1}},
             "Model parameters such as temperature and max_tokens",
         ),
+        "output_schema": _nullable(
+            {"type": "object"},
+            "Format 2: the JSON Schema (a supported subset) the final answer must match",
+        ),
+        "output_retries": _nullable(
+            {"type": "integer", "minimum": 0, "maximum": MAX_OUTPUT_RETRIES},
+            "Format 2: mismatching answers sent back with the error (null: 2)",
+        ),
     },
+    # A format-1 file never holds the format-2 fields.
+    "if": {"properties": {"version": {"const": 1}}},
+    "then": {"not": {"anyOf": [{"required": ["output_schema"]}, {"required": ["output_retries"]}]}},
 }
 
 
 def agent_definition_schema() -> dict[str, Any]:
-    """The JSON Schema of definition format version 1, for editors and validators.
+    """The JSON Schema of definition format versions 1 and 2, for editors and validators.
 
     Returns:
         A fresh copy of :data:`AGENT_DEFINITION_SCHEMA` (safe to modify).

@@ -22,10 +22,17 @@ import anyio
 import msgspec
 
 from .._ids import new_id
+from .._outputschema import (
+    OutputSchema,
+    SchemaProblem,
+    output_retries_value,
+    output_schema_value,
+)
 from .._tracing import STATE, failures_marked
 from ..chat import (
     AssistantTurn,
     Chat,
+    ContentText,
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
@@ -38,6 +45,7 @@ from ..chat import (
     tool_error_text,
 )
 from ..errors import (
+    DefinitionError,
     ProviderError,
     RunActiveError,
     ToolArgumentError,
@@ -69,6 +77,7 @@ from ._events import (
 from ._gate import gate
 from ._hooks import HookEvent, HookInput, Hooks
 from ._ledger import BudgetLedger
+from ._output import OutputContract, OutputMismatch, output_section, retry_text
 from ._ownspend import LeadSpend, RunSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
@@ -118,10 +127,19 @@ class Agent:
         agent_id: The agent's id (default: a fresh one).
         governance: Set by a LeadAgent on the subagents it builds: ties their calls to
             the lead's live permissions and hooks. Hosts leave it ``None``.
+        output_schema: What the final answer must be, as ``AgentDefinition.output_schema``
+            takes it (a JSON Schema mapping in the supported subset, or a
+            ``msgspec.Struct`` / dataclass type). The system prompt gains a section showing
+            the schema; a final answer that does not match is sent back with the
+            validation error, and the decoded value is the result's ``output``.
+        output_retries: How many mismatching answers are sent back (0 to 10; ``None``: 2);
+            when they are spent the run ends with stop reason ``invalid_output``.
 
     Raises:
         ValueError: ``working_dir`` is not an existing directory, or two tools share a name.
         TypeError: ``tools`` contains something that is not a Tool.
+        DefinitionError: ``output_schema`` or ``output_retries`` is invalid (a
+            ``ValueError``; the message names the argument).
     """
 
     # Slots: a fan-out keeps one subagent per in-flight delegation alive.
@@ -131,6 +149,7 @@ class Agent:
         "_base_prompt",
         "_hidden",
         "_interrupt_reason",
+        "_output",
         "_pending_config",
         "_permissions",
         "_prompt",
@@ -163,7 +182,10 @@ class Agent:
         disallowed_tools: Iterable[str] = (),
         agent_id: str | None = None,
         governance: Governance | None = None,
+        output_schema: OutputSchema | None = None,
+        output_retries: int | None = None,
     ) -> None:
+        self._output = _output_contract(output_schema, output_retries)
         if governance is not None and working_dir is None:
             # A subagent works in its lead's directory, which the lead resolved and checked.
             wd = governance.lead.working_dir
@@ -291,10 +313,14 @@ class Agent:
 
     def _compose_prompt(self) -> str | None:
         # Built once (and again when a LeadAgent's sub-agents change), not per request.
-        if not self._skills:
+        sections = [self._base_prompt] if self._base_prompt else []
+        if self._skills:
+            sections.append(skills_prompt_section(self._skills))
+        if self._output is not None:
+            sections.append(output_section(self._output))
+        if not sections:
             return self._base_prompt
-        section = skills_prompt_section(self._skills)
-        return f"{self._base_prompt}\n\n{section}" if self._base_prompt else section
+        return "\n\n".join(sections)
 
     async def end_session(self, reason: str = "closed") -> list[str]:
         """Fire the SessionEnd hooks once, if a run started the session.
@@ -563,8 +589,12 @@ class Agent:
                     )
                 )
             if not calls:
-                ctx.stop_reason = StopReason.COMPLETE
-                return
+                if self._output is None or self._accept(ctx, reply):
+                    ctx.stop_reason = StopReason.COMPLETE
+                    return
+                if ctx.stop_reason is not None:
+                    return  # the retries are spent
+                continue
             over = meter.limit_reached(reaching=False)
             if over is not None:
                 ctx.stop_reason = over
@@ -576,6 +606,42 @@ class Agent:
             ctx.turns.append(Turn("user", results))
             if ctx.stop_reason is not None:
                 return
+
+    def _accept(self, ctx: RunContext, reply: AssistantTurn) -> bool:
+        """Whether the final answer matches the output contract (its value is kept then).
+
+        A mismatch with retries left appends the user turn saying what was wrong, so the
+        loop's next request is the retry; with none left the run stops ``invalid_output``
+        and the last mismatch is the run's error.
+        """
+        contract = self._output
+        assert contract is not None
+        try:
+            ctx.output = contract.decode(reply.text)
+        except OutputMismatch as exc:
+            problem = str(exc)
+        else:
+            return True
+        attempts = contract.retries + 1
+        ctx.output_attempts += 1
+        if ctx.output_attempts >= attempts:
+            ctx.output_error = (
+                f"The final answer did not match the output schema after {attempts} "
+                f"attempt{'s' if attempts > 1 else ''}: {problem}"
+            )
+            ctx.stop_reason = StopReason.INVALID_OUTPUT
+            return False
+        if ctx.emit is not None:
+            ctx.emit(
+                WarningEvent(
+                    **ctx.event_ids(),
+                    message=f"final answer rejected ({ctx.output_attempts} of {attempts}): "
+                    f"{problem}",
+                )
+            )
+        text = retry_text(problem, ctx.output_attempts, attempts)
+        ctx.turns.append(Turn("user", (ContentText(text),)))
+        return False
 
     async def _request(self, ctx: RunContext) -> AssistantTurn:
         ctx.requests += 1
@@ -763,6 +829,18 @@ class Agent:
         pending, self._pending_config = self._pending_config, []
         for pending_input in pending:
             await ctx.fire(msgspec.structs.replace(pending_input, run_id=ctx.run_id))
+
+
+def _output_contract(schema: object, retries: object) -> OutputContract | None:
+    try:
+        checked = output_schema_value(schema)
+    except SchemaProblem as exc:
+        raise DefinitionError(f"output_schema: {exc.problem}") from None
+    try:
+        count = output_retries_value(retries, checked)
+    except SchemaProblem as exc:
+        raise DefinitionError(f"output_retries: {exc.problem}") from None
+    return None if checked is None else OutputContract(checked, count)
 
 
 def run_delegated(

@@ -144,6 +144,8 @@ async def build_subagent(
         disallowed_tools=definition.disallowed_tools or (),
         agent_id=d.agent_id,
         hooks=_definition_hooks(definition),
+        output_schema=definition.output_schema,
+        output_retries=definition.output_retries,
         governance=Governance(
             delegation_id=d.delegation_id,
             parent_run_id=d.parent_run_id,

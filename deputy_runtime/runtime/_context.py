@@ -170,6 +170,9 @@ class RunContext:
             loop stops after the current turn's tool calls are answered.
         deadline: When the run's ``max_seconds`` runs out (``anyio.current_time()``).
         spend: A lead's own requests and tool calls on its shared budget, if it has one.
+        output: The decoded final answer, once it matched the owner's output contract.
+        output_attempts: Final answers the output contract rejected so far.
+        output_error: Why the last one was rejected, once the retries are spent.
     """
 
     __slots__ = (
@@ -180,6 +183,9 @@ class RunContext:
         "ids",
         "limits",
         "meter",
+        "output",
+        "output_attempts",
+        "output_error",
         "owner",
         "requests",
         "run_id",
@@ -212,6 +218,9 @@ class RunContext:
         # A lead's own requests and tool calls on its shared budget, when it has one, or
         # a delegation's top-ups on it.
         self.spend: RunSpend | None = None
+        self.output: Any = None
+        self.output_attempts = 0
+        self.output_error: str | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 
@@ -391,6 +400,8 @@ def finish_run(ctx: RunContext, error: BaseException | None) -> AgentResult:
         ctx.stop_reason = StopReason.INTERRUPTED if cancelled else StopReason.ERROR
         message = None if cancelled else f"{type(error).__name__}: {error}"
     reason = ctx.stop_reason or StopReason.ERROR
+    if reason == StopReason.INVALID_OUTPUT and message is None:
+        message = ctx.output_error
     usage = ctx.meter.snapshot()
     if ctx.emit is not None:
         ids = ctx.event_ids()
@@ -411,4 +422,5 @@ def finish_run(ctx: RunContext, error: BaseException | None) -> AgentResult:
         limits=ctx.limits,
         error=message,
         hook_errors=tuple(ctx.hook_errors),
+        output=ctx.output if reason == StopReason.COMPLETE else None,
     )

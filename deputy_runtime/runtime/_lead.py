@@ -374,7 +374,8 @@ class LeadAgent(Agent):
         usage_limits: UsageLimits | None = None,
         on_event: EventSink | None = None,
     ) -> ParallelResult:
-        """Fan tasks out to stateless sub-agents (no tools; one request each).
+        """Fan tasks out to stateless sub-agents (no tools; one request each, or one per
+        allowed answer for a definition with an ``output_schema``).
 
         ``tasks`` maps definition names to tasks, or is a sequence of ``(name, task)``
         pairs so one definition can take many tasks. Everything is prepared before

@@ -2,8 +2,9 @@
 
 Every responder is prepared before anything is dispatched (a preparation failure raises
 and dispatches nothing). Then up to ``max_active`` responders run at once; each takes its
-share of the batch budget when it starts (one request; token and cost ceilings divided
-among the slots that can still run together), so the batch can never exceed its limits.
+share of the batch budget when it starts (one request, or one per allowed answer of an
+output schema; token and cost ceilings divided among the slots that can still run
+together), so the batch can never exceed its limits.
 The batch budget is the lead's ``usage_limits``, tightened per field by the host's
 ``usage_limits`` for the batch (see :func:`batch_limits`): never wider than the lead's.
 A failed responder never discards its siblings.
@@ -19,6 +20,7 @@ import anyio
 import msgspec
 
 from .._ids import new_id
+from .._outputschema import DEFAULT_OUTPUT_RETRIES
 from ..definitions import AgentDefinition
 from ..errors import DefinitionError, DelegationBindingError
 from ._agent import Agent, begin_batch, end_batch
@@ -49,6 +51,9 @@ class ParallelResult(msgspec.Struct, frozen=True, kw_only=True):
         errors: Each responder's error text, if any.
         statuses: Each responder's status: completed, stopped, failed or not_started.
         outcomes: The compact outcomes the delegate tool would have returned.
+        outputs: Each responder's decoded final answer when its definition has an
+            ``output_schema`` and it completed (an instance of a type schema, else the
+            JSON value), else ``None``.
         delegation_ids: Each responder's delegation id.
         run: The batch as one result: summed usage and the batch stop reason (a limit or
             ``interrupted``, else ``delegation_error`` if any responder failed,
@@ -62,6 +67,7 @@ class ParallelResult(msgspec.Struct, frozen=True, kw_only=True):
     outcomes: tuple[dict[str, Any], ...]
     delegation_ids: tuple[str, ...]
     run: AgentResult
+    outputs: tuple[Any, ...] = ()
 
 
 def _pairs(tasks: Mapping[str, str] | Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -230,7 +236,11 @@ async def _dispatch(
                     definition = d.definition
                     assert definition is not None  # parallel_delegate checked every name
                     d.reservation = reserve_share(
-                        meter, definition.max_requests, parts, tighter(per_delegation, left)
+                        meter,
+                        definition.max_requests,
+                        parts,
+                        tighter(per_delegation, left),
+                        requests=_requests(definition),
                     )
                     tg.start_soon(respond, d)
         if scope.cancelled_caught and not stop:
@@ -271,11 +281,24 @@ def fanout_blocker(meter: Meter, reached: StopReason | None) -> StopReason | Non
     return None
 
 
+def _requests(definition: AgentDefinition) -> int:
+    """The requests a responder may make: one, plus its output retries."""
+    if definition.output_schema is None:
+        return 1
+    retries = definition.output_retries
+    return 1 + (DEFAULT_OUTPUT_RETRIES if retries is None else retries)
+
+
 def reserve_share(
-    meter: Meter, max_requests: int | None, parts: int, seconds: float | None = None
+    meter: Meter,
+    max_requests: int | None,
+    parts: int,
+    seconds: float | None = None,
+    *,
+    requests: int = 1,
 ) -> Reservation:
-    """Reserve one responder's share of the batch budget: one request, and a share of
-    what is left of tokens and cost.
+    """Reserve one responder's share of the batch budget: its requests (one, or one per
+    allowed answer of an output schema), and a share of what is left of tokens and cost.
 
     Shares round up, so the first responders take the remainder and a budget smaller
     than the number of slots still lets some of them run; the meter caps each share at
@@ -287,12 +310,13 @@ def reserve_share(
         parts: The slots that can still run together (``min(max_active, not yet
             dispatched)``).
         seconds: The responder's time limit, if any.
+        requests: The requests it may make at most (its output retries count).
 
     Returns:
         The reservation, held on ``meter`` until released.
     """
     limits = meter.limits
-    requests = min(1, max_requests if max_requests is not None else 1)
+    requests = min(requests, max_requests if max_requests is not None else requests)
     shares: dict[str, Any] = {"max_requests": requests, "max_tool_calls": 0}
     for field, _ in _SHARED_FIELDS[1:]:
         remaining = meter.remaining(field)
@@ -339,4 +363,5 @@ def _aggregate(
         outcomes=tuple(build_outcome(d) for d in batch),
         delegation_ids=tuple(d.delegation_id for d in batch),
         run=run,
+        outputs=tuple(d.output() for d in batch),
     )

@@ -180,6 +180,9 @@ class SubagentRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
         admitted_at: Unix seconds; so are ``started_at`` and ``completed_at``.
         hook_error: ``"EVENT: message"`` lines of hooks that failed for it.
         cleanup_error: The owned cleanup's error, if any.
+        output: The subagent's decoded final answer when its definition has an
+            ``output_schema`` and the delegation completed (an instance of a type
+            schema, else the JSON value); ``None`` otherwise.
     """
 
     delegation_id: str
@@ -200,6 +203,7 @@ class SubagentRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     error: str | None
     hook_error: str | None
     cleanup_error: str | None
+    output: Any = None
 
 
 class Delegation:
@@ -336,6 +340,24 @@ class Delegation:
             error=self.error,
             hook_error="\n".join(self.hook_errors) or None,
             cleanup_error=self.cleanup_error,
+            output=self.output(),
+        )
+
+    def output(self) -> Any:
+        """The decoded final answer, once a delegation with an output schema completed."""
+        result = self.result
+        if result is None or self.status != DelegationStatus.COMPLETED:
+            return None
+        return result.output
+
+    def structured(self) -> bool:
+        """Whether the outcome carries a decoded ``output`` instead of the answer text."""
+        definition = self.definition
+        return (
+            definition is not None
+            and definition.output_schema is not None
+            and self.status == DelegationStatus.COMPLETED
+            and self.result is not None
         )
 
 
@@ -367,8 +389,18 @@ def error_text(exc: BaseException) -> str:
 
 
 def build_outcome(d: Delegation) -> dict[str, Any]:
-    """The compact outcome the lead's model sees (answer cut to 8 KiB of UTF-8)."""
-    return _outcome(d, d.result)
+    """The compact outcome the lead's model sees (answer cut to 8 KiB of UTF-8).
+
+    A completed delegation whose definition has an output schema carries ``output``
+    (the decoded value as plain JSON data: a type's instance becomes its fields) in place
+    of ``answer`` and ``answer_truncated``: the answer text is that value, so it is not
+    sent twice.
+    """
+    outcome = _outcome(d, d.result)
+    if d.structured():
+        del outcome["answer"], outcome["answer_truncated"]
+        outcome["output"] = msgspec.to_builtins(d.output())
+    return outcome
 
 
 def record_outcome(record: SubagentRecord, result: AgentResult | None) -> dict[str, Any]:

@@ -6,6 +6,8 @@ all build or read results, so the value type lives below all of them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from ..chat import Turn
@@ -33,6 +35,8 @@ class AgentResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
         limits: The limits the run ran under.
         error: The message when the run failed.
         hook_errors: The ``"EVENT: message"`` lines of hooks that raised.
+        output: The decoded final answer of an agent with an output schema (an instance
+            of a type schema, else the JSON value); ``None`` unless the run completed.
     """
 
     response: str
@@ -48,6 +52,7 @@ class AgentResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     limits: UsageLimits = UsageLimits()
     error: str | None = None
     hook_errors: tuple[str, ...] = ()
+    output: Any = None
 
 
 class ToolRejection(Exception):

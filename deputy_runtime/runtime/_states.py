@@ -21,7 +21,8 @@ class StopReason(StrEnum):
     delegation whose exclusive lease could not be kept; ``delegation_limit`` one refused
     because its agent's ``max_delegations`` for the lead's run were spent.
     ``delegation_error`` and ``delegation_stopped`` end a ``parallel_delegate`` batch in
-    which a responder failed or did not complete.
+    which a responder failed or did not complete. ``invalid_output`` ends a run whose
+    final answer never matched its output schema, retries included.
     """
 
     COMPLETE = "complete"
@@ -42,6 +43,7 @@ class StopReason(StrEnum):
     DELEGATION_STOPPED = "delegation_stopped"
     TIME_LIMIT = "time_limit"
     DELEGATION_LIMIT = "delegation_limit"
+    INVALID_OUTPUT = "invalid_output"
 
 
 #: Every stop reason the runtime produces, as plain strings, in declaration order.
@@ -63,7 +65,14 @@ class DelegationStatus(StrEnum):
     NOT_STARTED = "not_started"
 
 
-_FAILED = frozenset({StopReason.ERROR, StopReason.PROVIDER_ERROR, StopReason.SETUP_ERROR})
+_FAILED = frozenset(
+    {
+        StopReason.ERROR,
+        StopReason.PROVIDER_ERROR,
+        StopReason.SETUP_ERROR,
+        StopReason.INVALID_OUTPUT,
+    }
+)
 _NEVER_STARTED = frozenset({StopReason.NOT_STARTED, StopReason.DELEGATION_LIMIT})
 
 
@@ -74,9 +83,10 @@ def delegation_status(reason: str) -> DelegationStatus:
         reason: A stop reason (a :class:`StopReason` or its string value).
 
     Returns:
-        ``completed`` for ``complete``; ``failed`` for ``error``, ``provider_error`` and
-        ``setup_error``; ``not_started`` for ``not_started`` and ``delegation_limit``;
-        ``stopped`` for every other reason (a limit, an interrupt, a hook, a lost lease).
+        ``completed`` for ``complete``; ``failed`` for ``error``, ``provider_error``,
+        ``setup_error`` and ``invalid_output``; ``not_started`` for ``not_started`` and
+        ``delegation_limit``; ``stopped`` for every other reason (a limit, an interrupt, a
+        hook, a lost lease).
     """
     if reason == StopReason.COMPLETE:
         return DelegationStatus.COMPLETED

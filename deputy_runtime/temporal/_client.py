@@ -37,7 +37,8 @@ def agent_spec(
 
     Raises:
         SkillError: A skill given as a path cannot be loaded (its name is read from it).
-        DelegationBindingError: The definition has hooks of its own (not run durably).
+        DelegationBindingError: The definition has hooks of its own, or an output
+            schema (neither is run durably yet).
 
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
     Skills travel by name (``Skill.name``) and MCP tools as written (``mcp_tools``,
@@ -50,6 +51,13 @@ def agent_spec(
             f"Agent {definition.name!r} has hooks of its own, which durable runs do not run "
             "yet: give the workers the hooks (a plugin folder's hooks/hooks.json, or a "
             "--plugin's hooks), or drop them with definition.replace(hooks=None)"
+        )
+    if definition.output_schema is not None:
+        raise DelegationBindingError(
+            f"Agent {definition.name!r} has an output_schema: output schemas are not "
+            "supported durably yet (structured results are checked in-process only); run "
+            "it with a LeadAgent, or drop it with definition.replace(output_schema=None, "
+            "output_retries=None)"
         )
     provider, _ = parse_model_spec(lead_model)
     choice = resolve_model(

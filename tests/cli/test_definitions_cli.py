@@ -37,7 +37,7 @@ def test_validate_reports_each_problem_with_line(
 ) -> None:
     (tmp_path / "good.yaml").write_text(MIN + "tools: [read_file]\n")
     (tmp_path / "bad.yaml").write_text(MIN + "name: again\n")
-    (tmp_path / "worse.yml").write_text(MIN.replace("version: 1", "version: 2"))
+    (tmp_path / "worse.yml").write_text(MIN.replace("version: 1", "version: 3"))
     (tmp_path / "notes.txt").write_text("ignored")
     single = tmp_path / "single.txt"
     single.write_text(MIN + "max_requests: -1\n")
@@ -46,8 +46,9 @@ def test_validate_reports_each_problem_with_line(
     assert out.splitlines() == [
         f"{tmp_path / 'bad.yaml'}:5: Duplicate key 'name' (first at line 2); each key may "
         "appear only once in a mapping",
-        f"{tmp_path / 'worse.yml'}:1: version must be the integer 1, got the number 2; this "
-        "reader understands format version 1 only (version: 1)",
+        f"{tmp_path / 'worse.yml'}:1: version must be the integer 1 or 2, got the number 3; "
+        "this reader understands format versions 1 and 2 (version: 1, or version: 2 for a "
+        "definition with an output_schema)",
         f"{single}:5: max_requests: expected a non-negative integer (e.g. 10) or null, got "
         "the number -1",
     ]

@@ -39,7 +39,7 @@ def test_validate_reports_every_problem_of_a_file(
 ) -> None:
     path = tmp_path / "a.yaml"
     path.write_text(
-        MIN.replace("version: 1", "version: 2") + "colour: red\ntools: [read_file, Read, Grep]\n"
+        MIN.replace("version: 1", "version: 3") + "colour: red\ntools: [read_file, Read, Grep]\n"
     )
     status, out, err = run(capsys, "validate", str(path))
     assert status == 1

@@ -63,7 +63,7 @@ def test_duplicate_names_abort_naming_both_files(tmp_path: Path) -> None:
 
 def test_one_invalid_file_aborts_everything(tmp_path: Path) -> None:
     populated(tmp_path)
-    bad = write(tmp_path / "bad.yaml", MIN.replace("version: 1", "version: 2"))
+    bad = write(tmp_path / "bad.yaml", MIN.replace("version: 1", "version: 3"))
     with pytest.raises(DefinitionFileError) as info:
         agent_definitions(tmp_path)
     assert info.value.path == bad

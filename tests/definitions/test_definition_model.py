@@ -27,6 +27,8 @@ FIELDS = (
     "mcp_tools",
     "hooks",
     "color",
+    "output_schema",
+    "output_retries",
 )
 
 

@@ -144,16 +144,26 @@ def test_bad_content_points_at_the_line(
 @pytest.mark.parametrize(
     ("replace", "by", "line", "problem"),
     [
-        ("version: 1", "version: 2", 1, "version must be the integer 1, got the number 2;"),
+        ("version: 1", "version: 3", 1, "version must be the integer 1 or 2, got the number 3;"),
         (
             "version: 1",
             'version: "1"',
             1,
-            "version must be the integer 1, got the string '1'; write it",
+            "version must be the integer 1 or 2, got the string '1'; write it",
         ),
-        ("version: 1", "version: true", 1, "version must be the integer 1, got the boolean true;"),
+        (
+            "version: 1",
+            "version: true",
+            1,
+            "version must be the integer 1 or 2, got the boolean true;",
+        ),
         ("name: reviewer", "name: null", 2, "name may not be null; give name a non-empty string"),
-        ("version: 1", "version: 1.0", 1, "version must be the integer 1, got the number 1.0;"),
+        (
+            "version: 1",
+            "version: 1.0",
+            1,
+            "version must be the integer 1 or 2, got the number 1.0;",
+        ),
         ("version: 1\n", "", None, "Missing 'version: 1'"),
         ("name: reviewer", "name: yes", 2, "name: expected a string, got the boolean true; put it"),
         ("Read carefully", "123", 4, "prompt: expected a string, got the number 123; put it in"),

@@ -1,4 +1,4 @@
-"""The JSON Schema of format 1 accepts valid files and rejects invalid ones."""
+"""The JSON Schema of formats 1 and 2 accepts valid files and rejects invalid ones."""
 
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ class _AnyTools(dict):  # type: ignore[type-arg]
         {"tools": [], "skills": ["a.b"], "memory": None, "mcp_servers": []},
         {"permission_mode": None, "initial_prompt": "Hi", "params": {"temperature": 0.2}},
         {"name": "  Reviewer  ", "model": "openai/gpt-4.1"},
+        {"version": 2},
+        {"version": 2, "output_schema": {"type": "object"}, "output_retries": 0},
+        {"version": 2, "output_schema": None, "output_retries": None},
     ],
 )
 def test_valid_documents(extra: dict[str, object]) -> None:
@@ -78,8 +81,12 @@ def test_valid_documents(extra: dict[str, object]) -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"version": 2},
+        {"version": 3},
         {"version": "1"},
+        {"output_schema": {"type": "object"}},
+        {"output_retries": 1},
+        {"version": 2, "output_schema": "object"},
+        {"version": 2, "output_retries": 11},
         {"unexpected": True},
         {"sub_agents": []},
         {"name": "two words"},

@@ -102,6 +102,7 @@ def test_usage_limits_defaults_and_stop_reasons_match_design() -> None:
         "delegation_stopped",
         "time_limit",
         "delegation_limit",
+        "invalid_output",
     )
     assert [e.value for e in HookEvent] == [
         "PreToolUse",

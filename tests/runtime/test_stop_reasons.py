@@ -29,6 +29,7 @@ def test_every_reason_maps_to_one_settled_status(reason: StopReason) -> None:
         "error": "failed",
         "provider_error": "failed",
         "setup_error": "failed",
+        "invalid_output": "failed",
         "not_started": "not_started",
         "delegation_limit": "not_started",
     }.get(reason.value, "stopped")

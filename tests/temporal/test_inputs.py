@@ -104,3 +104,27 @@ def test_skills_and_mcp_names_travel_by_name_and_duplicates_are_refused(tmp_path
         agent_spec(_definition(tmp_path, skills=("some-skill",)), "test")
     with pytest.raises(DefinitionError, match="'reader' is given twice"):
         lead_input("Read it", [_definition(tmp_path), _definition(tmp_path)], model="test")
+
+
+@pytest.mark.parametrize(
+    "schema", [{"type": "object", "properties": {"ok": {"type": "boolean"}}}, None]
+)
+def test_an_output_schema_is_refused_on_the_durable_path(schema: dict[str, Any] | None) -> None:
+    import msgspec
+
+    from deputy_runtime import DelegationBindingError
+
+    class Verdict(msgspec.Struct):
+        ok: bool
+
+    structured = AgentDefinition(
+        "judge", "d", "p", output_schema=Verdict if schema is None else schema
+    )
+    expected = "has an output_schema: output schemas are not supported durably yet"
+    with pytest.raises(DelegationBindingError, match=expected):
+        agent_spec(structured, "test/model")
+    with pytest.raises(DelegationBindingError, match=expected):
+        lead_input("x", [structured], model="test")
+    # Dropping it, as the message says, lets the same agent cross.
+    plain = structured.replace(output_schema=None)
+    assert agent_spec(plain, "test/model").name == "judge"
