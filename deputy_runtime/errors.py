@@ -22,6 +22,7 @@ __all__ = [
     "DefinitionFileError",
     "DelegationBindingError",
     "DeputyError",
+    "HumanInputUnavailable",
     "InvalidUsageError",
     "McpCallTimeoutError",
     "McpConfigError",
@@ -39,6 +40,7 @@ __all__ = [
     "ResourceBusyError",
     "ResponseTooLargeError",
     "RunActiveError",
+    "SamplingError",
     "SandboxUnavailableError",
     "ScriptError",
     "SkillError",
@@ -262,6 +264,17 @@ class InvalidUsageError(ProviderError):
     """A response reported usage that cannot be true (negative, non-finite or absurd counts
     or cost); the response is rejected so a usage limit is never fed a value that would
     disable it."""
+
+
+class SamplingError(DeputyError):
+    """A model request a running tool asked for on behalf of its source (an MCP server's
+    ``sampling/createMessage``) was refused or failed; the message says why (the run's
+    budget is spent, a hook denied it, the provider failed)."""
+
+
+class HumanInputUnavailable(DeputyError):
+    """A running tool asked for a person's input (an MCP server's ``elicitation/create``)
+    and the run has none (no ``DelegationPolicy(human_input=...)``)."""
 
 
 class McpError(DeputyError):

@@ -26,6 +26,12 @@ Rules:
 * Sessions are hosted by the lead: ``async with lead:`` (or ``await lead.aclose()`` from
   the task that opened it) bounds every session of this resource; a delegation of a lead
   that is not open fails its setup with a message saying so.
+* What the server asks of the client (``_client``): sampling is answered by the
+  delegation's own model and charged to its budget, elicitation goes to the lead's
+  ``DelegationPolicy(human_input=...)``, and ``roots/list`` is the delegation's working
+  directory plus the server's ``roots``. On a shared server a sampling or elicitation
+  request made while calls of several delegations are in flight is refused (it cannot
+  be told which delegation it is for).
 * Server start and stop reach the lead run's event stream as ``McpServerEvent`` (with the
   ids of the delegation that started or used the server); a tool call's progress and the
   log messages that arrive while it runs as ``McpProgressEvent`` and ``McpLogEvent`` with
@@ -36,6 +42,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -234,7 +241,11 @@ class McpResource:
         )
         self._forward = _Forward(server)
         self._shared = McpServer(
-            server.name, server.config, limits=server.limits, on_event=self._forward
+            server.name,
+            server.config,
+            limits=server.limits,
+            on_event=self._forward,
+            roots=server.roots,
         )
         self._pool: McpServerPool | None = None
         self._binding = anyio.Lock()
@@ -312,7 +323,11 @@ class McpResource:
             forward = _Forward(self.server)
             forward.sink, forward.ids = emit, ids
             server = McpServer(
-                self.server.name, self.server.config, limits=self.server.limits, on_event=forward
+                self.server.name,
+                self.server.config,
+                limits=self.server.limits,
+                on_event=forward,
+                roots=(request.context().working_dir, *self.server.roots),
             )
             session = await pool.owned(server)
             request.keep(_OwnedSession(pool, session))
@@ -323,6 +338,13 @@ class McpResource:
             # reported to the delegation that caused it; the lock keeps concurrent
             # delegations from reporting each other's (a READY session returns at once).
             async with self._binding:
+                if self._shared.roots == self.server.roots:
+                    # Outside calls the shared server sees the lead's directory (every
+                    # delegation's working directory) and the host's roots.
+                    self._shared.roots = (
+                        Path(request.context().working_dir),
+                        *self.server.roots,
+                    )
                 self._forward.sink, self._forward.ids = emit, ids
                 try:
                     session = await pool.shared(self._shared)

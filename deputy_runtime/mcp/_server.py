@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from ..errors import McpConfigError
@@ -22,6 +25,10 @@ class McpServer:
     or the runtime's lease); *owned* is a fresh session per delegation, entered before the
     subagent's first request and left at settlement (``async with server.session()``, or
     :meth:`McpServerPool.owned` / :meth:`McpServerPool.release` across tasks).
+
+    ``roots`` are directories the host lets the server see (absolute paths): the
+    ``roots/list`` answer is the working directory of each agent run with a call in
+    flight, then these.
     """
 
     def __init__(
@@ -31,6 +38,7 @@ class McpServer:
         *,
         limits: McpLimits | None = None,
         on_event: McpEventSink | None = None,
+        roots: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         self.name = check_server_name(name, "McpServer name")
         if not isinstance(config, McpStdio | McpHttp):
@@ -46,6 +54,8 @@ class McpServer:
         self.config = config
         self.limits = limits or McpLimits()
         self.on_event = on_event
+        #: What ``roots/list`` answers besides the working directory of the run calling.
+        self.roots = _roots(name, roots)
 
     @property
     def tool_prefix(self) -> str:
@@ -70,3 +80,20 @@ class McpServer:
 
     def __repr__(self) -> str:
         return f"McpServer({self.name!r}, {self.config.transport})"
+
+
+def _roots(name: str, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    if isinstance(roots, str | os.PathLike):
+        raise McpConfigError(
+            f"McpServer {name!r}: roots must be a list of absolute paths, got one path",
+            server=name,
+        )
+    out: list[Path] = []
+    for i, root in enumerate(roots):
+        if not isinstance(root, str | os.PathLike) or not os.path.isabs(root):
+            raise McpConfigError(
+                f"McpServer {name!r}: roots[{i}] must be an absolute directory path, got {root!r}",
+                server=name,
+            )
+        out.append(Path(os.path.normpath(root)))
+    return tuple(out)

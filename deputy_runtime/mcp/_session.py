@@ -39,14 +39,26 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..errors import (
+    HumanInputUnavailable,
     McpCallTimeoutError,
     McpError,
     McpServerGoneError,
     McpStartError,
     McpToolError,
+    SamplingError,
 )
+from ..runtime import current_caller
 from ..tools import Tool
 from ._bound import cut_chars, summarised
+from ._client import (
+    ElicitAnswerError,
+    McpCaller,
+    elicit_questions,
+    elicit_result,
+    roots_result,
+    sampling_request,
+    sampling_result,
+)
 from ._config import McpHttp, McpStdio
 from ._convert import result_text, result_value, tool_flags, tool_schema
 from ._events import (
@@ -119,6 +131,9 @@ class McpSession:
         self._unavailable: dict[str, str] = {}
         # The per-call sinks of the calls in flight (see ``call``), by call number.
         self._call_sinks: dict[int, McpEventSink] = {}
+        # The inboxes of the calls in flight made by an agent run, by call number: where
+        # the server's sampling and elicitation requests are answered (see ``_client``).
+        self._inboxes: dict[int, _Inbox] = {}
         self._calls = 0
         self._changed = anyio.Event()
         self._tools_version = 0
@@ -273,6 +288,9 @@ class McpSession:
                     write,
                     message_handler=self._on_message,
                     logging_callback=self._on_log,
+                    sampling_callback=self._on_sampling,
+                    elicitation_callback=self._on_elicitation,
+                    list_roots_callback=self._on_roots,
                     client_info=_CLIENT_INFO,
                 ) as client,
             ):
@@ -394,6 +412,7 @@ class McpSession:
         arguments: Mapping[str, Any],
         tool: str = "",
         on_event: McpEventSink | None = None,
+        caller: McpCaller | None = None,
     ) -> Any:
         """Call the server's tool ``mcp_tool``; return what the model should see.
 
@@ -410,6 +429,10 @@ class McpSession:
                 progress and call events, and the log messages that arrive while it runs
                 (the protocol does not say which call a log message is about, so each
                 call in flight with a sink gets it).
+            caller: The agent run making the call (the runtime's ``current_caller()``):
+                the server's sampling and elicitation requests while the call runs are
+                answered through it, in this call's task (see ``_client``); ``None``:
+                they are refused.
 
         Returns:
             The result's structured content when it has some (checked against the
@@ -446,7 +469,11 @@ class McpSession:
             self._emit(report, on_event)
 
         try:
-            return await self._call(mcp_tool, dict(arguments), spec, on_progress)
+            if caller is None:
+                return await self._call(mcp_tool, dict(arguments), spec, on_progress)
+            return await self._served_call(
+                number, caller, self._call(mcp_tool, dict(arguments), spec, on_progress)
+            )
         except McpError as exc:
             error = str(exc)
             raise
@@ -464,6 +491,103 @@ class McpSession:
                 error=error,
             )
             self._emit(done, on_event)
+
+    async def _served_call(self, number: int, caller: McpCaller, call: Awaitable[_T]) -> _T:
+        """``call``, while this task answers the server's requests made meanwhile.
+
+        They run here, not in the session's task: the run's meter and hooks are touched
+        only by the run's own tasks, and a call that ends (or is cancelled) ends them.
+        """
+        inbox = _Inbox(caller)
+        self._inboxes[number] = inbox
+        result: list[_T] = []
+        failure: Exception | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(inbox.serve)
+                try:
+                    result.append(await call)
+                except Exception as exc:
+                    # Raised after the task group: inside it, it would come out grouped.
+                    failure = exc
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._inboxes.pop(number, None)
+            inbox.close()
+        if failure is not None:
+            raise failure
+        return result[0]
+
+    def _inbox(self, method: str) -> _Inbox | mcp_types.ErrorData:
+        """The one run's inbox a server request goes to, or the error refusing it."""
+        runs = {i.caller.run_id: i for i in list(self._inboxes.values())}
+        if len(runs) == 1:
+            return next(iter(runs.values()))
+        if not runs:
+            why = (
+                "no tool call of an agent run is in flight on this session (a request "
+                "outside a call, or during a call made outside an agent run, such as a "
+                "durable run's, has no model or person to answer it)"
+            )
+        else:
+            why = (
+                f"tool calls of {len(runs)} runs are in flight on this shared session and "
+                "the request does not say which it is for; attach the server with "
+                "mode='owned' or 'exclusive' to answer it"
+            )
+        return _refusal(f"MCP client deputy-runtime cannot answer {method}: {why}")
+
+    async def _on_sampling(
+        self, context: Any, params: mcp_types.CreateMessageRequestParams
+    ) -> mcp_types.CreateMessageResult | mcp_types.ErrorData:
+        inbox = self._inbox("sampling/createMessage")
+        if isinstance(inbox, mcp_types.ErrorData):
+            return inbox
+        request = sampling_request(params)
+        if isinstance(request, str):
+            return _refusal(f"sampling/createMessage refused: {request}")
+        system_prompt, turns, options, hook_input = request
+        source = f"mcp__{self.name}"
+
+        async def sample(caller: McpCaller) -> Any:
+            try:
+                reply = await caller.sample(
+                    source=source,
+                    system_prompt=system_prompt,
+                    turns=turns,
+                    params=options,
+                    hook_input=hook_input,
+                )
+            except SamplingError as exc:
+                return _refusal(f"sampling/createMessage refused: {exc}")
+            return sampling_result(reply, caller.model)
+
+        result: mcp_types.CreateMessageResult | mcp_types.ErrorData = await inbox.ask(sample)
+        return result
+
+    async def _on_elicitation(
+        self, context: Any, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+        inbox = self._inbox("elicitation/create")
+        if isinstance(inbox, mcp_types.ErrorData):
+            return inbox
+
+        async def elicit(caller: McpCaller) -> Any:
+            try:
+                answers = await caller.ask_human(elicit_questions(params))
+                return elicit_result(params, answers)
+            except (HumanInputUnavailable, ElicitAnswerError) as exc:
+                return _refusal(f"elicitation/create refused: {exc}")
+            except Exception as exc:
+                return _refusal(f"elicitation/create failed: {type(exc).__name__}: {exc}")
+
+        result: mcp_types.ElicitResult | mcp_types.ErrorData = await inbox.ask(elicit)
+        return result
+
+    async def _on_roots(self, context: Any) -> mcp_types.ListRootsResult:
+        dirs = [i.caller.working_dir for i in list(self._inboxes.values())]
+        return roots_result((*dirs, *self.server.roots))
 
     def _emit(self, event: McpEvent, also: McpEventSink | None) -> None:
         emit_safely(self.server.on_event, event)
@@ -840,6 +964,68 @@ class McpSession:
         emit_safely(self.server.on_event, McpStderrLine(server=self.name, pid=pid, line=line))
 
 
+class _Job:
+    """One server request handed to a call's task, and its answer."""
+
+    __slots__ = ("answer", "done", "work")
+
+    def __init__(self, work: Callable[[McpCaller], Awaitable[Any]]) -> None:
+        self.work = work
+        self.answer: Any = None
+        self.done = anyio.Event()
+
+
+class _Inbox:
+    """The server requests made while one call runs, answered by the call's own task."""
+
+    __slots__ = ("caller", "closed", "jobs", "wake")
+
+    def __init__(self, caller: McpCaller) -> None:
+        self.caller = caller
+        self.jobs: list[_Job] = []
+        self.wake = anyio.Event()
+        self.closed = False
+
+    async def ask(self, work: Callable[[McpCaller], Awaitable[Any]]) -> Any:
+        """Run ``work`` in the call's task; its answer, or a refusal once the call ended."""
+        if self.closed:
+            return _refusal(_CALL_ENDED)
+        job = _Job(work)
+        self.jobs.append(job)
+        self.wake.set()
+        await job.done.wait()
+        return job.answer
+
+    async def serve(self) -> None:
+        """Answer jobs one at a time until cancelled (when the call ends)."""
+        while True:
+            await self.wake.wait()
+            self.wake = anyio.Event()
+            while self.jobs:
+                job = self.jobs.pop(0)
+                try:
+                    job.answer = await job.work(self.caller)
+                finally:
+                    if job.answer is None:
+                        job.answer = _refusal(_CALL_ENDED)
+                    job.done.set()
+
+    def close(self) -> None:
+        """Refuse what is left: the call ended."""
+        self.closed = True
+        for job in self.jobs:
+            job.answer = _refusal(_CALL_ENDED)
+            job.done.set()
+        self.jobs.clear()
+
+
+_CALL_ENDED = "the tool call it was made during has ended"
+
+
+def _refusal(message: str) -> mcp_types.ErrorData:
+    return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=message)
+
+
 class _Spec(msgspec.Struct, frozen=True):
     """What a call needs to know about one listed tool."""
 
@@ -877,7 +1063,9 @@ def _caller(
     """The Tool function: the validated arguments, sent to the server as one call."""
 
     async def call(**arguments: Any) -> Any:
-        return await session.call(mcp_tool, arguments, tool, on_event)
+        # The run calling the tool (none outside an agent run) answers what the server
+        # asks of the client meanwhile.
+        return await session.call(mcp_tool, arguments, tool, on_event, current_caller())
 
     call.__name__ = tool
     return call

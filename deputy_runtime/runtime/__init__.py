@@ -1,6 +1,7 @@
 """The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
 
 from ._agent import Agent
+from ._caller import CallerRun, current_caller
 from ._coordinator import DelegationCoordinator
 from ._events import (
     DelegationEnd,
@@ -9,6 +10,7 @@ from ._events import (
     EventLogWriter,
     McpLogEvent,
     McpProgressEvent,
+    McpSamplingEvent,
     McpServerEvent,
     ModelRequestEvent,
     ModelResponseEvent,
@@ -63,6 +65,7 @@ __all__ = [
     "AgentUsage",
     "BindRequest",
     "BudgetLedger",
+    "CallerRun",
     "DelegationContext",
     "DelegationCoordinator",
     "DelegationEnd",
@@ -85,6 +88,7 @@ __all__ = [
     "LeaseLedger",
     "McpLogEvent",
     "McpProgressEvent",
+    "McpSamplingEvent",
     "McpServerEvent",
     "ModelRequestEvent",
     "ModelResponseEvent",
@@ -109,6 +113,7 @@ __all__ = [
     "UsageLimits",
     "UsageNode",
     "WarningEvent",
+    "current_caller",
     "decode_event",
     "delegation_status",
     "encode_event",

@@ -52,6 +52,7 @@ from ..errors import (
 )
 from ..skills import Skill, skills_prompt_section, skills_tool
 from ..tools import Tool, invoke_tool
+from ._caller import caller_scope
 from ._context import (
     RUNNING,
     Governance,
@@ -761,8 +762,9 @@ class Agent:
         value: Any = None
         error: str | None = None
         try:
-            invocation = self._invoke(ctx, tool, call, call_id, delegation_id)
-            value = await (invocation if STATE.tracer is None else failures_marked(invocation))
+            with caller_scope(ctx):
+                invocation = self._invoke(ctx, tool, call, call_id, delegation_id)
+                value = await (invocation if STATE.tracer is None else failures_marked(invocation))
         except ToolRejection as exc:
             error = str(exc)
         except ToolArgumentError as exc:

@@ -151,6 +151,7 @@ async def build_subagent(
             parent_run_id=d.parent_run_id,
             lead=lead,
             forwarded=forwarded,
+            human_input=_human_input(policy, context),
         ),
     )
     d.child = child
@@ -275,6 +276,21 @@ def _without_disallowed(
         return tools
     deny = {normalize_tool_name(n) for n in disallowed}
     return tuple(t for t in tools if normalize_tool_name(t.name) not in deny)
+
+
+def _human_input(
+    policy: DelegationPolicy, context: Callable[[], DelegationContext]
+) -> Callable[[list[dict[str, Any]]], Any] | None:
+    """The policy's ``human_input`` bound to the delegation's context (what an MCP
+    server's elicitation asks through), ``None`` without one."""
+    human = policy.human_input
+    if human is None:
+        return None
+
+    def ask(questions: list[dict[str, Any]]) -> Any:
+        return human(questions, context())
+
+    return ask
 
 
 def _bind_human_input(

@@ -10,7 +10,7 @@ interrupting it takes effect at the running call's next boundary.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -81,13 +81,16 @@ class Governance:
     The lead's ``permissions`` and ``hooks`` are read from it at every tool call, so
     narrowing the lead narrows its running subagents and hooks added later apply.
     ``forwarded`` are the hook events the lead's hooks run for; ``hook_errors`` collects
-    errors of those forwarded hooks.
+    errors of those forwarded hooks. ``human_input`` asks the person behind the lead
+    (its policy's ``human_input``, bound to the delegation's context), ``None`` without
+    one.
     """
 
     __slots__ = (
         "delegation_id",
         "forwarded",
         "hook_errors",
+        "human_input",
         "lead",
         "parent_agent_id",
         "parent_run_id",
@@ -100,8 +103,10 @@ class Governance:
         parent_run_id: str | None,
         lead: RunOwner,
         forwarded: frozenset[HookEvent],
+        human_input: Callable[[list[dict[str, Any]]], Any] | None = None,
     ) -> None:
         self.delegation_id = delegation_id
+        self.human_input = human_input
         self.parent_agent_id = lead.agent_id
         self.parent_run_id = parent_run_id
         self.lead = lead

@@ -27,6 +27,7 @@ __all__ = [
     "GuardedSink",
     "McpLogEvent",
     "McpProgressEvent",
+    "McpSamplingEvent",
     "McpServerEvent",
     "ModelRequestEvent",
     "ModelResponseEvent",
@@ -211,6 +212,25 @@ class McpLogEvent(_Base, frozen=True, gc=False, tag="mcp_log"):
     data: str = ""
 
 
+class McpSamplingEvent(_Base, frozen=True, gc=False, tag="mcp_sampling"):
+    """An MCP server asked the delegation's model for a message (``sampling/createMessage``).
+
+    Emitted once per request the server made while a tool call of the run was in
+    flight: answered (``error`` is ``None``; ``model``, the tokens and ``cost_usd`` are
+    the response's, charged to the run's budget like its own requests) or refused
+    (``error`` says why: the budget is spent, a PreToolUse hook denied it, the provider
+    failed; no tokens were used unless the provider failed mid-request).
+    """
+
+    server: str
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    duration: float = 0.0
+    error: str | None = None
+
+
 class QuestionEvent(_Base, frozen=True, gc=False, tag="question"):
     """An ``ask_user`` call is waiting for a person's answers (a durable run).
 
@@ -242,6 +262,7 @@ Event: TypeAlias = (
     | McpServerEvent
     | McpProgressEvent
     | McpLogEvent
+    | McpSamplingEvent
     | QuestionEvent
 )
 

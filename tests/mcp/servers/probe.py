@@ -3,7 +3,9 @@
 Tools with titles and output schemas (one whose result breaks its schema), images and a
 PNG inside structured content, progress and log notifications, a tool that requires
 task-augmented execution and one for which tasks are optional, a resource link, text
-larger than the runtime's result cap; resources (text, binary, a template) and prompts.
+larger than the runtime's result cap; resources (text, binary, a template) and prompts;
+tools that ask the client: one sampling in a loop until refused, one eliciting a form,
+one listing the client's roots.
 Run as ``python probe.py``; it speaks stdio.
 """
 
@@ -24,11 +26,13 @@ from mcp.types import (
     CallToolResult,
     ImageContent,
     ResourceLink,
+    SamplingMessage,
     TextContent,
     ToolAnnotations,
     ToolExecution,
 )
 from mcp.types import Tool as MCPTool
+from pydantic import BaseModel
 
 # Logging is deprecated in the newest protocol revision; the probe still speaks it.
 warnings.simplefilter("ignore")
@@ -159,6 +163,53 @@ def linked() -> CallToolResult:
 def big_text() -> str:
     """Text larger than the runtime's result cap."""
     return "y" * BIG_TEXT_CHARS
+
+
+@server.tool(annotations=READ_ONLY)
+async def sample_loop(most: int, ctx: Context) -> dict[str, Any]:
+    """Ask the client's model for a message up to ``most`` times, until it refuses."""
+    answers: list[str] = []
+    refusal: str | None = None
+    for i in range(most):
+        try:
+            result = await ctx.session.create_message(
+                [SamplingMessage(role="user", content=TextContent(text=f"question {i + 1}"))],
+                max_tokens=50,
+                system_prompt="Answer briefly.",
+                related_request_id=ctx.request_id,
+            )
+        except MCPError as exc:
+            refusal = exc.error.message
+            break
+        content = result.content
+        answers.append(content.text if isinstance(content, TextContent) else "?")
+    return {"answers": answers, "refusal": refusal}
+
+
+class Contact(BaseModel):
+    name: str
+    age: int
+    subscribe: bool = False
+
+
+@server.tool(annotations=READ_ONLY)
+async def ask_contact(ctx: Context) -> str:
+    """Elicit a contact form from the client's person."""
+    try:
+        result = await ctx.elicit("Who should we contact?", Contact)
+    except MCPError as exc:
+        return f"refused: {exc.error.message}"
+    if result.action != "accept":
+        return result.action
+    data = result.data
+    return f"accept: {data.name}, {data.age}, {data.subscribe}"
+
+
+@server.tool(annotations=READ_ONLY)
+async def list_roots(ctx: Context) -> list[str]:
+    """The client's roots, as uris."""
+    listing = await ctx.session.list_roots()
+    return [str(root.uri) for root in listing.roots]
 
 
 @server.resource("probe://notes/readme", name="readme", title="Read me", mime_type="text/markdown")
