@@ -261,3 +261,34 @@ async def test_a_resolved_definition_is_carried_over_continue_as_new(
     prompt = seen[0][0]
     assert prompt is not None
     assert prompt.count("# Skills") == 1
+
+
+async def test_a_durable_runs_server_that_samples_gets_a_clear_refusal(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Durable tool calls run in activities, outside any agent run: a server's sampling
+    # request made meanwhile is refused (nobody is charged), and the run goes on.
+    definition = AgentDefinition(
+        "sampler",
+        "Asks a server that samples.",
+        PROMPT,
+        mcp_tools=("mcp__probe__sample_loop",),
+        max_requests=2,
+    )
+    config = McpStdio(command=sys.executable, args=(str(SERVERS / "probe.py"),))
+    activities = DeputyActivities(
+        working_dir=tmp_path, mcp=[McpResource(McpServer("probe", config))]
+    )
+    async with activities, deputy_worker(client, activities, task_queue=task_queue):
+        _, out = await _durable(client, task_queue, [definition], "test")
+    (record,) = out.subagents
+    assert record.status == "completed", record.error
+    child = out.subagent_results[0]
+    assert child is not None
+    (result,) = [c for t in child.turns for c in t.contents if isinstance(c, ContentToolResult)]
+    assert result.error is None, result.error
+    assert result.value["answers"] == []
+    refusal = result.value["refusal"]
+    assert refusal.startswith("MCP client deputy-runtime cannot answer sampling/createMessage")
+    assert "durable run" in refusal
+    assert child.usage.requests == 2  # its own two requests, no sampling
