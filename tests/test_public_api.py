@@ -424,6 +424,7 @@ EXPECTED_ALL = {
     ],
     "deputy_runtime.mcp": [
         "MCP_MODES",
+        "McpCaller",
         "McpConfig",
         "McpEvent",
         "McpEventSink",

@@ -11,6 +11,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("deputy_runtime.mcp needs the MCP SDK: " + install_hint("mcp")) from exc
 
+from ._client import McpCaller
 from ._config import McpConfig, McpHttp, McpLimits, McpStdio
 from ._events import (
     McpEvent,
@@ -36,6 +37,7 @@ from ._session import McpSession, SessionState
 
 __all__ = [
     "MCP_MODES",
+    "McpCaller",
     "McpConfig",
     "McpEvent",
     "McpEventSink",

@@ -87,10 +87,34 @@ class McpCaller(Protocol):
         params: Mapping[str, Any],
         hook_input: Mapping[str, Any],
     ) -> AssistantTurn:
-        """One model request of the run; raises ``SamplingError`` when refused."""
+        """One model request of the run, under its limits and hooks.
+
+        Args:
+            source: Who asks: ``mcp__<server>``.
+            system_prompt: The server's system prompt, if any.
+            turns: The server's messages as turns, ending with a user turn.
+            params: ``max_tokens`` and the server's other request parameters.
+            hook_input: What the PreToolUse hooks see as ``tool_input``.
+
+        Returns:
+            The model's reply.
+
+        Raises:
+            SamplingError: The request was refused or failed.
+        """
 
     async def ask_human(self, questions: list[dict[str, Any]]) -> Mapping[str, Any]:
-        """Ask the run's person; raises ``HumanInputUnavailable`` without one."""
+        """Ask the person behind the run, as ``ask_user`` does.
+
+        Args:
+            questions: ``{"question": str, "options": list[str] | None}`` dicts.
+
+        Returns:
+            Question text -> answer.
+
+        Raises:
+            HumanInputUnavailable: The run has nobody to ask.
+        """
 
 
 class ElicitAnswerError(ValueError):
@@ -190,7 +214,9 @@ def _convert(name: str, prop: Mapping[str, Any], answer: Any) -> Any:
     kind = prop.get("type")
     if kind == "array":
         parts = answer if isinstance(answer, list) else [p.strip() for p in str(answer).split(",")]
-        return [str(p) for p in parts if str(p)]
+        items = prop.get("items")
+        each = items if isinstance(items, Mapping) else {}
+        return [_convert(name, each, str(p)) for p in parts if str(p)]
     text = ", ".join(answer) if isinstance(answer, list) else str(answer)
     if kind == "boolean":
         lowered = text.strip().lower()

@@ -7,6 +7,7 @@ delegations of a LeadAgent on the scripted provider (the offline model).
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from deputy_runtime import (
     agent_definition,
     chat,
 )
-from deputy_runtime.chat import ModelRequest, reply, tool_call
+from deputy_runtime.chat import ModelRequest, reply, tool_call, tool_calls
 from deputy_runtime.mcp import McpResource, McpServer
 from deputy_runtime.runtime import Event, decode_event, encode_event
 from tests.mcp._mcp_helpers import stdio_server
@@ -54,9 +55,13 @@ def subagent(tool: str, arguments: dict[str, Any], sampled: list[str]) -> Any:
     return script
 
 
-def lead_script(request: ModelRequest) -> Any:
+def lead_script(request: ModelRequest, delegations: int = 1) -> Any:
     if len(request.turns) == 1:
-        return tool_call("delegate_to_agent", {"agent_name": "worker", "task": "go"})
+        calls = [
+            ("delegate_to_agent", {"agent_name": "worker", "task": f"t{i}"})
+            for i in range(delegations)
+        ]
+        return tool_calls(*calls)
     return reply("delegated")
 
 
@@ -85,12 +90,16 @@ def lead_with(
     hooks: Hooks | None = None,
     human_input: Any = None,
     working_dir: Path | None = None,
+    delegations: int = 1,
 ) -> LeadAgent:
     definition = agent_definition(
         "worker", "Works.", "Work.", mcp_tools=(tool,), max_requests=max_requests
     )
     questions = [] if sampled is None else sampled
-    script = {"lead": lead_script, "worker": subagent(tool, arguments or {}, questions)}
+    script = {
+        "lead": functools.partial(lead_script, delegations=delegations),
+        "worker": subagent(tool, arguments or {}, questions),
+    }
     return LeadAgent(
         chat("scripted", script=script),
         [definition],
@@ -142,6 +151,36 @@ async def test_sampling_is_answered_by_the_delegations_model_until_its_budget_is
     assert [e.input_tokens for e in sampling] == [10, 10, 10, 0]
     assert sampling[0].model == "scripted"
     assert decode_event(encode_event(sampling[-1])) == sampling[-1]
+
+
+@pytest.mark.parametrize("mode", ["owned", "shared"])
+async def test_sampling_while_two_delegations_call_one_shared_server_is_refused(
+    tmp_path: Path, mode: str
+) -> None:
+    hooks = Hooks()
+    values = tool_results(hooks)
+    sampled: list[str] = []
+    lead = lead_with(
+        stdio_server("probe"),
+        tool="mcp__probe__sample_together",
+        arguments={"peers": 2, "folder": str(tmp_path)},
+        sampled=sampled,
+        mode=mode,
+        hooks=hooks,
+        delegations=2,
+    )
+    async with lead:
+        await lead.run("go")
+    assert len(values) == 2
+    if mode == "owned":
+        # Each delegation has its own server: each request is its own.
+        assert [v["answers"] for v in values] == [["answer to question 1"]] * 2
+        assert len(sampled) == 2
+    else:
+        # Both calls are in flight on one session: the request cannot be attributed.
+        assert sampled == []
+        for value in values:
+            assert "tool calls of 2 runs are in flight on this shared session" in value["refusal"]
 
 
 async def test_a_leads_request_limit_bounds_its_delegations_sampling() -> None:

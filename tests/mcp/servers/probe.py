@@ -186,6 +186,40 @@ async def sample_loop(most: int, ctx: Context) -> dict[str, Any]:
     return {"answers": answers, "refusal": refusal}
 
 
+async def _meet(folder: str, phase: str, peers: int) -> None:
+    """Mark ``phase`` in ``folder`` and wait until ``peers`` calls have marked it."""
+    import os
+    import tempfile
+
+    import anyio
+
+    tempfile.NamedTemporaryFile(dir=folder, prefix=phase, delete=False).close()
+    while sum(n.startswith(phase) for n in os.listdir(folder)) < peers:
+        await anyio.sleep(0.01)  # polling the condition: the peers' calls got this far
+
+
+@server.tool(annotations=READ_ONLY)
+async def sample_together(peers: int, folder: str, ctx: Context) -> dict[str, Any]:
+    """Sample once while ``peers`` calls of this tool are in flight (they meet in ``folder``)."""
+    await _meet(folder, "started-", peers)
+    answers: list[str] = []
+    refusal: str | None = None
+    try:
+        result = await ctx.session.create_message(
+            [SamplingMessage(role="user", content=TextContent(text="question 1"))],
+            max_tokens=50,
+            related_request_id=ctx.request_id,
+        )
+    except MCPError as exc:
+        refusal = exc.error.message
+    else:
+        content = result.content
+        answers.append(content.text if isinstance(content, TextContent) else "?")
+    # No call ends before every peer's request was answered.
+    await _meet(folder, "sampled-", peers)
+    return {"answers": answers, "refusal": refusal}
+
+
 class Contact(BaseModel):
     name: str
     age: int
