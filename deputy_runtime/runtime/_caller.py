@@ -34,6 +34,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from ..chat import (
     AssistantTurn,
     ContentToolRequest,
@@ -120,6 +122,23 @@ class CallerRun:
             SamplingError: The run's budget is spent, a hook refused, the run is
                 stopping, or the provider failed; the message says which.
         """
+        ctx = self._ctx
+        lock = ctx.sampling
+        if lock is None:
+            lock = ctx.sampling = anyio.Lock()
+        # One at a time per run: concurrent tool calls of a turn could otherwise both
+        # pass the limit check before either request is counted.
+        async with lock:
+            return await self._sample(source, system_prompt, turns, params, hook_input)
+
+    async def _sample(
+        self,
+        source: str,
+        system_prompt: str | None,
+        turns: Sequence[Turn],
+        params: Mapping[str, Any],
+        hook_input: Mapping[str, Any],
+    ) -> AssistantTurn:
         ctx = self._ctx
         server = source.removeprefix("mcp__")
         started = time.perf_counter()

@@ -194,6 +194,7 @@ class RunContext:
         "owner",
         "requests",
         "run_id",
+        "sampling",
         "spend",
         "stop_reason",
         "turn_results",
@@ -226,6 +227,9 @@ class RunContext:
         self.output: Any = None
         self.output_attempts = 0
         self.output_error: str | None = None
+        # Serialises the model requests its tools make (CallerRun.sample), created by the
+        # first: each is checked and counted before the next is checked.
+        self.sampling: anyio.Lock | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 
