@@ -1,6 +1,7 @@
 """The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
 
 from ._agent import Agent
+from ._checkpoint import CHECKPOINT_VERSION, Checkpoint, decode_checkpoint, encode_checkpoint
 from ._coordinator import DelegationCoordinator
 from ._events import (
     DelegationEnd,
@@ -49,10 +50,12 @@ from ._resources import (
 )
 from ._result import AgentResult
 from ._states import STOP_REASONS, DelegationStatus, StopReason, delegation_status
+from ._stores import CheckpointStore, FileCheckpointStore
 from ._usage import AgentUsage, UsageLimits
 from ._usagetree import UsageNode, usage_tree
 
 __all__ = [
+    "CHECKPOINT_VERSION",
     "DELEGATE_TOOL_NAME",
     "IN_PROCESS_LEASES",
     "MODE_TRANSITIONS",
@@ -63,6 +66,8 @@ __all__ = [
     "AgentUsage",
     "BindRequest",
     "BudgetLedger",
+    "Checkpoint",
+    "CheckpointStore",
     "DelegationContext",
     "DelegationCoordinator",
     "DelegationEnd",
@@ -73,6 +78,7 @@ __all__ = [
     "Event",
     "EventLogWriter",
     "ExclusiveResource",
+    "FileCheckpointStore",
     "HookDecision",
     "HookEvent",
     "HookInput",
@@ -109,8 +115,10 @@ __all__ = [
     "UsageLimits",
     "UsageNode",
     "WarningEvent",
+    "decode_checkpoint",
     "decode_event",
     "delegation_status",
+    "encode_checkpoint",
     "encode_event",
     "usage_tree",
 ]

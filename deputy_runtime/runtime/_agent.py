@@ -466,7 +466,11 @@ class Agent:
         run_id: str | None = None,
         source: tuple[Meter, Reservation] | None = None,
         spend: Callable[[Meter], RunSpend] | None = None,
+        boundary: Callable[[RunContext], Awaitable[None]] | None = None,
+        restore: Callable[[RunContext], None] | None = None,
     ) -> AgentResult:
+        """The run itself; ``boundary`` is awaited at every turn boundary and ``restore``
+        puts a checkpoint's state into the new run before it starts (LeadAgent's)."""
         if self._active:
             raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
         if not isinstance(task, str):
@@ -477,6 +481,10 @@ class Agent:
         if spend is not None:
             ctx.spend = spend(ctx.meter)
         ctx.turns = self.chat.get_turns()  # a fresh list
+        ctx.boundary = boundary
+        if restore is not None:
+            restore(ctx)
+            ctx.resumed = True
         error: BaseException | None = None
         # A subagent's run is inside its delegation's span: only top-level runs get one.
         traced = (
@@ -540,14 +548,19 @@ class Agent:
                 await ctx.fire(ctx.hook_input(HookEvent.SessionStart))
         if ctx.emit is not None:
             ctx.emit(RunStart(**ctx.event_ids(), task=task, limits=ctx.limits))
-        if ctx.wants(HookEvent.UserPromptSubmit):
-            decision = await ctx.fire(ctx.hook_input(HookEvent.UserPromptSubmit, prompt=task))
-            if decision is not None and decision.decision in ("deny", "stop"):
-                ctx.stop_reason = StopReason.HOOK_REQUESTED_STOP
-                return
-        add_task(ctx.turns, task)
+        if not ctx.resumed:  # a resumed run's prompt was submitted before its checkpoint
+            if ctx.wants(HookEvent.UserPromptSubmit):
+                decision = await ctx.fire(ctx.hook_input(HookEvent.UserPromptSubmit, prompt=task))
+                if decision is not None and decision.decision in ("deny", "stop"):
+                    ctx.stop_reason = StopReason.HOOK_REQUESTED_STOP
+                    return
+            add_task(ctx.turns, task)
         meter = ctx.meter
         while True:
+            if ctx.boundary is not None:
+                # Every call of the previous turn is answered and every delegation of it
+                # settled: the run can be saved here and continued from here.
+                await ctx.boundary(ctx)
             if self._pending_config:
                 await self._drain_config(ctx)
             if self._interrupt_reason is not None:
@@ -605,6 +618,10 @@ class Agent:
             results = await self._run_tool_calls(ctx, calls)
             ctx.turns.append(Turn("user", results))
             if ctx.stop_reason is not None:
+                if ctx.boundary is not None:
+                    # Stopped with the turn answered (an interrupt, a hook, a limit): the
+                    # checkpoint keeps what the turn's delegations did.
+                    await ctx.boundary(ctx)
                 return
 
     def _accept(self, ctx: RunContext, reply: AssistantTurn) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "first_message",
     "outcome_json",
     "record_outcome",
+    "restored_delegation",
 ]
 
 ANSWER_MAX_BYTES = 8 * 1024
@@ -359,6 +360,48 @@ class Delegation:
             and self.status == DelegationStatus.COMPLETED
             and self.result is not None
         )
+
+
+def restored_delegation(
+    record: SubagentRecord, result: AgentResult | None, definition: AgentDefinition | None
+) -> Delegation:
+    """A settled delegation rebuilt from a checkpoint's record and result.
+
+    It is settled (never run again, never interruptible) and its record is the saved one:
+    the same ids, status, usage, limits, times and errors.
+
+    Args:
+        record: The saved record.
+        result: The saved result of its subagent's run, if it had one.
+        definition: The lead's definition of that name, if it still has one.
+    """
+    d = Delegation(
+        definition,
+        agent_name=record.agent_name,
+        delegation_id=record.delegation_id,
+        parent_agent_id=record.parent_agent_id,
+        parent_run_id=record.parent_run_id,
+        tool_call_id=record.tool_call_id,
+        brief=Brief(task=record.task),
+    )
+    d.agent_name = record.agent_name
+    d.agent_id = record.agent_id
+    d.run_id = record.run_id
+    d.status = record.status
+    d.stop_reason = record.stop_reason
+    d.admitted_at = record.admitted_at
+    d.started_at = record.started_at
+    d.completed_at = record.completed_at
+    d.usage = record.usage
+    d.error = record.error
+    d.hook_errors = record.hook_error.split("\n") if record.hook_error else []
+    d.cleanup_error = record.cleanup_error
+    d.result = result
+    if record.limits is not None:
+        reservation = d.reservation = Reservation(record.limits)
+        reservation.released = True  # held nothing since it settled
+    d.settled = True
+    return d
 
 
 def status_of(d: Delegation, failed: BaseException | None) -> tuple[DelegationStatus, StopReason]:
