@@ -124,6 +124,10 @@ __all__ = [
 ]
 
 # isort: split
+# The run id rule every checkpoint store applies (the Redis store's too); not public API.
+from ._stores import check_run_id as check_run_id
+
+# isort: split
 # Building blocks of the durable (Temporal) lead, importable from here so that it shows its
 # model the same routing section and delegate tool, and records the same spans, as the
 # in-process lead; not public API.

@@ -29,6 +29,12 @@ _RUN_ID = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,127}")
 def check_run_id(run_id: object) -> str:
     """``run_id`` if a store may use it as a name.
 
+    Args:
+        run_id: The id to check.
+
+    Returns:
+        ``run_id``.
+
     Raises:
         ValueError: It is not 1 to 128 letters, digits, ``_``, ``-`` or ``.`` (not
             starting with ``.``).
@@ -51,19 +57,39 @@ class CheckpointStore(Protocol):
     """
 
     async def save(self, run_id: str, data: bytes) -> None:
-        """Replace the run's checkpoint with ``data``, atomically."""
+        """Replace the run's checkpoint with ``data``, atomically.
+
+        Args:
+            run_id: The run.
+            data: The checkpoint's bytes.
+        """
         ...
 
     async def load(self, run_id: str) -> bytes | None:
-        """The run's checkpoint, or ``None`` when there is none."""
+        """The run's checkpoint, or ``None`` when there is none.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The bytes saved last, or ``None``.
+        """
         ...
 
     async def delete(self, run_id: str) -> None:
-        """Remove the run's checkpoint (nothing happens when there is none)."""
+        """Remove the run's checkpoint (nothing happens when there is none).
+
+        Args:
+            run_id: The run.
+        """
         ...
 
     async def list(self) -> builtins.list[str]:
-        """The run ids that have a checkpoint, sorted."""
+        """The run ids that have a checkpoint.
+
+        Returns:
+            The run ids, sorted.
+        """
         ...
 
 
@@ -92,30 +118,56 @@ class FileCheckpointStore:
     def path(self, run_id: str) -> Path:
         """The file of ``run_id``'s checkpoint.
 
+        Args:
+            run_id: The run.
+
+        Returns:
+            ``<directory>/<run_id>.checkpoint``.
+
         Raises:
             ValueError: ``run_id`` is not a valid run id.
         """
         return self.directory / (check_run_id(run_id) + CHECKPOINT_SUFFIX)
 
     async def save(self, run_id: str, data: bytes) -> None:
-        """Write ``data`` as the run's checkpoint: temp file, fsync, ``os.replace``."""
+        """Write ``data`` as the run's checkpoint: temp file, fsync, ``os.replace``.
+
+        Args:
+            run_id: The run.
+            data: The checkpoint's bytes.
+        """
         path = self.path(run_id)
         if not isinstance(data, bytes):
             raise TypeError(f"checkpoint data must be bytes, got {type(data).__name__}")
         await anyio.to_thread.run_sync(_write_atomically, path, data)
 
     async def load(self, run_id: str) -> bytes | None:
-        """The run's checkpoint bytes, or ``None`` when the file does not exist."""
+        """The run's checkpoint bytes, or ``None`` when the file does not exist.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The file's bytes, or ``None``.
+        """
         path = self.path(run_id)
         return await anyio.to_thread.run_sync(_read, path)
 
     async def delete(self, run_id: str) -> None:
-        """Remove the run's checkpoint file, if there is one."""
+        """Remove the run's checkpoint file, if there is one.
+
+        Args:
+            run_id: The run.
+        """
         path = self.path(run_id)
         await anyio.to_thread.run_sync(lambda: path.unlink(missing_ok=True))
 
     async def list(self) -> builtins.list[str]:
-        """The run ids with a checkpoint file here, sorted (none if no directory)."""
+        """The run ids with a checkpoint file here (none if there is no directory).
+
+        Returns:
+            The run ids, sorted.
+        """
         return await anyio.to_thread.run_sync(self._list)
 
     def _list(self) -> builtins.list[str]:
