@@ -34,6 +34,7 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "CHECKPOINT_VERSION",
     "Checkpoint",
+    "check_key",
     "decode_checkpoint",
     "encode_checkpoint",
 ]
@@ -110,10 +111,15 @@ def _digest(version: int, run_id: str, body: bytes, key: bytes | None) -> str:
     return _HMAC + hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def _check_key(key: bytes | None) -> bytes | None:
+def check_key(key: object) -> bytes | None:
+    """``key`` if it can sign checkpoints: ``None``, or bytes of at least 16 bytes.
+
+    Raises:
+        TypeError: It is neither.
+    """
     if key is not None and (not isinstance(key, bytes) or len(key) < 16):
         raise TypeError("checkpoint_key must be bytes of at least 16 bytes, or None")
-    return key
+    return key if isinstance(key, bytes) else None
 
 
 def encode_checkpoint(checkpoint: Checkpoint, key: bytes | None = None) -> bytes:
@@ -129,7 +135,7 @@ def encode_checkpoint(checkpoint: Checkpoint, key: bytes | None = None) -> bytes
     Raises:
         TypeError: ``key`` is not bytes of at least 16 bytes.
     """
-    _check_key(key)
+    check_key(key)
     body = _encoder.encode(checkpoint)
     envelope = _Envelope(
         format=CHECKPOINT_FORMAT,
@@ -159,7 +165,7 @@ def decode_checkpoint(data: bytes, run_id: str, key: bytes | None = None) -> Che
             match the checkpoint's structure; the message says which.
         TypeError: ``key`` is not bytes of at least 16 bytes.
     """
-    _check_key(key)
+    check_key(key)
     where = f"checkpoint of run {run_id!r}"
     try:
         envelope = _envelope_decoder.decode(data)

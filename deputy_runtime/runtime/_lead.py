@@ -13,10 +13,10 @@ import msgspec
 from .._ids import new_id
 from ..chat import Chat, ContentToolRequest, model_alias_map
 from ..definitions import AgentDefinition
-from ..errors import CheckpointError, DefinitionError, UsageLimitExceeded
+from ..errors import CheckpointError, DefinitionError, RunActiveError, UsageLimitExceeded
 from ..tools import Tool, invoke_tool, struct_validator, tool_validator
 from ._agent import Agent
-from ._checkpoint import decode_checkpoint
+from ._checkpoint import check_key, decode_checkpoint
 from ._context import RunContext
 from ._coordinator import DelegationCoordinator
 from ._events import EventSink, GuardedSink
@@ -332,7 +332,7 @@ class LeadAgent(Agent):
         if run_id is None:
             run_id = new_id("run")
         check_run_id(run_id)
-        saver = RunSaver(self.delegations, checkpoints, _checked_key(checkpoint_key), task)
+        saver = RunSaver(self.delegations, checkpoints, check_key(checkpoint_key), task)
         return await self._saved_run(task, usage_limits, on_event, saver, run_id, None)
 
     async def resume(
@@ -375,7 +375,9 @@ class LeadAgent(Agent):
         """
         _check_store(store)
         check_run_id(run_id)
-        key = _checked_key(checkpoint_key)
+        key = check_key(checkpoint_key)
+        if self.running:  # before the lead takes the checkpoint's identity
+            raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
         data = await store.load(run_id)
         if data is None:
             raise CheckpointError(f"no checkpoint of run {run_id!r} in {store!r}", run_id=run_id)
@@ -567,12 +569,6 @@ def _check_store(store: object) -> None:
             "checkpoints must be a CheckpointStore (save, load, delete, list), got "
             f"{type(store).__name__}"
         )
-
-
-def _checked_key(key: object) -> bytes | None:
-    if key is not None and (not isinstance(key, bytes) or len(key) < 16):
-        raise TypeError("checkpoint_key must be bytes of at least 16 bytes, or None")
-    return key
 
 
 def _delegate_tool(names: tuple[str, ...]) -> Tool:

@@ -384,7 +384,6 @@ def restored_delegation(
         tool_call_id=record.tool_call_id,
         brief=Brief(task=record.task),
     )
-    d.agent_name = record.agent_name
     d.agent_id = record.agent_id
     d.run_id = record.run_id
     d.status = record.status

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from deputy_runtime import AgentUsage, CheckpointError, LeadAgent, UsageLimits
+from deputy_runtime import AgentUsage, CheckpointError, LeadAgent, RunActiveError, UsageLimits
 from deputy_runtime.chat import (
     DEFAULT_SCRIPTED_USAGE,
     AssistantTurn,
@@ -29,6 +29,7 @@ from deputy_runtime.runtime import (
     DelegationStatus,
     Event,
     FileCheckpointStore,
+    ModelRequestEvent,
     StopReason,
     ToolStart,
     decode_checkpoint,
@@ -275,3 +276,48 @@ async def test_no_secret_reaches_the_checkpoint(
         assert secret.encode() not in data
         assert b"api_key" not in data
         assert b"keyed-1" not in data  # not even the provider's identity
+
+
+async def test_the_time_limit_left_is_what_the_resumed_run_gets(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path / "ck")
+    lead, _ = scripted_lead(
+        {"lead": [delegate("alpha", "A"), reply("never")], "alpha": ["a"]},
+        AGENTS,
+        tmp_path,
+        usage_limits=UsageLimits(max_seconds=300),
+    )
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ToolStart):
+            lead.interrupt()
+
+    await lead.run("Go", on_event=on_event, checkpoints=store, run_id="run_t")
+    saved = decode_checkpoint(await store.load("run_t") or b"", "run_t")
+    assert saved.seconds_left is not None
+    assert 0 < saved.seconds_left <= 300
+    again, _ = scripted_lead({"lead": [reply("ok")]}, AGENTS, tmp_path)
+    result = await again.resume("run_t", store=store)
+    assert result.limits.max_seconds == saved.seconds_left
+
+
+async def test_resume_refuses_a_busy_lead_without_taking_its_identity(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path / "ck")
+    await _first_part(store, tmp_path, UsageLimits())
+    lead, _ = scripted_lead({"lead": [_hang]}, AGENTS, tmp_path)
+    own_id = lead.agent_id
+    requested = anyio.Event()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ModelRequestEvent):
+            requested.set()
+
+    async def busy() -> None:
+        await lead.run("busy", on_event=on_event)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(busy)
+        await requested.wait()
+        with pytest.raises(RunActiveError):
+            await lead.resume("run_part1", store=store)
+        assert lead.agent_id == own_id
+        tg.cancel_scope.cancel()
