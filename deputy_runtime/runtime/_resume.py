@@ -38,7 +38,7 @@ class RunSaver:
         task: The task the run started with.
     """
 
-    __slots__ = ("coordinator", "key", "saved", "store", "task")
+    __slots__ = ("coordinator", "key", "store", "task")
 
     def __init__(
         self,
@@ -51,7 +51,6 @@ class RunSaver:
         self.store = store
         self.key = key
         self.task = task
-        self.saved = 0  # checkpoints saved by this run
 
     async def __call__(self, ctx: RunContext) -> None:
         """Save the run as it is now (at a boundary: nothing is in flight)."""
@@ -76,7 +75,6 @@ class RunSaver:
             saved_at=time.time(),
         )
         await self.store.save(ctx.run_id, encode_checkpoint(checkpoint, self.key))
-        self.saved += 1
 
     async def finished(self, run_id: str, stop_reason: StopReason | None) -> None:
         """Delete the run's checkpoint unless the run may be resumed from it.

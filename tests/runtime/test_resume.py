@@ -14,7 +14,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from deputy_runtime import AgentUsage, CheckpointError, LeadAgent, RunActiveError, UsageLimits
+from deputy_runtime import (
+    AgentUsage,
+    CheckpointError,
+    HookEvent,
+    HookInput,
+    Hooks,
+    LeadAgent,
+    RunActiveError,
+    UsageLimits,
+)
 from deputy_runtime.chat import (
     DEFAULT_SCRIPTED_USAGE,
     AssistantTurn,
@@ -321,3 +330,39 @@ async def test_resume_refuses_a_busy_lead_without_taking_its_identity(tmp_path: 
             await lead.resume("run_part1", store=store)
         assert lead.agent_id == own_id
         tg.cancel_scope.cancel()
+
+
+async def test_the_prompt_hooks_do_not_run_again_on_resume(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path / "ck")
+    await _first_part(store, tmp_path, UsageLimits())
+    prompts: list[str | None] = []
+    hooks = Hooks()
+
+    def submitted(data: HookInput) -> None:
+        prompts.append(data.prompt)
+
+    hooks.add(HookEvent.UserPromptSubmit, submitted)
+    lead, _ = scripted_lead(
+        {"lead": [delegate("beta", "B"), reply("ok"), reply("next ok")], "beta": ["b"]},
+        AGENTS,
+        tmp_path,
+        hooks=hooks,
+    )
+    result = await lead.resume("run_part1", store=store)
+    assert result.stop_reason == StopReason.COMPLETE
+    assert prompts == []  # "Do both" was submitted in the first part
+    await lead.run("next")  # a new run's prompt is submitted as always
+    assert prompts == ["next"]
+
+
+async def test_a_failed_save_fails_the_run(tmp_path: Path) -> None:
+    class FullDisk(FileCheckpointStore):
+        async def save(self, run_id: str, data: bytes) -> None:
+            raise OSError(28, "No space left on device")
+
+    lead, provider = scripted_lead({"lead": [reply("never")]}, AGENTS, tmp_path)
+    with pytest.raises(OSError, match="No space"):
+        await lead.run("Go", checkpoints=FullDisk(tmp_path / "ck"))
+    assert provider.requests_for("lead") == []  # nothing was sent unprotected
+    assert lead.last_result is not None
+    assert lead.last_result.stop_reason == StopReason.ERROR
