@@ -423,6 +423,7 @@ EXPECTED_ALL = {
         "McpLimits",
         "McpLogLevel",
         "McpLogMessage",
+        "McpOAuth",
         "McpProgress",
         "McpPrompt",
         "McpPromptArgument",

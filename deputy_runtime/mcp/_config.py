@@ -169,7 +169,11 @@ class McpOAuth(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def describe(self) -> dict[str, Any]:
-        """Plain data for manifests and logs: everything but the secret."""
+        """Plain data for manifests and logs: everything but the secret.
+
+        Returns:
+            ``client_id``, ``issuer``, ``scope`` and ``token_endpoint_auth_method``.
+        """
         return {
             "client_id": self.client_id,
             "issuer": self.issuer,
