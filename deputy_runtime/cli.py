@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser("run", help="run a lead agent over the discovered definitions")
-    p.add_argument("task", metavar="TASK")
+    p.add_argument("task", metavar="TASK", nargs="?", default=None)
     p.add_argument(
         "--agents",
         default=".deputy/agents",
@@ -171,6 +171,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     _otlp_argument(p)
     _redis_arguments(p)
+    p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        metavar="DIR",
+        help="save the run in DIR at every turn boundary, so it can be resumed after a crash",
+    )
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_ID",
+        help="continue the run saved in --checkpoint-dir under RUN_ID (no TASK)",
+    )
+    p.add_argument(
+        "--checkpoint-key-file",
+        default=None,
+        metavar="FILE",
+        help="sign checkpoints with the key in FILE (HMAC-SHA256; at least 16 bytes)",
+    )
 
     p = sub.add_parser(
         "attach", help="follow a durable run on Temporal started earlier (temporal extra)"

@@ -15,6 +15,7 @@ __all__ = [
     "BadRequestError",
     "BudgetExceeded",
     "BudgetLedgerError",
+    "CheckpointError",
     "CommandHookError",
     "CoordinationError",
     "CoordinationUnavailableError",
@@ -103,6 +104,20 @@ class ToolArgumentError(DeputyError, ValueError):
 class SandboxUnavailableError(DeputyError):
     """A tool must run in a sandbox and the sandbox is not installed (for example the
     bash tool without bubblewrap); it never runs unsandboxed instead."""
+
+
+class CheckpointError(DeputyError, ValueError):
+    """A saved run checkpoint cannot be used: missing, damaged, tampered with or foreign.
+
+    The message names what is wrong (the field, the digest, the format version, the run
+    id). ``run_id`` is the run asked for; ``field`` the checkpoint field at fault, when
+    one is (``None`` for the whole checkpoint, such as a digest mismatch).
+    """
+
+    def __init__(self, message: str, *, run_id: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.field = field
 
 
 class CommandHookError(DeputyError):

@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..runtime import HookEvent, Hooks
+from .._ids import new_id
+from ..errors import CheckpointError
+from ..runtime import FileCheckpointStore, HookEvent, Hooks, decode_checkpoint
 from ..skills import Skill
 from .hookplugins import plugin_hooks
 from .leadsetup import (
@@ -37,7 +39,15 @@ from .leadsetup import (
 )
 from .pluginfolders import FolderParts, folder_parts, merge_hooks, merge_servers
 
-__all__ = ["HostSetup", "ModelChoice", "host_setup", "model_choice", "task_text"]
+__all__ = [
+    "CheckpointSetup",
+    "HostSetup",
+    "ModelChoice",
+    "checkpoint_setup",
+    "host_setup",
+    "model_choice",
+    "task_text",
+]
 
 
 class HostSetup:
@@ -140,11 +150,23 @@ def model_choice(args: argparse.Namespace, plugins: Plugins) -> ModelChoice:
 
 
 def task_text(args: argparse.Namespace) -> str:
-    """The ``TASK`` argument, refused when blank.
+    """The ``TASK`` argument, refused when blank (``""`` with ``--resume``: the task is
+    the saved run's).
 
     Raises:
-        UsageError: It is empty or whitespace.
+        UsageError: It is empty or whitespace, missing, or given with ``--resume``.
     """
+    if getattr(args, "resume", None) is not None:
+        if args.task is not None:
+            raise UsageError(
+                "TASK and --resume do not combine: a resumed run continues its saved task"
+            )
+        return ""
+    if args.task is None:
+        raise UsageError(
+            "TASK is missing: say what the lead should do, e.g. "
+            'deputy-runtime run --agents examples/agents "Summarise the README"'
+        )
     task = str(args.task)
     if not task.strip():
         raise UsageError(
@@ -152,3 +174,99 @@ def task_text(args: argparse.Namespace) -> str:
             'deputy-runtime run --agents examples/agents "Summarise the README"'
         )
     return task
+
+
+class CheckpointSetup:
+    """``--checkpoint-dir`` and ``--resume``: where the run is saved, its id, and (with
+    ``--resume``) the saved run's task, read and validated before anything is announced."""
+
+    __slots__ = ("key", "resumed", "run_id", "store", "task")
+
+    def __init__(
+        self,
+        store: FileCheckpointStore,
+        run_id: str,
+        task: str | None,
+        key: bytes | None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.task = task
+        self.resumed = task is not None
+        self.key = key
+
+    def announcement(self) -> str:
+        """The ``Checkpoint:`` line: the run id and how to continue it."""
+        directory = str(self.store.directory)
+        verb = "resumed" if self.resumed else "saved"
+        return (
+            f"Checkpoint: run {self.run_id} {verb} in {directory} (continue it with: "
+            f"deputy-runtime run --resume {self.run_id} --checkpoint-dir {directory})"
+        )
+
+
+def checkpoint_setup(args: argparse.Namespace) -> CheckpointSetup | None:
+    """The run's checkpoint store and run id, or ``None`` without ``--checkpoint-dir``.
+
+    With ``--resume ID`` the saved run is read and validated here, so a missing, damaged
+    or tampered checkpoint is the only thing printed.
+
+    Raises:
+        UsageError: ``--resume`` without ``--checkpoint-dir``, either with
+            ``--temporal``, a directory that is a file, an invalid run id, a missing key
+            file, or a checkpoint that cannot be used (the message says why).
+    """
+    directory = getattr(args, "checkpoint_dir", None)
+    resume = getattr(args, "resume", None)
+    key_file = getattr(args, "checkpoint_key_file", None)
+    if directory is None:
+        if resume is not None:
+            raise UsageError(
+                "--resume needs --checkpoint-dir DIR: the directory the run was saved in"
+            )
+        if key_file is not None:
+            raise UsageError("--checkpoint-key-file needs --checkpoint-dir DIR")
+        return None
+    if getattr(args, "temporal", None) is not None:
+        raise UsageError(
+            "--checkpoint-dir and --temporal do not combine: a durable run survives "
+            "restarts in Temporal without checkpoints"
+        )
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--checkpoint-dir {directory!r} is not a directory")
+    key = _checkpoint_key(key_file) if key_file is not None else None
+    store = FileCheckpointStore(path)
+    if resume is None:
+        return CheckpointSetup(store, new_id("run"), None, key)
+    try:
+        file = store.path(resume)
+    except ValueError as exc:
+        raise UsageError(f"--resume: {exc}") from None
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(
+            f"--resume {resume}: no checkpoint of that run in {directory!r} (a run that "
+            "completed or reached a limit leaves none)"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"--resume {resume}: cannot read {str(file)!r}: {exc}") from None
+    try:
+        checkpoint = decode_checkpoint(data, resume, key)
+    except CheckpointError as exc:
+        raise UsageError(f"--resume {resume}: {exc}") from None
+    return CheckpointSetup(store, resume, checkpoint.task, key)
+
+
+def _checkpoint_key(key_file: str) -> bytes:
+    try:
+        key = Path(key_file).read_bytes().strip()
+    except OSError as exc:
+        raise UsageError(f"--checkpoint-key-file {key_file!r}: cannot read it: {exc}") from None
+    if len(key) < 16:
+        raise UsageError(
+            f"--checkpoint-key-file {key_file!r}: the key must be at least 16 bytes, "
+            f"it has {len(key)}"
+        )
+    return key

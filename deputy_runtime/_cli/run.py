@@ -39,14 +39,22 @@ import contextlib
 import enum
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 
-from ..runtime import LeadAgent
+from ..runtime import AgentResult, Event, LeadAgent
 from ..tools import BashTools
 from .ask import TerminalAsker
-from .hostsetup import HostSetup, ModelChoice, host_setup, model_choice, task_text
+from .hostsetup import (
+    CheckpointSetup,
+    HostSetup,
+    ModelChoice,
+    checkpoint_setup,
+    host_setup,
+    model_choice,
+    task_text,
+)
 from .leadsetup import (
     DEFAULT_MODELS,
     OFFLINE_MODEL,
@@ -93,14 +101,21 @@ def _run(args: argparse.Namespace) -> int:
         check_durable_options(args)
     else:
         check_backend(getattr(args, "backend", None) or "asyncio")
+    saving = checkpoint_setup(args)
     setup = host_setup(args)
     choice = model_choice(args, setup.plugins)
     if durable:
         return run_durable(args, task, setup, choice)
-    return _run_here(args, task, setup, choice)
+    return _run_here(args, task, setup, choice, saving)
 
 
-def _run_here(args: argparse.Namespace, task: str, setup: HostSetup, choice: ModelChoice) -> int:
+def _run_here(
+    args: argparse.Namespace,
+    task: str,
+    setup: HostSetup,
+    choice: ModelChoice,
+    saving: CheckpointSetup | None = None,
+) -> int:
     backend = getattr(args, "backend", None) or "asyncio"
     plugins, loaded = setup.plugins, setup.loaded
     fanout = getattr(args, "test_fanout", None)
@@ -140,6 +155,8 @@ def _run_here(args: argparse.Namespace, task: str, setup: HostSetup, choice: Mod
         print(choice.announcement, file=notes, flush=True)
         if left_out:
             print(left_out, file=notes, flush=True)
+        if saving is not None:
+            print(saving.announcement(), file=notes, flush=True)
 
     otlp = getattr(args, "otlp", None)
     stop_tracing = start_otlp(otlp) if otlp is not None else None
@@ -148,7 +165,14 @@ def _run_here(args: argparse.Namespace, task: str, setup: HostSetup, choice: Mod
     asker.view = view  # a question pauses the live tree
     try:
         outcome = anyio.run(
-            _drive_with, redis, plugins.shell, lead, task, view, announce, backend=backend
+            _drive_with,
+            redis,
+            plugins.shell,
+            lead,
+            _starter(lead, task, saving),
+            view,
+            announce,
+            backend=backend,
         )
     finally:
         view.close()
@@ -170,7 +194,7 @@ async def _drive_with(
     redis: RedisSetup | None,
     shell: BashTools | None,
     lead: LeadAgent,
-    task: str,
+    start: _Start,
     view: View,
     announce: Callable[[], None],
 ) -> _Ending:
@@ -183,7 +207,7 @@ async def _drive_with(
         if redis is not None:
             await stack.enter_async_context(redis.opened())
         announce()
-        return await _drive(lead, task, view)
+        return await _drive(lead, start, view)
     raise AssertionError("unreachable")  # pragma: no cover - the stack never swallows
 
 
@@ -195,7 +219,28 @@ class _Ending(enum.Enum):
     READER_GONE = "reader_gone"  # the reader of stdout went away
 
 
-async def _drive(lead: LeadAgent, task: str, view: View) -> _Ending:
+#: Starts the lead's run (a new one, or a saved one resumed) with the view's event sink.
+_Start = Callable[[Callable[[Event], None]], Awaitable[AgentResult]]
+
+
+def _starter(lead: LeadAgent, task: str, saving: CheckpointSetup | None) -> _Start:
+    """How the run starts: plain, saved to ``--checkpoint-dir``, or ``--resume``d."""
+    if saving is None:
+        return lambda sink: lead.run(task, on_event=sink)
+    if saving.resumed:
+        return lambda sink: lead.resume(
+            saving.run_id, store=saving.store, checkpoint_key=saving.key, on_event=sink
+        )
+    return lambda sink: lead.run(
+        task,
+        on_event=sink,
+        checkpoints=saving.store,
+        checkpoint_key=saving.key,
+        run_id=saving.run_id,
+    )
+
+
+async def _drive(lead: LeadAgent, start: _Start, view: View) -> _Ending:
     """Run the lead, redraw the live view, stop on Ctrl-C or a closed stdout."""
     ending = _Ending.FINISHED
     run_scope = anyio.CancelScope()
@@ -251,6 +296,6 @@ async def _drive(lead: LeadAgent, task: str, view: View) -> _Ending:
             with run_scope:
                 # An event sink rather than run_stream: events are rendered as they are
                 # emitted, including the final ones of a cancelled run.
-                await lead.run(task, on_event=view.handle)
+                await start(view.handle)
         tg.cancel_scope.cancel()
     return _Ending.READER_GONE if reader_gone.is_set() else ending

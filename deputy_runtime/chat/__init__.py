@@ -24,6 +24,7 @@ from ._aliases import (
     suggest_model_spec,
 )
 from ._chat import DEFAULT_MAX_TOOL_ROUNDS, Chat
+from ._codec import decode_turns, encode_turns
 from ._context import (
     agent_name_scope,
     current_agent_name,
@@ -71,6 +72,7 @@ from ._types import (
 # here so that the runtime never reaches into this package's private modules, but they
 # are not in __all__: they are not public API and may change.
 from ._chat import running_async_library as running_async_library
+from ._codec import plain_value as plain_value
 from ._context import reset_current_agent as reset_current_agent
 from ._context import set_current_agent as set_current_agent
 from ._stream import complete_streaming as complete_streaming
@@ -124,6 +126,8 @@ __all__ = [
     "chat",
     "current_agent_name",
     "current_request_headers",
+    "decode_turns",
+    "encode_turns",
     "example_arguments",
     "is_model_alias",
     "is_provider_name",

@@ -1,4 +1,5 @@
-"""Cross-process exclusive leases and a shared budget ledger on Redis (optional).
+"""Cross-process exclusive leases, a shared budget ledger and a checkpoint store on Redis
+(optional).
 
 Needs the ``redis`` extra (``pip install '.[redis]'`` from a checkout), which brings the
 anyio-based ``coredis`` client; importing :mod:`deputy_runtime` never imports it.
@@ -20,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 from ..errors import BudgetLedgerError, CoordinationError, CoordinationUnavailableError
 from ._amounts import Amounts, LedgerState
 from ._budget import RedisBudget
+from ._checkpoints import RedisCheckpointStore
 from ._connection import RedisConnection
 from ._coordinator import RedisCoordinator
 from ._keepalive import LostReason
@@ -35,6 +37,7 @@ __all__ = [
     "LedgerState",
     "LostReason",
     "RedisBudget",
+    "RedisCheckpointStore",
     "RedisConnection",
     "RedisCoordinator",
     "RedisLeases",

@@ -2,6 +2,7 @@
 
 from ._agent import Agent
 from ._caller import CallerRun, current_caller
+from ._checkpoint import CHECKPOINT_VERSION, Checkpoint, decode_checkpoint, encode_checkpoint
 from ._coordinator import DelegationCoordinator
 from ._events import (
     DelegationEnd,
@@ -51,10 +52,12 @@ from ._resources import (
 )
 from ._result import AgentResult
 from ._states import STOP_REASONS, DelegationStatus, StopReason, delegation_status
+from ._stores import CheckpointStore, FileCheckpointStore
 from ._usage import AgentUsage, UsageLimits
 from ._usagetree import UsageNode, usage_tree
 
 __all__ = [
+    "CHECKPOINT_VERSION",
     "DELEGATE_TOOL_NAME",
     "IN_PROCESS_LEASES",
     "MODE_TRANSITIONS",
@@ -66,6 +69,8 @@ __all__ = [
     "BindRequest",
     "BudgetLedger",
     "CallerRun",
+    "Checkpoint",
+    "CheckpointStore",
     "DelegationContext",
     "DelegationCoordinator",
     "DelegationEnd",
@@ -76,6 +81,7 @@ __all__ = [
     "Event",
     "EventLogWriter",
     "ExclusiveResource",
+    "FileCheckpointStore",
     "HookDecision",
     "HookEvent",
     "HookInput",
@@ -114,11 +120,17 @@ __all__ = [
     "UsageNode",
     "WarningEvent",
     "current_caller",
+    "decode_checkpoint",
     "decode_event",
     "delegation_status",
+    "encode_checkpoint",
     "encode_event",
     "usage_tree",
 ]
+
+# isort: split
+# The run id rule every checkpoint store applies (the Redis store's too); not public API.
+from ._stores import check_run_id as check_run_id
 
 # isort: split
 # Building blocks of the durable (Temporal) lead, importable from here so that it shows its
@@ -139,6 +151,7 @@ from ._parallel import batch_reason as batch_reason
 from ._parallel import check_batch as check_batch
 from ._parallel import fanout_blocker as fanout_blocker
 from ._parallel import reserve_share as reserve_share
+from ._parallel import responder_requests as responder_requests
 from ._records import Brief as Brief
 from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
@@ -177,6 +190,13 @@ from ._texts import invalid_arguments_text as invalid_arguments_text
 from ._texts import permission_denied_text as permission_denied_text
 from ._texts import run_limit_text as run_limit_text
 from ._texts import unknown_agent_text as unknown_agent_text
+
+# isort: split
+# The output contract of structured results, judged the same way by both engines; not
+# public API.
+from ._output import OutputContract as OutputContract
+from ._output import judge as judge
+from ._output import with_output_section as with_output_section
 
 # isort: split
 # Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and

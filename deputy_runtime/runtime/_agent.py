@@ -78,7 +78,7 @@ from ._events import (
 from ._gate import gate
 from ._hooks import HookEvent, HookInput, Hooks
 from ._ledger import BudgetLedger
-from ._output import OutputContract, OutputMismatch, output_section, retry_text
+from ._output import OutputContract, judge, output_section
 from ._ownspend import LeadSpend, RunSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
@@ -467,7 +467,11 @@ class Agent:
         run_id: str | None = None,
         source: tuple[Meter, Reservation] | None = None,
         spend: Callable[[Meter], RunSpend] | None = None,
+        boundary: Callable[[RunContext], Awaitable[None]] | None = None,
+        restore: Callable[[RunContext], None] | None = None,
     ) -> AgentResult:
+        """The run itself; ``boundary`` is awaited at every turn boundary and ``restore``
+        puts a checkpoint's state into the new run before it starts (LeadAgent's)."""
         if self._active:
             raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
         if not isinstance(task, str):
@@ -478,6 +482,10 @@ class Agent:
         if spend is not None:
             ctx.spend = spend(ctx.meter)
         ctx.turns = self.chat.get_turns()  # a fresh list
+        ctx.boundary = boundary
+        if restore is not None:
+            restore(ctx)
+            ctx.resumed = True
         error: BaseException | None = None
         # A subagent's run is inside its delegation's span: only top-level runs get one.
         traced = (
@@ -541,14 +549,19 @@ class Agent:
                 await ctx.fire(ctx.hook_input(HookEvent.SessionStart))
         if ctx.emit is not None:
             ctx.emit(RunStart(**ctx.event_ids(), task=task, limits=ctx.limits))
-        if ctx.wants(HookEvent.UserPromptSubmit):
-            decision = await ctx.fire(ctx.hook_input(HookEvent.UserPromptSubmit, prompt=task))
-            if decision is not None and decision.decision in ("deny", "stop"):
-                ctx.stop_reason = StopReason.HOOK_REQUESTED_STOP
-                return
-        add_task(ctx.turns, task)
+        if not ctx.resumed:  # a resumed run's prompt was submitted before its checkpoint
+            if ctx.wants(HookEvent.UserPromptSubmit):
+                decision = await ctx.fire(ctx.hook_input(HookEvent.UserPromptSubmit, prompt=task))
+                if decision is not None and decision.decision in ("deny", "stop"):
+                    ctx.stop_reason = StopReason.HOOK_REQUESTED_STOP
+                    return
+            add_task(ctx.turns, task)
         meter = ctx.meter
         while True:
+            if ctx.boundary is not None:
+                # Every call of the previous turn is answered and every delegation of it
+                # settled: the run can be saved here and continued from here.
+                await ctx.boundary(ctx)
             if self._pending_config:
                 await self._drain_config(ctx)
             if self._interrupt_reason is not None:
@@ -606,6 +619,10 @@ class Agent:
             results = await self._run_tool_calls(ctx, calls)
             ctx.turns.append(Turn("user", results))
             if ctx.stop_reason is not None:
+                if ctx.boundary is not None:
+                    # Stopped with the turn answered (an interrupt, a hook, a limit): the
+                    # checkpoint keeps what the turn's delegations did.
+                    await ctx.boundary(ctx)
                 return
 
     def _accept(self, ctx: RunContext, reply: AssistantTurn) -> bool:
@@ -613,35 +630,22 @@ class Agent:
 
         A mismatch with retries left appends the user turn saying what was wrong, so the
         loop's next request is the retry; with none left the run stops ``invalid_output``
-        and the last mismatch is the run's error.
+        and the last mismatch is the run's error (the rule: :func:`judge`).
         """
         contract = self._output
         assert contract is not None
-        try:
-            ctx.output = contract.decode(reply.text)
-        except OutputMismatch as exc:
-            problem = str(exc)
-        else:
+        verdict = judge(contract, reply.text, ctx.output_attempts)
+        if verdict.accepted:
+            ctx.output = verdict.value
             return True
-        attempts = contract.retries + 1
         ctx.output_attempts += 1
-        if ctx.output_attempts >= attempts:
-            ctx.output_error = (
-                f"The final answer did not match the output schema after {attempts} "
-                f"attempt{'s' if attempts > 1 else ''}: {problem}"
-            )
+        if verdict.retry is None:
+            ctx.output_error = verdict.error
             ctx.stop_reason = StopReason.INVALID_OUTPUT
             return False
-        if ctx.emit is not None:
-            ctx.emit(
-                WarningEvent(
-                    **ctx.event_ids(),
-                    message=f"final answer rejected ({ctx.output_attempts} of {attempts}): "
-                    f"{problem}",
-                )
-            )
-        text = retry_text(problem, ctx.output_attempts, attempts)
-        ctx.turns.append(Turn("user", (ContentText(text),)))
+        if ctx.emit is not None and verdict.warning is not None:
+            ctx.emit(WarningEvent(**ctx.event_ids(), message=verdict.warning))
+        ctx.turns.append(Turn("user", (ContentText(verdict.retry),)))
         return False
 
     async def _request(self, ctx: RunContext) -> AssistantTurn:

@@ -10,7 +10,7 @@ interrupting it takes effect at the running call's next boundary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -178,9 +178,13 @@ class RunContext:
         output: The decoded final answer, once it matched the owner's output contract.
         output_attempts: Final answers the output contract rejected so far.
         output_error: Why the last one was rejected, once the retries are spent.
+        boundary: Awaited at every turn boundary (before each model request, every
+            tool call of the previous turn answered): where a lead saves its checkpoint.
+        resumed: The run continues a checkpoint: its task is already in ``turns``.
     """
 
     __slots__ = (
+        "boundary",
         "cost_warned",
         "deadline",
         "emit",
@@ -193,6 +197,7 @@ class RunContext:
         "output_error",
         "owner",
         "requests",
+        "resumed",
         "run_id",
         "sampling",
         "spend",
@@ -230,6 +235,8 @@ class RunContext:
         # Serialises the model requests its tools make (CallerRun.sample), created by the
         # first: each is checked and counted before the next is checked.
         self.sampling: anyio.Lock | None = None
+        self.boundary: Callable[[RunContext], Awaitable[None]] | None = None
+        self.resumed = False
 
     # -- what the owner offers, read live ------------------------------------------------
 

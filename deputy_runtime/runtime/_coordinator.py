@@ -11,7 +11,7 @@ SubagentStop. The ``delegate_to_agent`` tool (:meth:`DelegationCoordinator.deleg
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -33,6 +33,7 @@ from ._records import (
     error_text,
     first_message,
     outcome_json,
+    restored_delegation,
     status_of,
 )
 from ._result import AgentResult, ToolRejection
@@ -100,6 +101,53 @@ class DelegationCoordinator:
             if (key is None or d.agent_name == key)
             and (delegation_id is None or d.delegation_id == delegation_id)
         ]
+
+    def settled_of(self, run_id: str) -> list[tuple[SubagentRecord, AgentResult | None]]:
+        """The records and results of the delegations of the lead's run ``run_id``.
+
+        Raises:
+            RuntimeError: One of them has not settled (a checkpoint is taken only at a
+                turn boundary, when every delegation of the turn has).
+        """
+        entries: list[tuple[SubagentRecord, AgentResult | None]] = []
+        for d in self.records:
+            if d.parent_run_id != run_id:
+                continue
+            if not d.settled:
+                raise RuntimeError(
+                    f"delegation {d.delegation_id} of run {run_id} has not settled: a run "
+                    "is saved only at a turn boundary"
+                )
+            entries.append((d.record(), d.result))
+        return entries
+
+    def run_counts(self, run_id: str) -> dict[str, int]:
+        """Delegations counted per sub-agent name in run ``run_id`` (``max_delegations``)."""
+        if self.counts is None or self.counts[0] != run_id:
+            return {}
+        return dict(self.counts[1])
+
+    def restore(
+        self,
+        run_id: str,
+        entries: Sequence[tuple[SubagentRecord, AgentResult | None]],
+        definitions: Mapping[str, AgentDefinition],
+        counts: Mapping[str, int],
+    ) -> None:
+        """Put a saved run's settled delegations back: records, results and counts.
+
+        They are never run again; the run's conversation already holds their outcomes.
+
+        Args:
+            run_id: The run being continued.
+            entries: Its delegations' records and results, in admission order.
+            definitions: The lead's definitions by name.
+            counts: Its delegations counted per name (``max_delegations``).
+        """
+        for record, result in entries:
+            definition = definitions.get(record.agent_name)
+            self.records.append(restored_delegation(record, result, definition))
+        self.counts = (run_id, dict(counts))
 
     def interrupt(self, delegation_id: str, reason: str = "interrupted") -> bool:
         """Stop one unsettled delegation at its next boundary (or before it starts).

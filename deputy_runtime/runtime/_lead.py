@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -13,12 +13,13 @@ import msgspec
 from .._ids import new_id
 from ..chat import Chat, ContentToolRequest, model_alias_map
 from ..definitions import AgentDefinition
-from ..errors import DefinitionError
+from ..errors import CheckpointError, DefinitionError, RunActiveError, UsageLimitExceeded
 from ..tools import Tool, invoke_tool, struct_validator, tool_validator
 from ._agent import Agent
+from ._checkpoint import check_key, decode_checkpoint
 from ._context import RunContext
 from ._coordinator import DelegationCoordinator
-from ._events import EventSink
+from ._events import EventSink, GuardedSink
 from ._hooks import Hooks
 from ._ledger import BudgetLedger
 from ._parallel import ParallelResult, parallel_delegate
@@ -26,8 +27,10 @@ from ._permissions import DELEGATE_TOOL_NAME, Permissions, delegate_placeholder
 from ._policy import DelegationPolicy
 from ._records import SubagentRecord
 from ._result import AgentResult
+from ._resume import RunSaver, restorer
 from ._routing import DELEGATE_DESCRIPTION, delegate_parameters, routing_section
 from ._shared import check_ledger
+from ._stores import CheckpointStore, check_run_id
 from ._usage import UsageLimits
 from ._usagetree import UsageNode, usage_tree
 
@@ -279,6 +282,151 @@ class LeadAgent(Agent):
         """How many of a run's delegations run at once (``None``: all)."""
         return self.delegations.max_active
 
+    # -- running, saved and resumed ---------------------------------------------------------
+
+    async def run(
+        self,
+        task: str,
+        *,
+        usage_limits: UsageLimits | None = None,
+        on_event: EventSink | None = None,
+        checkpoints: CheckpointStore | None = None,
+        checkpoint_key: bytes | None = None,
+        run_id: str | None = None,
+    ) -> AgentResult:
+        """Run the lead on ``task``; with ``checkpoints``, save it at every turn boundary.
+
+        As :meth:`Agent.run <deputy_runtime.Agent.run>`. With a ``checkpoints`` store the
+        run is saved under its run id before each model request and when it stops with
+        its last turn answered (see :meth:`resume`); the checkpoint is deleted when the
+        run ends, unless it ended ``interrupted``, ``provider_error`` or ``error``, the
+        endings a resume may get past. A save that fails fails the run (it raises).
+
+        Args:
+            task: The user message that starts the run.
+            usage_limits: This run's limits (default: the lead's ``usage_limits``).
+            on_event: Receives every event, as for :meth:`Agent.run`.
+            checkpoints: Where to save the run (``None``: it is not saved).
+            checkpoint_key: An HMAC key (at least 16 bytes) the checkpoints are signed
+                with; :meth:`resume` then needs the same key. ``None``: a checksum only.
+            run_id: The run's id (default: a fresh one); it names the checkpoint.
+
+        Returns:
+            The run's result.
+
+        Raises:
+            RunActiveError: A run of this lead is already active.
+            RequestLimitExceeded: A limit was reached with ``on_exceed="error"``.
+            BudgetExceeded: Another limit was reached with ``on_exceed="error"``.
+            ValueError: ``run_id`` is not a valid run id.
+            TypeError: ``checkpoints`` is not a CheckpointStore, or the key is not bytes.
+        """
+        if checkpoints is None:
+            if checkpoint_key is not None:
+                raise TypeError("checkpoint_key needs a checkpoints store")
+            if run_id is None:
+                return await super().run(task, usage_limits=usage_limits, on_event=on_event)
+            check_run_id(run_id)
+            return await self._saved_run(task, usage_limits, on_event, None, run_id, None)
+        _check_store(checkpoints)
+        if run_id is None:
+            run_id = new_id("run")
+        check_run_id(run_id)
+        saver = RunSaver(self.delegations, checkpoints, check_key(checkpoint_key), task)
+        return await self._saved_run(task, usage_limits, on_event, saver, run_id, None)
+
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        store: CheckpointStore,
+        checkpoint_key: bytes | None = None,
+        on_event: EventSink | None = None,
+    ) -> AgentResult:
+        """Continue a run saved by :meth:`run` (in this process or a previous one).
+
+        The checkpoint is validated (format version, run id, digest, structure; see
+        :class:`~deputy_runtime.errors.CheckpointError`), then the run continues from its
+        last turn boundary under its id: the conversation, the usage so far and the
+        limits are the saved ones, so the run gets exactly the budget it had left (the
+        result's usage is the whole run's, both parts). Delegations the checkpoint holds
+        are never run again: their records and results are restored (see
+        :meth:`list_subagents`) and the conversation already holds their outcomes. The
+        lead takes the checkpoint's agent id. Saving continues in ``store``, with the
+        same rules as :meth:`run`. A lead whose name is not the saved one refuses it.
+
+        What a checkpoint cannot hold is this lead's: its provider, tools, definitions,
+        hooks and permissions are the ones it was built with now.
+
+        Args:
+            run_id: The saved run's id.
+            store: Where it was saved.
+            checkpoint_key: The key it was saved with (``None``: saved without one).
+            on_event: Receives every event, as for :meth:`Agent.run`.
+
+        Returns:
+            The run's result (its usage covers the saved part too).
+
+        Raises:
+            CheckpointError: There is no checkpoint for ``run_id``, it is damaged,
+                tampered with, of another version, run or lead; the message says which.
+            RunActiveError: A run of this lead is already active.
+            ValueError: ``run_id`` is not a valid run id.
+        """
+        _check_store(store)
+        check_run_id(run_id)
+        key = check_key(checkpoint_key)
+        if self.running:  # before the lead takes the checkpoint's identity
+            raise RunActiveError(f"Agent {self.name or self.agent_id} already has an active run")
+        data = await store.load(run_id)
+        if data is None:
+            raise CheckpointError(f"no checkpoint of run {run_id!r} in {store!r}", run_id=run_id)
+        checkpoint = decode_checkpoint(data, run_id, key)
+        if checkpoint.agent_name != self.name:
+            raise CheckpointError(
+                f"checkpoint of run {run_id!r}: agent_name is {checkpoint.agent_name!r}, but "
+                f"this lead is {self.name!r}",
+                run_id=run_id,
+                field="agent_name",
+            )
+        limits = checkpoint.limits
+        if checkpoint.seconds_left is not None:
+            # Time passed while no process ran the run is not counted: it gets what it had.
+            limits = msgspec.structs.replace(limits, max_seconds=checkpoint.seconds_left)
+        self.agent_id = checkpoint.agent_id
+        saver = RunSaver(self.delegations, store, key, checkpoint.task)
+        restore = restorer(checkpoint, self.delegations, self._definitions)
+        return await self._saved_run(checkpoint.task, limits, on_event, saver, run_id, restore)
+
+    async def _saved_run(
+        self,
+        task: str,
+        usage_limits: UsageLimits | None,
+        on_event: EventSink | None,
+        saver: RunSaver | None,
+        run_id: str,
+        restore: Callable[[RunContext], None] | None,
+    ) -> AgentResult:
+        sink = GuardedSink(on_event) if on_event is not None else None
+        try:
+            result = await self._run(
+                task,
+                usage_limits=usage_limits,
+                emit=sink,
+                run_id=run_id,
+                boundary=saver,
+                restore=restore,
+            )
+        except UsageLimitExceeded:
+            if saver is not None:
+                await saver.finished(run_id, None)
+            raise
+        if saver is not None:
+            await saver.finished(run_id, result.stop_reason)
+        if sink is not None and sink.error is not None:
+            raise sink.error
+        return result
+
     # -- records -----------------------------------------------------------------------------
 
     def list_subagents(self) -> list[SubagentRecord]:
@@ -412,6 +560,14 @@ class LeadAgent(Agent):
             max_active=max_active,
             usage_limits=usage_limits,
             on_event=on_event,
+        )
+
+
+def _check_store(store: object) -> None:
+    if not isinstance(store, CheckpointStore):
+        raise TypeError(
+            "checkpoints must be a CheckpointStore (save, load, delete, list), got "
+            f"{type(store).__name__}"
         )
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "first_message",
     "outcome_json",
     "record_outcome",
+    "restored_delegation",
 ]
 
 ANSWER_MAX_BYTES = 8 * 1024
@@ -361,6 +362,47 @@ class Delegation:
         )
 
 
+def restored_delegation(
+    record: SubagentRecord, result: AgentResult | None, definition: AgentDefinition | None
+) -> Delegation:
+    """A settled delegation rebuilt from a checkpoint's record and result.
+
+    It is settled (never run again, never interruptible) and its record is the saved one:
+    the same ids, status, usage, limits, times and errors.
+
+    Args:
+        record: The saved record.
+        result: The saved result of its subagent's run, if it had one.
+        definition: The lead's definition of that name, if it still has one.
+    """
+    d = Delegation(
+        definition,
+        agent_name=record.agent_name,
+        delegation_id=record.delegation_id,
+        parent_agent_id=record.parent_agent_id,
+        parent_run_id=record.parent_run_id,
+        tool_call_id=record.tool_call_id,
+        brief=Brief(task=record.task),
+    )
+    d.agent_id = record.agent_id
+    d.run_id = record.run_id
+    d.status = record.status
+    d.stop_reason = record.stop_reason
+    d.admitted_at = record.admitted_at
+    d.started_at = record.started_at
+    d.completed_at = record.completed_at
+    d.usage = record.usage
+    d.error = record.error
+    d.hook_errors = record.hook_error.split("\n") if record.hook_error else []
+    d.cleanup_error = record.cleanup_error
+    d.result = result
+    if record.limits is not None:
+        reservation = d.reservation = Reservation(record.limits)
+        reservation.released = True  # held nothing since it settled
+    d.settled = True
+    return d
+
+
 def status_of(d: Delegation, failed: BaseException | None) -> tuple[DelegationStatus, StopReason]:
     """The settled status and stop reason of a finished delegation.
 
@@ -397,15 +439,27 @@ def build_outcome(d: Delegation) -> dict[str, Any]:
     sent twice.
     """
     outcome = _outcome(d, d.result)
-    if d.structured():
-        del outcome["answer"], outcome["answer_truncated"]
-        outcome["output"] = msgspec.to_builtins(d.output())
+    return _with_output(outcome, d.output()) if d.structured() else outcome
+
+
+def record_outcome(
+    record: SubagentRecord, result: AgentResult | None, *, structured: bool = False
+) -> dict[str, Any]:
+    """:func:`build_outcome` of a settled delegation, from its record and its result.
+
+    ``structured``: its definition has an output schema (a completed one's outcome then
+    carries ``output`` instead of the answer text, as :func:`build_outcome` says).
+    """
+    outcome = _outcome(record, result)
+    if structured and record.status == DelegationStatus.COMPLETED and result is not None:
+        return _with_output(outcome, record.output)
     return outcome
 
 
-def record_outcome(record: SubagentRecord, result: AgentResult | None) -> dict[str, Any]:
-    """:func:`build_outcome` of a settled delegation, from its record and its result."""
-    return _outcome(record, result)
+def _with_output(outcome: dict[str, Any], output: Any) -> dict[str, Any]:
+    del outcome["answer"], outcome["answer_truncated"]
+    outcome["output"] = msgspec.to_builtins(output)
+    return outcome
 
 
 def _outcome(d: Delegation | SubagentRecord, result: AgentResult | None) -> dict[str, Any]:
