@@ -28,6 +28,7 @@ from ..runtime import (
     DelegationStart,
     Event,
     McpLogEvent,
+    McpSamplingEvent,
     McpProgressEvent,
     McpServerEvent,
     ModelRequestEvent,
@@ -725,6 +726,9 @@ def plain_line(event: Event, node: Node | None) -> str | None:
     if isinstance(event, McpLogEvent) and event.level not in _QUIET_LOG_LEVELS:
         logger = f" {event.logger}" if event.logger else ""
         return f"{who}: mcp {event.server}{logger} {event.level}: {_one_line(event.data, 200)}"
+    if isinstance(event, McpSamplingEvent) and event.error is not None:
+        # Answered requests are in the usage (and --json); a refusal is worth a line.
+        return f"{who}: mcp {event.server} sampling refused: {_one_line(event.error, 200)}"
     if isinstance(event, DelegationEnd):
         return (
             f"{who}: delegation {event.status} ({event.stop_reason}) "

@@ -17,7 +17,13 @@ import pytest
 from deputy_runtime import LeadAgent, UsageLimits, agent_definition, chat
 from deputy_runtime._cli.view import LiveView, PlainView, RunState, _clip, summary_table, tree_lines
 from deputy_runtime.chat import reply, tool_calls
-from deputy_runtime.runtime import DelegationStart, Event, McpLogEvent, McpProgressEvent
+from deputy_runtime.runtime import (
+    DelegationStart,
+    Event,
+    McpLogEvent,
+    McpProgressEvent,
+    McpSamplingEvent,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -180,6 +186,8 @@ async def test_mcp_progress_shows_in_the_tree_and_warnings_in_the_plain_log() ->
         McpProgressEvent(**ids, server="probe", tool="mcp__probe__count", progress=2, total=3),
         McpLogEvent(**ids, server="probe", level="info", logger="counter", data="quiet"),
         McpLogEvent(**ids, server="probe", level="warning", logger="counter", data="disk low"),
+        McpSamplingEvent(**ids, server="probe", model="m", input_tokens=7, output_tokens=3),
+        McpSamplingEvent(**ids, server="probe", error="the run's budget is spent"),
     ]
     state = RunState()
     for event in events[:at] + mcp_events[:1]:
@@ -194,3 +202,6 @@ async def test_mcp_progress_shows_in_the_tree_and_warnings_in_the_plain_log() ->
     text = out.getvalue()
     assert "alpha: mcp probe counter warning: disk low" in text
     assert "quiet" not in text
+    # A refused sampling request is a line; an answered one is only in the usage.
+    assert "alpha: mcp probe sampling refused: the run's budget is spent" in text
+    assert text.count("sampling") == 1
