@@ -278,6 +278,8 @@ class McpResource:
         """Stop every session of this resource and wait until each is stopped."""
         pool, self._pool = self._pool, None
         self._forward.sink = None
+        # The next lead to open this resource may work in another directory.
+        self._shared.roots = self.server.roots
         if pool is not None:
             await pool.__aexit__(None, None, None)
 

@@ -11,6 +11,10 @@ task group for owners that start and stop them from different tasks.
 
 Concurrent calls on one session are allowed (the protocol multiplexes them); a holder
 that needs the server to itself takes :attr:`McpSession.lock`.
+
+The client advertises sampling, elicitation and roots: what the server asks while a call
+runs is answered through the agent run that made the call, in the call's own task (see
+``_client``).
 """
 
 from __future__ import annotations

@@ -312,3 +312,31 @@ async def test_roots_must_be_absolute_paths() -> None:
         McpServer("probe", base.config, roots=("relative/dir",))
     with pytest.raises(ValueError, match="roots must be a list of absolute paths"):
         McpServer("probe", base.config, roots="/tmp")
+
+
+async def test_a_shared_resource_reopened_by_another_lead_gives_that_leads_directory(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    resource = McpResource(stdio_server("probe"))
+    seen: list[Any] = []
+    for directory in (first, second):
+        hooks = Hooks()
+        values = tool_results(hooks)
+        definition = agent_definition(
+            "worker", "Works.", "Work.", mcp_tools=("mcp__probe__list_roots",), max_requests=3
+        )
+        script = {"lead": lead_script, "worker": subagent("mcp__probe__list_roots", {}, [])}
+        lead = LeadAgent(
+            chat("scripted", script=script),
+            [definition],
+            hooks=hooks,
+            working_dir=directory,
+            delegation_policy=DelegationPolicy(resource_modes=(resource,)),
+        )
+        async with lead:
+            await lead.run("go")
+        seen.extend(values)
+    assert seen == [[first.resolve().as_uri()], [second.resolve().as_uri()]]
