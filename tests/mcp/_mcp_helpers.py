@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from deputy_runtime.mcp import McpEvent, McpLimits, McpServer, McpStdio
 
@@ -54,3 +61,47 @@ def assert_reaped(pid: int | None) -> None:
     """The server process ``pid`` existed and is gone (exited and reaped)."""
     assert pid is not None
     assert not process_left(pid)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def http_server(
+    directory: Path, script: str = "writer"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start a test server (the writer) over HTTP; poll its port until it accepts
+    connections."""
+    port = free_port()
+    log = directory / "server.log"
+    notes = directory / "notes.txt"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVERS / f"{script}.py"), "http", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={"NOTES_FILE": str(notes), "PATH": "/usr/bin:/bin"},
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"HTTP test server exited: {log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"HTTP test server did not listen: {log.read_text()}")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -28,9 +28,9 @@ from deputy_runtime import (
     chat,
 )
 from deputy_runtime.chat import ModelRequest, reply, tool_call, tool_calls
-from deputy_runtime.mcp import McpResource, McpServer
+from deputy_runtime.mcp import McpHttp, McpResource, McpServer
 from deputy_runtime.runtime import Event, decode_event, encode_event
-from tests.mcp._mcp_helpers import stdio_server
+from tests.mcp._mcp_helpers import http_server, stdio_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -181,6 +181,25 @@ async def test_sampling_while_two_delegations_call_one_shared_server_is_refused(
         assert sampled == []
         for value in values:
             assert "tool calls of 2 runs are in flight on this shared session" in value["refusal"]
+
+
+async def test_sampling_over_streamable_http_is_counted_the_same(tmp_path: Path) -> None:
+    sampled: list[str] = []
+    events: list[Event] = []
+    with http_server(tmp_path, "probe") as (url, _process):
+        lead = lead_with(
+            McpServer("probe", McpHttp(url=url)),
+            tool="mcp__probe__sample_loop",
+            arguments={"most": 10},
+            sampled=sampled,
+            max_requests=3,
+        )
+        async with lead:
+            result = await lead.run("go", on_event=events.append)
+    assert sampled == ["question 1", "question 2"]
+    (end,) = [e for e in events if isinstance(e, DelegationEnd)]
+    assert end.stop_reason == StopReason.REQUEST_LIMIT
+    assert result.usage.requests == 2 + 3
 
 
 async def test_a_leads_request_limit_bounds_its_delegations_sampling() -> None:

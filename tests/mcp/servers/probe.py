@@ -6,7 +6,8 @@ task-augmented execution and one for which tasks are optional, a resource link, 
 larger than the runtime's result cap; resources (text, binary, a template) and prompts;
 tools that ask the client: one sampling in a loop until refused, one eliciting a form,
 one listing the client's roots.
-Run as ``python probe.py``; it speaks stdio.
+Run as ``python probe.py``; it speaks stdio (``python probe.py http PORT``: streamable
+HTTP on 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -274,4 +275,7 @@ def summarize(topic: str, style: str = "plain") -> str:
 
 if __name__ == "__main__":
     print("probe server starting", file=sys.stderr, flush=True)
-    server.run()
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
