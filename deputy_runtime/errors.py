@@ -16,6 +16,7 @@ __all__ = [
     "BudgetExceeded",
     "BudgetLedgerError",
     "CommandHookError",
+    "ContextWindowExceeded",
     "CoordinationError",
     "CoordinationUnavailableError",
     "DefinitionError",
@@ -164,6 +165,12 @@ class RequestLimitExceeded(UsageLimitExceeded):
 
 class BudgetExceeded(UsageLimitExceeded):
     """A tool-call, token or cost limit was reached with ``on_exceed="error"``."""
+
+
+class ContextWindowExceeded(UsageLimitExceeded):
+    """The next request would not fit the model's context window, even after compaction,
+    with ``on_exceed="error"``; ``stop_reason`` is ``"context_window"``. Such a request
+    is never sent."""
 
 
 class RunActiveError(DeputyError, RuntimeError):

@@ -1,8 +1,17 @@
 """The agent runtime: Agent, LeadAgent, permissions, hooks, usage limits and events."""
 
 from ._agent import Agent
+from ._compaction import (
+    Compaction,
+    CompactionJob,
+    CompactionStrategy,
+    DropToolResults,
+    SummarizeOldest,
+)
 from ._coordinator import DelegationCoordinator
 from ._events import (
+    CompactionEnd,
+    CompactionStart,
     DelegationEnd,
     DelegationStart,
     Event,
@@ -63,6 +72,11 @@ __all__ = [
     "AgentUsage",
     "BindRequest",
     "BudgetLedger",
+    "Compaction",
+    "CompactionEnd",
+    "CompactionJob",
+    "CompactionStart",
+    "CompactionStrategy",
     "DelegationContext",
     "DelegationCoordinator",
     "DelegationEnd",
@@ -70,6 +84,7 @@ __all__ = [
     "DelegationResources",
     "DelegationStart",
     "DelegationStatus",
+    "DropToolResults",
     "Event",
     "EventLogWriter",
     "ExclusiveResource",
@@ -102,6 +117,7 @@ __all__ = [
     "StopEvent",
     "StopReason",
     "SubagentRecord",
+    "SummarizeOldest",
     "TextDelta",
     "ToolEnd",
     "ToolStart",

@@ -173,6 +173,8 @@ class RunContext:
         output: The decoded final answer, once it matched the owner's output contract.
         output_attempts: Final answers the output contract rejected so far.
         output_error: Why the last one was rejected, once the retries are spent.
+        stop_error: What the stop reason alone does not say (a request too big for the
+            context window: its size); the result's error.
     """
 
     __slots__ = (
@@ -190,6 +192,7 @@ class RunContext:
         "requests",
         "run_id",
         "spend",
+        "stop_error",
         "stop_reason",
         "turn_results",
         "turns",
@@ -221,6 +224,7 @@ class RunContext:
         self.output: Any = None
         self.output_attempts = 0
         self.output_error: str | None = None
+        self.stop_error: str | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 
@@ -402,6 +406,8 @@ def finish_run(ctx: RunContext, error: BaseException | None) -> AgentResult:
     reason = ctx.stop_reason or StopReason.ERROR
     if reason == StopReason.INVALID_OUTPUT and message is None:
         message = ctx.output_error
+    if reason == StopReason.CONTEXT_WINDOW and message is None:
+        message = ctx.stop_error
     usage = ctx.meter.snapshot()
     if ctx.emit is not None:
         ids = ctx.event_ids()
