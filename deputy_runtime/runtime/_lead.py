@@ -16,6 +16,7 @@ from ..definitions import AgentDefinition
 from ..errors import DefinitionError
 from ..tools import Tool, invoke_tool, struct_validator, tool_validator
 from ._agent import Agent
+from ._compaction import Compaction
 from ._context import RunContext
 from ._coordinator import DelegationCoordinator
 from ._events import EventSink
@@ -133,6 +134,7 @@ class LeadAgent(Agent):
         max_active_delegations: int | None = None,
         model_aliases: Mapping[str, str] | None = None,
         shared_budget: BudgetLedger | None = None,
+        compaction: Compaction | None = None,
     ) -> None:
         # Alias -> "provider/model" or a model id on the lead's provider: how definitions
         # saying "sonnet" (or another vendor's id) run under this lead's provider.
@@ -169,6 +171,7 @@ class LeadAgent(Agent):
             hooks=hooks,
             working_dir=working_dir,
             name=name,
+            compaction=compaction,
         )
         values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
         for definition in values:

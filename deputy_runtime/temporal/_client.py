@@ -37,8 +37,8 @@ def agent_spec(
 
     Raises:
         SkillError: A skill given as a path cannot be loaded (its name is read from it).
-        DelegationBindingError: The definition has hooks of its own, or an output
-            schema (neither is run durably yet).
+        DelegationBindingError: The definition has hooks of its own, an output
+            schema or a ``compact_at`` (none of them is run durably yet).
 
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
     Skills travel by name (``Skill.name``) and MCP tools as written (``mcp_tools``,
@@ -58,6 +58,12 @@ def agent_spec(
             "supported durably yet (structured results are checked in-process only); run "
             "it with a LeadAgent, or drop it with definition.replace(output_schema=None, "
             "output_retries=None)"
+        )
+    if definition.compact_at is not None:
+        raise DelegationBindingError(
+            f"Agent {definition.name!r} has compact_at: compaction is not supported durably "
+            "yet (durable runs never compact, so the threshold would be ignored); run it with "
+            "a LeadAgent, or drop it with definition.replace(compact_at=None)"
         )
     provider, _ = parse_model_spec(lead_model)
     choice = resolve_model(

@@ -128,3 +128,15 @@ def test_an_output_schema_is_refused_on_the_durable_path(schema: dict[str, Any] 
     # Dropping it, as the message says, lets the same agent cross.
     plain = structured.replace(output_schema=None)
     assert agent_spec(plain, "test/model").name == "judge"
+
+
+def test_a_compaction_threshold_is_refused_on_the_durable_path() -> None:
+    from deputy_runtime import DelegationBindingError
+
+    compacting = AgentDefinition("reader", "d", "p", compact_at=0.5)
+    expected = "has compact_at: compaction is not supported durably yet"
+    with pytest.raises(DelegationBindingError, match=expected):
+        agent_spec(compacting, "test/model")
+    with pytest.raises(DelegationBindingError, match=expected):
+        lead_input("x", [compacting], model="test")
+    assert agent_spec(compacting.replace(compact_at=None), "test/model").name == "reader"
