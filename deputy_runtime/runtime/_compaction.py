@@ -214,7 +214,7 @@ class SummarizeOldest(msgspec.Struct, frozen=True, gc=False):
     when the transcript is bigger than one request may be (each piece's summary carries
     into the next). The summary is cut to what is left of the target.
 
-    Args:
+    Attributes:
         recent_share: The share of the target kept as recent turns (0.1 to 0.9).
     """
 
@@ -251,7 +251,7 @@ class DropToolResults(msgspec.Struct, frozen=True, gc=False):
     The requests stay, so the model still sees what it called; only the results'
     content goes. The newest ``keep_recent`` turns are never touched.
 
-    Args:
+    Attributes:
         keep_recent: Turns at the end left as they are (0 or more).
         placeholder: The text a dropped result becomes (the model reads it).
     """
@@ -296,7 +296,7 @@ def _droppable(content: object, placeholder: str) -> TypeGuard[ContentToolResult
 class Compaction(msgspec.Struct, frozen=True, gc=False):
     """When and how an agent's conversation is compacted.
 
-    Args:
+    Attributes:
         threshold: The fraction of the context window at which a request triggers a
             compaction (above 0, at most 1; default 0.8).
         target: The fraction of the threshold a compaction aims for (0.1 to 0.9;
