@@ -81,6 +81,9 @@ _SUMMARY_ASK: Final = (
 )
 # The smallest transcript piece worth a summary request, in characters.
 _MIN_CHUNK_CHARS = 200
+# The smallest summary worth a compaction, in tokens.
+_MIN_SUMMARY_TOKENS = 32
+_encoder = msgspec.json.Encoder()
 
 
 def _fraction(
@@ -229,13 +232,19 @@ class SummarizeOldest(msgspec.Struct, frozen=True, gc=False):
         if len(turns) < 2:
             return turns
         task, earlier = _split_summary(turns[0])
-        keep = max(1, math.floor(job.target * self.recent_share))
-        split = _split_point(job, turns, keep)
+        head = Turn("user", task)
+        sizer = _Sizer(job, turns)
+        head_chars = sizer.chars(head)
+        room = job.target - sizer.tokens(head_chars, 1)
+        if room < _MIN_SUMMARY_TOKENS:
+            return turns  # the task alone fills the target: nothing to gain here
+        split = sizer.split_point(head_chars, math.floor(room * self.recent_share))
         if split <= 1:
             return turns
-        head = Turn("user", task)
-        summary_tokens = max(16, job.target - job.estimate((head, *turns[split:])))
-        summary_chars = job.chars_for(summary_tokens) - len(SUMMARY_HEADER)
+        tail = sizer.suffix(split)
+        summary_tokens = job.target - sizer.tokens(head_chars + tail, 1 + len(turns) - split)
+        # The summary's own JSON framing (a text content, the header) and escaping.
+        summary_chars = math.floor(job.chars_for(summary_tokens) * 0.9) - len(SUMMARY_HEADER) - 32
         if summary_chars < 1:
             return turns
         summary = await _summarize(job, earlier, _transcript(turns[1:split]), summary_chars)
@@ -270,6 +279,8 @@ class DropToolResults(msgspec.Struct, frozen=True, gc=False):
 
     async def compact(self, job: CompactionJob) -> Sequence[Turn]:
         turns = list(job.turns)
+        sizer = _Sizer(job, turns)
+        total = sizer.suffix(0)
         last = len(turns) - self.keep_recent
         for i in range(1, max(1, last)):
             turn = turns[i]
@@ -284,7 +295,8 @@ class DropToolResults(msgspec.Struct, frozen=True, gc=False):
                     for c in turn.contents
                 ),
             )
-            if job.estimate(turns) <= job.target:
+            total += sizer.chars(turns[i]) - sizer.sizes[i]
+            if sizer.tokens(total, len(turns)) <= job.target:
                 break
         return turns
 
@@ -562,13 +574,51 @@ def _split_summary(first: Turn) -> tuple[tuple[Any, ...], str | None]:
     return tuple(task), earlier
 
 
-def _split_point(job: CompactionJob, turns: tuple[Turn, ...], keep: int) -> int:
-    """Where the kept recent turns start: the earliest assistant turn after which the
-    rest fits in ``keep`` tokens (``len(turns)`` when none does: summarise all)."""
-    for s in range(1, len(turns)):
-        if turns[s].role == "assistant" and job.estimate(turns[s:]) <= keep:
-            return s
-    return len(turns)
+class _Sizer:
+    """Request sizes of a job's turns without encoding the whole request per question.
+
+    The JSON of a request with turns ``t1..tn`` is the JSON of the request without
+    turns plus each turn's JSON plus ``n - 1`` commas, so sizes of any selection of
+    turns are sums (exactly the characters :func:`estimate_tokens` counts).
+    """
+
+    __slots__ = ("base", "job", "sizes", "suffixes", "turns")
+
+    def __init__(self, job: CompactionJob, turns: Sequence[Turn]) -> None:
+        self.job = job
+        self.turns = turns
+        empty = ModelRequest(job.system_prompt, (), job.tools, job.params)
+        self.base = len(_encoder.encode(empty))
+        self.sizes = [self.chars(t) for t in turns]
+        self.suffixes = [0] * (len(turns) + 1)
+        for i in range(len(turns) - 1, -1, -1):
+            self.suffixes[i] = self.suffixes[i + 1] + self.sizes[i]
+
+    @staticmethod
+    def chars(turn: Turn) -> int:
+        return len(_encoder.encode(turn))
+
+    def suffix(self, start: int) -> int:
+        """The characters of the turns from ``start`` on (without separators)."""
+        return self.suffixes[start]
+
+    def tokens(self, chars: int, count: int) -> int:
+        """The calibrated tokens of a request holding ``count`` turns of ``chars``."""
+        total = self.base + chars + max(0, count - 1)
+        return self.job._compactor.meter.scaled(math.ceil(total / 4))
+
+    def split_point(self, head_chars: int, keep: int) -> int:
+        """Where the kept recent turns start: the earliest assistant turn from which the
+        rest adds at most ``keep`` tokens to the head (``len(turns)``: summarise all)."""
+        turns = self.turns
+        alone = self.tokens(head_chars, 1)
+        for s in range(1, len(turns)):
+            if turns[s].role != "assistant":
+                continue
+            grown = self.tokens(head_chars + self.suffixes[s], 1 + len(turns) - s) - alone
+            if grown <= keep:
+                return s
+        return len(turns)
 
 
 def _transcript(turns: Sequence[Turn]) -> str:
@@ -598,8 +648,13 @@ async def _summarize(job: CompactionJob, earlier: str | None, transcript: str, c
         if room < _MIN_CHUNK_CHARS:
             _halt(job, "the context window is too small for a compaction request")
         piece = transcript[position : position + room]
+        request = _summary_request(job, summary, piece, words)
+        # JSON escaping makes some text longer than its characters: shrink to fit.
+        while job.request_tokens(request) > job.threshold and len(piece) > _MIN_CHUNK_CHARS:
+            piece = piece[: max(_MIN_CHUNK_CHARS, math.floor(len(piece) * 0.8))]
+            request = _summary_request(job, summary, piece, words)
         position += len(piece)
-        reply = await job.ask(_summary_request(job, summary, piece, words))
+        reply = await job.ask(request)
         summary = reply.text.strip() or summary
     return summary
 

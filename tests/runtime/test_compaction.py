@@ -11,6 +11,7 @@ runtime uses, and none is over the window.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -536,3 +537,33 @@ def test_no_request_over_the_window_is_ever_sent(
     assert result.stop_reason in (StopReason.COMPLETE, StopReason.CONTEXT_WINDOW)
     for _, request in provider.request_log:
         assert estimate_tokens(request) <= window
+
+
+async def test_a_transcript_bigger_than_one_request_is_summarised_in_pieces() -> None:
+    window = 2000
+    pieces = itertools.count(1)
+    calls = iter([tool_call("lookup", {"item": 1}), reply("read it all")])
+
+    def respond(request: ModelRequest) -> AssistantTurn | str:
+        if is_compaction(request):
+            return f"summary of piece {next(pieces)}"
+        return next(calls)
+
+    provider = ScriptedProvider({"solo": respond}, context_window=window)
+    # One result of ~5000 tokens: over the window on its own, so it is summarised away.
+    agent = Agent(Chat(provider), tools=[lookup_tool(20_000)], name="solo")
+    events: list[Event] = []
+    result = await agent.run("read the big item", on_event=collect(events))
+    assert result.stop_reason == StopReason.COMPLETE
+    assert result.response == "read it all"
+    (end,) = [e for e in events if isinstance(e, CompactionEnd)]
+    summaries = [r for r in provider.requests_for("solo") if is_compaction(r)]
+    assert end.requests == len(summaries) >= 2
+    threshold = math.floor(window * 0.8)
+    for i, request in enumerate(summaries):
+        assert estimate_tokens(request) <= threshold
+        if i:  # every piece after the first carries the summary so far
+            assert f"Earlier summary:\nsummary of piece {i}" in request.turns[0].text
+    final = provider.requests_for("solo")[-1]
+    assert final.turns[0].text.endswith(f"summary of piece {len(summaries)}")
+    assert len(final.turns) == 1  # everything after the task was summarised
