@@ -187,7 +187,7 @@ class CompactionStrategy(Protocol):
 
     @property
     def name(self) -> str:
-        """The strategy's name, as events and hook inputs show it."""
+        """The strategy's name, as the compaction events show it."""
         ...
 
     async def compact(self, job: CompactionJob) -> Sequence[Turn]:
