@@ -108,3 +108,21 @@ def test_calibration_only_raises_the_estimate() -> None:
     assert meter.estimate(big) == math.ceil(3 * plain)
     meter.reported(0)  # no count reported: nothing changes
     assert meter.ratio == 3.0
+
+
+def test_the_http_providers_use_the_table_unless_given_a_window() -> None:
+    from deputy_runtime.chat import AnthropicProvider, OllamaProvider, OpenAIProvider
+
+    # Built with a key and no client: construction sends nothing.
+    openai = OpenAIProvider("gpt-4o", api_key="k")
+    assert context_window(openai) == 128_000
+    assert context_window(openai.with_model("gpt-4.1")) == 1_047_576
+    assert context_window(AnthropicProvider("claude-opus-4-1", api_key="k")) == 200_000
+    assert context_window(OllamaProvider("llama3.1")) is None
+    wide = AnthropicProvider("claude-sonnet-4-5", api_key="k", context_window=1_000_000)
+    assert context_window(wide) == 1_000_000
+    # Set for one model, not for another: a with_model copy goes back to the table.
+    assert context_window(wide.with_model("claude-haiku-4-5")) == 200_000
+    assert context_window(OllamaProvider("llama3.1", context_window=8192)) == 8192
+    with pytest.raises(ValueError, match=r"OpenAIProvider.context_window must be between 1"):
+        OpenAIProvider("gpt-4o", api_key="k", context_window=-5)
