@@ -35,6 +35,7 @@ from deputy_runtime import (
     Hooks,
     LeadAgent,
     ModelRequestEvent,
+    RateLimitError,
     StopReason,
     UsageLimits,
 )
@@ -567,3 +568,31 @@ async def test_a_transcript_bigger_than_one_request_is_summarised_in_pieces() ->
     final = provider.requests_for("solo")[-1]
     assert final.turns[0].text.endswith(f"summary of piece {len(summaries)}")
     assert len(final.turns) == 1  # everything after the task was summarised
+
+
+async def test_a_failed_compaction_request_ends_the_run_provider_error() -> None:
+    calls = worker(100)
+
+    def respond(request: ModelRequest) -> AssistantTurn | str:
+        if is_compaction(request):
+            raise RateLimitError("slow down", provider="scripted", status=429)
+        result: AssistantTurn | str = calls(request)
+        return result
+
+    provider = ScriptedProvider({"solo": respond}, context_window=1500)
+    agent = Agent(
+        Chat(provider),
+        tools=[lookup_tool(300)],
+        name="solo",
+        usage_limits=UsageLimits(max_requests=200),
+    )
+    events: list[Event] = []
+    result = await agent.run("go", on_event=collect(events))
+    assert result.stop_reason == StopReason.PROVIDER_ERROR
+    assert result.error == "compaction request failed: slow down"
+    (end,) = [e for e in events if isinstance(e, CompactionEnd)]
+    assert end.error == "ProviderFailure: compaction request failed: slow down"
+    # The failed request was sent, so it counts; the conversation is left as it was.
+    sent = provider.requests_for("solo")
+    assert result.usage.requests == len(sent)
+    assert len(result.turns) == end.turns_before
