@@ -82,6 +82,7 @@ __all__ = [
     "build_lead",
     "check_agents",
     "check_backend",
+    "check_model_name",
     "check_target",
     "fanout_note",
     "lead_alias",
@@ -204,7 +205,15 @@ def fanout_note(lead_chat: Chat, agents: Sequence[str]) -> str | None:
     )
 
 
-def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) -> Chat:
+def check_model_name(spec: str, *, explicit: bool = True) -> str:
+    """The provider name of ``spec``, refused when no provider has it (with a suggestion).
+
+    Also what a durable run checks before it starts: its workers build the provider, but
+    a model nobody can resolve is a mistake of the command line, found here.
+
+    Raises:
+        UsageError: No provider is registered under that name.
+    """
     label = f"--model {spec!r}" if explicit else f"the default model {spec!r}"
     provider = spec.partition("/")[0].strip().lower()
     if not is_provider_name(provider):
@@ -217,6 +226,18 @@ def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) ->
                 f"{', '.join(provider_names())})"
             )
         raise UsageError(f"{label}: no provider named {spec.partition('/')[0]!r}{hint}")
+    return provider
+
+
+def make_chat(spec: str, *, explicit: bool = True, fanout: int | None = None) -> Chat:
+    """The lead's chat on ``spec``, refused by name when it cannot work.
+
+    Raises:
+        UsageError: No provider has that name, ``fanout`` is given for another model than
+            the offline one, the provider refuses its options, or its API key is missing.
+    """
+    label = f"--model {spec!r}" if explicit else f"the default model {spec!r}"
+    provider = check_model_name(spec, explicit=explicit)
     kwargs: dict[str, Any] = {}
     if fanout is not None:
         if provider != OFFLINE_MODEL:

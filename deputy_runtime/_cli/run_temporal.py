@@ -44,7 +44,7 @@ from .._extras import install_hint
 from ..errors import DeputyError
 from ..runtime import Permissions, StopReason, UsageLimits
 from .hostsetup import HostSetup, ModelChoice
-from .leadsetup import LEAD_PROMPT, LEAD_TOOLS, UsageError
+from .leadsetup import LEAD_PROMPT, LEAD_TOOLS, UsageError, check_model_name
 from .otlp import start_otlp
 from .questions import QuestionDesk
 from .runshow import Exit, View, exit_status, open_view, print_summary
@@ -127,6 +127,9 @@ def lead_request(args: argparse.Namespace, task: str, setup: HostSetup, choice: 
         from ..temporal import lead_input
     except ImportError as exc:
         raise UsageError(f"{exc} ({install_hint('temporal')})") from exc
+    # The workers build the provider (and need its API key); a model no provider has is
+    # refused here, as the in-process run refuses it.
+    check_model_name(choice.spec, explicit=choice.explicit)
     try:
         request = lead_input(
             task,

@@ -11,7 +11,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("deputy_runtime.mcp needs the MCP SDK: " + install_hint("mcp")) from exc
 
-from ._config import McpConfig, McpHttp, McpLimits, McpStdio
+from ._config import McpConfig, McpHttp, McpLimits, McpOAuth, McpStdio
 from ._events import (
     McpEvent,
     McpEventSink,
@@ -43,6 +43,7 @@ __all__ = [
     "McpLimits",
     "McpLogLevel",
     "McpLogMessage",
+    "McpOAuth",
     "McpProgress",
     "McpPrompt",
     "McpPromptArgument",

@@ -22,6 +22,7 @@ __all__ = [
     "McpConfig",
     "McpHttp",
     "McpLimits",
+    "McpOAuth",
     "McpStdio",
     "check_server_name",
 ]
@@ -118,14 +119,82 @@ class McpStdio(msgspec.Struct, frozen=True, kw_only=True):
         }
 
 
+class McpOAuth(msgspec.Struct, frozen=True, kw_only=True):
+    """OAuth client credentials for a server that needs a token (the protocol's flow).
+
+    On the first request the server answers 401; the client then discovers the server's
+    authorization server (the protected-resource metadata, then the authorization
+    server's metadata), asks its token endpoint for a token with the ``client_credentials``
+    grant, and sends it as a bearer token from then on (a new one when it expires). Tokens
+    are kept in memory for the session only.
+
+    Attributes:
+        client_id: The client's id at the authorization server.
+        client_secret: Its secret (never shown: ``repr`` and ``describe`` leave it out).
+        issuer: The authorization server's issuer identifier; a server pointing anywhere
+            else is refused, so credentials only go where they belong.
+        scope: Space-separated scopes to ask for (``None``: the server's default).
+        token_endpoint_auth_method: ``"client_secret_basic"`` (default) or
+            ``"client_secret_post"``.
+    """
+
+    client_id: str
+    client_secret: str
+    issuer: str
+    scope: str | None = None
+    token_endpoint_auth_method: str = "client_secret_basic"
+
+    def __post_init__(self) -> None:
+        _check_text(self.client_id, "McpOAuth.client_id")
+        _check_text(self.client_secret, "McpOAuth.client_secret")
+        _check_text(self.issuer, "McpOAuth.issuer")
+        parts = urlsplit(self.issuer)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise McpConfigError(
+                f"McpOAuth.issuer {self.issuer!r} is invalid: expected an http:// or "
+                "https:// URL with a host"
+            )
+        if self.scope is not None:
+            _check_text(self.scope, "McpOAuth.scope")
+        if self.token_endpoint_auth_method not in _TOKEN_AUTH_METHODS:
+            raise McpConfigError(
+                "McpOAuth.token_endpoint_auth_method must be one of "
+                f"{', '.join(sorted(_TOKEN_AUTH_METHODS))}, got "
+                f"{self.token_endpoint_auth_method!r}"
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"McpOAuth(client_id={self.client_id!r}, client_secret='***', issuer={self.issuer!r})"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data for manifests and logs: everything but the secret.
+
+        Returns:
+            ``client_id``, ``issuer``, ``scope`` and ``token_endpoint_auth_method``.
+        """
+        return {
+            "client_id": self.client_id,
+            "issuer": self.issuer,
+            "scope": self.scope,
+            "token_endpoint_auth_method": self.token_endpoint_auth_method,
+        }
+
+
+_TOKEN_AUTH_METHODS = frozenset({"client_secret_basic", "client_secret_post"})
+
+
 class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
     """A running server reached over streamable HTTP at ``url`` (``http`` or ``https``).
 
-    ``headers`` go with every request (typically ``Authorization``).
+    ``headers`` go with every request (typically ``Authorization: Bearer ...``);
+    ``oauth`` gets tokens by the protocol's OAuth flow instead (:class:`McpOAuth`).
     """
 
     url: str
     headers: dict[str, str] = msgspec.field(default_factory=dict)
+    oauth: McpOAuth | None = None
 
     def __post_init__(self) -> None:
         _check_text(self.url, "McpHttp.url")
@@ -143,6 +212,15 @@ class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
             _check_text(value, f"McpHttp.headers[{key!r}]", empty=True)
             if "\r" in value or "\n" in value:
                 raise McpConfigError(f"McpHttp.headers[{key!r}] must not contain a line break")
+        if self.oauth is not None:
+            if not isinstance(self.oauth, McpOAuth):
+                raise McpConfigError(
+                    f"McpHttp.oauth must be an McpOAuth, got {type(self.oauth).__name__}"
+                )
+            if any(key.lower() == "authorization" for key in self.headers):
+                raise McpConfigError(
+                    "McpHttp: an Authorization header and oauth contradict each other; keep one"
+                )
 
     @property
     def transport(self) -> str:
@@ -151,7 +229,11 @@ class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
 
     def __repr__(self) -> str:
         # Header values carry credentials (Authorization): only their names are shown.
-        return f"McpHttp(url={_url_without_secrets(self.url)!r}, headers={_redacted(self.headers)})"
+        oauth = "" if self.oauth is None else f", oauth={self.oauth!r}"
+        return (
+            f"McpHttp(url={_url_without_secrets(self.url)!r}, "
+            f"headers={_redacted(self.headers)}{oauth})"
+        )
 
     def describe(self) -> dict[str, Any]:
         """Plain, JSON-encodable data for manifests and logs (header values left out).
@@ -160,11 +242,14 @@ class McpHttp(msgspec.Struct, frozen=True, kw_only=True):
             ``transport``, ``url`` without credentials or query, and ``headers`` as the
             sorted list of the header names only.
         """
-        return {
+        described: dict[str, Any] = {
             "transport": "http",
             "url": _url_without_secrets(self.url),
             "headers": sorted(self.headers),
         }
+        if self.oauth is not None:
+            described["oauth"] = self.oauth.describe()
+        return described
 
 
 McpConfig: TypeAlias = McpStdio | McpHttp

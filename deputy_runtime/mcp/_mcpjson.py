@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from ..errors import McpConfigError
-from ._config import McpConfig, McpHttp, McpStdio, check_server_name
+from ._config import McpConfig, McpHttp, McpOAuth, McpStdio, check_server_name
 
 __all__ = ["PLUGIN_ROOT_VARIABLE", "expand_env", "load_mcp_config", "parse_mcp_config"]
 
@@ -34,7 +34,9 @@ PLUGIN_ROOT_VARIABLE = "CLAUDE_PLUGIN_ROOT"
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _STDIO_KEYS = frozenset({"type", "command", "args", "env", "cwd"})
-_HTTP_KEYS = frozenset({"type", "url", "headers"})
+_HTTP_KEYS = frozenset({"type", "url", "headers", "oauth"})
+#: ``oauth`` of an HTTP server: client credentials (the .mcp.json spelling, camelCase).
+_OAUTH_KEYS = frozenset({"clientId", "clientSecret", "issuer", "scope", "tokenEndpointAuthMethod"})
 _HTTP_TYPES = frozenset({"http", "streamable-http"})
 
 
@@ -222,4 +224,24 @@ def _http(entry: dict[str, Any], where: str, env: Mapping[str, str]) -> McpHttp:
     return McpHttp(
         url=_string(entry["url"], f"{where}: url", env),
         headers=_string_map(entry.get("headers", {}), f"{where}: headers", env),
+        oauth=_oauth(entry["oauth"], f"{where}: oauth", env) if "oauth" in entry else None,
+    )
+
+
+def _oauth(entry: Any, where: str, env: Mapping[str, str]) -> McpOAuth:
+    if not isinstance(entry, dict):
+        raise McpConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+    _refuse_unknown(entry, _OAUTH_KEYS, where)
+    for key in ("clientId", "clientSecret", "issuer"):
+        if key not in entry:
+            raise McpConfigError(f"{where}: needs {key!r}")
+    scope = entry.get("scope")
+    method = entry.get("tokenEndpointAuthMethod", "client_secret_basic")
+    return McpOAuth(
+        client_id=_string(entry["clientId"], f"{where}: clientId", env),
+        # A secret is written as ${VARIABLE} and expanded here, never stored in the file.
+        client_secret=_string(entry["clientSecret"], f"{where}: clientSecret", env),
+        issuer=_string(entry["issuer"], f"{where}: issuer", env),
+        scope=None if scope is None else _string(scope, f"{where}: scope", env),
+        token_endpoint_auth_method=_string(method, f"{where}: tokenEndpointAuthMethod", env),
     )

@@ -65,6 +65,7 @@ from ._events import (
     emit_safely,
 )
 from ._names import mcp_tool_names
+from ._oauth import oauth_auth
 from ._output import OutputSchema
 from ._prompts import McpPrompt, check_arguments, prompt_value, render
 from ._reading import MAX_PAGES, READ_RESOURCE, contents_text, listing_value, resource_tools
@@ -311,8 +312,11 @@ class McpSession:
                 yield streams
             return
         assert isinstance(config, McpHttp)
+        auth = None if config.oauth is None else oauth_auth(config.url, config.oauth)
         async with (
-            httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT) as http,
+            httpx2.AsyncClient(
+                headers=dict(config.headers), timeout=_HTTP_TIMEOUT, auth=auth
+            ) as http,
             streamable_http_client(
                 config.url, http_client=http, max_sse_event_size=self.limits.max_message_bytes
             ) as streams,

@@ -150,6 +150,7 @@ from ._parallel import batch_reason as batch_reason
 from ._parallel import check_batch as check_batch
 from ._parallel import fanout_blocker as fanout_blocker
 from ._parallel import reserve_share as reserve_share
+from ._parallel import responder_requests as responder_requests
 from ._records import Brief as Brief
 from ._records import first_message as first_message
 from ._records import record_outcome as record_outcome
@@ -188,6 +189,13 @@ from ._texts import invalid_arguments_text as invalid_arguments_text
 from ._texts import permission_denied_text as permission_denied_text
 from ._texts import run_limit_text as run_limit_text
 from ._texts import unknown_agent_text as unknown_agent_text
+
+# isort: split
+# The output contract of structured results, judged the same way by both engines; not
+# public API.
+from ._output import OutputContract as OutputContract
+from ._output import judge as judge
+from ._output import with_output_section as with_output_section
 
 # isort: split
 # Building blocks of the durable time limits and ``on_exceed="error"``: the same errors and

@@ -78,7 +78,7 @@ from ._events import (
 from ._gate import gate
 from ._hooks import HookEvent, HookInput, Hooks
 from ._ledger import BudgetLedger
-from ._output import OutputContract, OutputMismatch, output_section, retry_text
+from ._output import OutputContract, judge, output_section
 from ._ownspend import LeadSpend, RunSpend
 from ._permissions import DELEGATE_TOOL_NAME, Permissions, normalize_tool_name
 from ._result import AgentResult, ProviderFailure, ToolRejection, raise_for_limit
@@ -633,35 +633,22 @@ class Agent:
 
         A mismatch with retries left appends the user turn saying what was wrong, so the
         loop's next request is the retry; with none left the run stops ``invalid_output``
-        and the last mismatch is the run's error.
+        and the last mismatch is the run's error (the rule: :func:`judge`).
         """
         contract = self._output
         assert contract is not None
-        try:
-            ctx.output = contract.decode(reply.text)
-        except OutputMismatch as exc:
-            problem = str(exc)
-        else:
+        verdict = judge(contract, reply.text, ctx.output_attempts)
+        if verdict.accepted:
+            ctx.output = verdict.value
             return True
-        attempts = contract.retries + 1
         ctx.output_attempts += 1
-        if ctx.output_attempts >= attempts:
-            ctx.output_error = (
-                f"The final answer did not match the output schema after {attempts} "
-                f"attempt{'s' if attempts > 1 else ''}: {problem}"
-            )
+        if verdict.retry is None:
+            ctx.output_error = verdict.error
             ctx.stop_reason = StopReason.INVALID_OUTPUT
             return False
-        if ctx.emit is not None:
-            ctx.emit(
-                WarningEvent(
-                    **ctx.event_ids(),
-                    message=f"final answer rejected ({ctx.output_attempts} of {attempts}): "
-                    f"{problem}",
-                )
-            )
-        text = retry_text(problem, ctx.output_attempts, attempts)
-        ctx.turns.append(Turn("user", (ContentText(text),)))
+        if ctx.emit is not None and verdict.warning is not None:
+            ctx.emit(WarningEvent(**ctx.event_ids(), message=verdict.warning))
+        ctx.turns.append(Turn("user", (ContentText(verdict.retry),)))
         return False
 
     async def _request(self, ctx: RunContext) -> AssistantTurn:

@@ -22,13 +22,23 @@ from .._outputschema import (
     schema_errors,
 )
 
-__all__ = ["OutputContract", "OutputMismatch", "output_section", "retry_text"]
+__all__ = [
+    "Judgement",
+    "OutputContract",
+    "OutputMismatch",
+    "judge",
+    "output_section",
+    "retry_text",
+    "with_output_section",
+]
 
 #: Marks the output section of a system prompt, so tests and readers can find it.
 OUTPUT_SECTION_START: Final = "<!-- deputy-output-schema:v1:start -->"
 OUTPUT_SECTION_END: Final = "<!-- deputy-output-schema:v1:end -->"
 _FENCE = "```"
-_encode = msgspec.json.Encoder().encode
+#: The schema is shown with its keys sorted: the same text whoever wrote it in which
+#: order and however it travelled (a durable run's input sorts mapping keys).
+_encode = msgspec.json.Encoder(order="sorted").encode
 
 
 class OutputMismatch(Exception):
@@ -130,3 +140,58 @@ def retry_text(problem: str, attempt: int, attempts: int) -> str:
         f"Reply again with only the corrected JSON value matching the output schema "
         f"(attempt {attempt + 1} of {attempts})."
     )
+
+
+class Judgement(msgspec.Struct, frozen=True, kw_only=True):
+    """What the loop does with a final answer, decided by :func:`judge`.
+
+    Attributes:
+        accepted: The answer matched; ``value`` is its decoded value.
+        value: The decoded value (when accepted).
+        warning: The warning event's message for a rejected answer with retries left.
+        retry: The user turn asking for the corrected answer (retries left).
+        error: The run's error once the retries are spent (the run stops
+            ``invalid_output``).
+    """
+
+    accepted: bool
+    value: Any = None
+    warning: str | None = None
+    retry: str | None = None
+    error: str | None = None
+
+
+def judge(contract: OutputContract, text: str, rejected: int) -> Judgement:
+    """Decide about a final answer ``text`` after ``rejected`` earlier rejections.
+
+    Both engines call this, so the rule and every text the model reads are the same.
+    """
+    try:
+        value = contract.decode(text)
+    except OutputMismatch as exc:
+        problem = str(exc)
+    else:
+        return Judgement(accepted=True, value=value)
+    attempts = contract.retries + 1
+    rejected += 1
+    if rejected >= attempts:
+        return Judgement(
+            accepted=False,
+            error=(
+                f"The final answer did not match the output schema after {attempts} "
+                f"attempt{'s' if attempts > 1 else ''}: {problem}"
+            ),
+        )
+    return Judgement(
+        accepted=False,
+        warning=f"final answer rejected ({rejected} of {attempts}): {problem}",
+        retry=retry_text(problem, rejected, attempts),
+    )
+
+
+def with_output_section(prompt: str | None, contract: OutputContract | None) -> str | None:
+    """``prompt`` followed by the output section (when there is a contract)."""
+    if contract is None:
+        return prompt
+    section = output_section(contract)
+    return f"{prompt}\n\n{section}" if prompt else section

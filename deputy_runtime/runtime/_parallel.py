@@ -39,6 +39,7 @@ __all__ = [
     "fanout_blocker",
     "parallel_delegate",
     "reserve_share",
+    "responder_requests",
 ]
 
 
@@ -240,7 +241,9 @@ async def _dispatch(
                         definition.max_requests,
                         parts,
                         tighter(per_delegation, left),
-                        requests=_requests(definition),
+                        requests=responder_requests(
+                            definition.output_schema is not None, definition.output_retries
+                        ),
                     )
                     tg.start_soon(respond, d)
         if scope.cancelled_caught and not stop:
@@ -281,11 +284,11 @@ def fanout_blocker(meter: Meter, reached: StopReason | None) -> StopReason | Non
     return None
 
 
-def _requests(definition: AgentDefinition) -> int:
-    """The requests a responder may make: one, plus its output retries."""
-    if definition.output_schema is None:
+def responder_requests(structured: bool, retries: int | None) -> int:
+    """The requests a responder is reserved: one, plus its output retries when its
+    definition has an output schema (``retries`` ``None``: the default)."""
+    if not structured:
         return 1
-    retries = definition.output_retries
     return 1 + (DEFAULT_OUTPUT_RETRIES if retries is None else retries)
 
 

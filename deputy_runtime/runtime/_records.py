@@ -397,15 +397,27 @@ def build_outcome(d: Delegation) -> dict[str, Any]:
     sent twice.
     """
     outcome = _outcome(d, d.result)
-    if d.structured():
-        del outcome["answer"], outcome["answer_truncated"]
-        outcome["output"] = msgspec.to_builtins(d.output())
+    return _with_output(outcome, d.output()) if d.structured() else outcome
+
+
+def record_outcome(
+    record: SubagentRecord, result: AgentResult | None, *, structured: bool = False
+) -> dict[str, Any]:
+    """:func:`build_outcome` of a settled delegation, from its record and its result.
+
+    ``structured``: its definition has an output schema (a completed one's outcome then
+    carries ``output`` instead of the answer text, as :func:`build_outcome` says).
+    """
+    outcome = _outcome(record, result)
+    if structured and record.status == DelegationStatus.COMPLETED and result is not None:
+        return _with_output(outcome, record.output)
     return outcome
 
 
-def record_outcome(record: SubagentRecord, result: AgentResult | None) -> dict[str, Any]:
-    """:func:`build_outcome` of a settled delegation, from its record and its result."""
-    return _outcome(record, result)
+def _with_output(outcome: dict[str, Any], output: Any) -> dict[str, Any]:
+    del outcome["answer"], outcome["answer_truncated"]
+    outcome["output"] = msgspec.to_builtins(output)
+    return outcome
 
 
 def _outcome(d: Delegation | SubagentRecord, result: AgentResult | None) -> dict[str, Any]:

@@ -113,6 +113,7 @@ def checkpoint_of(
         hook_errors=tuple(loop.hook_errors),
         deadline=loop.deadline.at,
         cost_warned=loop.cost_warned,
+        output_rejected=loop.output_rejected,
     )
 
 
@@ -137,6 +138,7 @@ def resume(checkpoint: LoopCheckpoint, loop: AgentLoop, events: list[Event]) -> 
     loop.hook_errors.extend(checkpoint.hook_errors)
     loop.deadline.at = checkpoint.deadline
     loop.cost_warned = checkpoint.cost_warned
+    loop.output_rejected = checkpoint.output_rejected
     return list(checkpoint.turns)
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from .._outputschema import SchemaProblem, json_schema_of, output_schema_value
 from ..chat import ModelSource, parse_model_spec, resolve_model
 from ..definitions import AgentDefinition
-from ..errors import DefinitionError, DelegationBindingError
+from ..errors import DefinitionError, DelegationBindingError, ToolDefinitionError
 from ..runtime import DelegationPolicy, HookEvent, Permissions, UsageLimits, normalize_tool_name
+from ..tools import inline_refs
 from ._agent_extras import skill_names
 from ._hooks import hook_event_names, observer_names
 from ._limits import delegation_limits
@@ -37,10 +40,14 @@ def agent_spec(
 
     Raises:
         SkillError: A skill given as a path cannot be loaded (its name is read from it).
-        DelegationBindingError: The definition has hooks of its own, an output
-            schema or a ``compact_at`` (none of them is run durably yet).
+        DelegationBindingError: The definition has hooks of its own or a ``compact_at``
+            (neither is run durably yet).
 
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
+    An output schema travels as its JSON Schema (a ``msgspec.Struct`` or dataclass type
+    as msgspec's schema of it), so a durable record's ``output`` is the decoded JSON
+    value, not an instance of the type (``msgspec.convert(record.output, Type)`` makes
+    one).
     Skills travel by name (``Skill.name``) and MCP tools as written (``mcp_tools``,
     ``mcp_servers``); the worker resolves them when the delegation starts.
     """
@@ -51,13 +58,6 @@ def agent_spec(
             f"Agent {definition.name!r} has hooks of its own, which durable runs do not run "
             "yet: give the workers the hooks (a plugin folder's hooks/hooks.json, or a "
             "--plugin's hooks), or drop them with definition.replace(hooks=None)"
-        )
-    if definition.output_schema is not None:
-        raise DelegationBindingError(
-            f"Agent {definition.name!r} has an output_schema: output schemas are not "
-            "supported durably yet (structured results are checked in-process only); run "
-            "it with a LeadAgent, or drop it with definition.replace(output_schema=None, "
-            "output_retries=None)"
         )
     if definition.compact_at is not None:
         raise DelegationBindingError(
@@ -96,7 +96,38 @@ def agent_spec(
         skills=skill_names(definition.skills),
         mcp_tools=tuple(definition.mcp_tools or ()),
         mcp_servers=tuple(definition.mcp_servers or ()),
+        output_schema=_durable_schema(definition),
+        output_retries=definition.output_retries,
     )
+
+
+def _durable_schema(definition: AgentDefinition) -> dict[str, Any] | None:
+    """The definition's output schema as a JSON Schema the workflow checks answers with.
+
+    A mapping was checked when the definition was made. A type's schema is msgspec's,
+    with its ``$ref``s inlined; it must then be within the supported subset, or the
+    workflow could not enforce it.
+
+    Raises:
+        DelegationBindingError: The type's schema cannot be checked durably.
+    """
+    schema = definition.output_schema
+    if schema is None:
+        return None
+    plain = json_schema_of(schema)
+    if not isinstance(schema, type):
+        return plain
+    where = f"Agent {definition.name!r}: output_schema {schema.__name__}"
+    try:
+        inlined = inline_refs(plain)
+        inlined.pop("$defs", None)
+        output_schema_value(inlined)
+    except (ToolDefinitionError, SchemaProblem) as exc:
+        raise DelegationBindingError(
+            f"{where} cannot be checked on Temporal: {exc}; durable runs check a JSON "
+            "Schema in the supported subset, so give that schema as a mapping instead"
+        ) from None
+    return inlined
 
 
 def _offered(definition: AgentDefinition) -> tuple[str, ...]:

@@ -45,9 +45,16 @@ class DelegationState:
     """
 
     def __init__(
-        self, *, ids: Ids, task: str, admitted_at: float, tool_call_id: str | None = None
+        self,
+        *,
+        ids: Ids,
+        task: str,
+        admitted_at: float,
+        tool_call_id: str | None = None,
+        structured: bool = False,
     ) -> None:
         self.ids = ids
+        self.structured = structured  # its definition has an output schema
         self.tool_call_id = tool_call_id
         self.task = task
         self.status = DelegationStatus.QUEUED
@@ -84,7 +91,15 @@ class DelegationState:
             error=self.error,
             hook_error="\n".join(self.hook_errors) or None,
             cleanup_error=self.cleanup_error,
+            output=self.output(),
         )
+
+    def output(self) -> Any:
+        """The decoded final answer, once a delegation with an output schema completed."""
+        result = self.result
+        if result is None or self.status != DelegationStatus.COMPLETED:
+            return None
+        return result.output
 
     def hook_fields(self) -> dict[str, Any]:
         """The delegation's fields of a SubagentStart or SubagentStop hook input."""
@@ -100,4 +115,5 @@ class DelegationState:
 
     def outcome(self) -> str:
         """The compact outcome the lead's model sees, as JSON text."""
-        return msgspec.json.encode(record_outcome(self.record(), self.result)).decode()
+        outcome = record_outcome(self.record(), self.result, structured=self.structured)
+        return msgspec.json.encode(outcome).decode()

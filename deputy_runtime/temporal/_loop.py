@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         Meter,
         ModelRequestEvent,
         ModelResponseEvent,
+        OutputContract,
         RunStart,
         StopEvent,
         StopReason,
@@ -60,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         UsageLimits,
         WarningEvent,
         cost_unknown_text,
+        judge,
         refill_field,
     )
     from ._activities import MODEL_ACTIVITY, NON_RETRYABLE_ERRORS, TOOL_ACTIVITY
@@ -191,6 +193,7 @@ class AgentLoop:
         ask: Ask | None = None,
         observers: tuple[str, ...] = (),
         top_up: TopUp | None = None,
+        output: OutputContract | None = None,
     ) -> None:
         if ask is not None:  # the workflow answers ask_user itself (see _human)
             tools, extra_tools = ask_tools(tools, extra_tools)
@@ -220,6 +223,9 @@ class AgentLoop:
         self.observers = observers  # a subagent's events forwarded beyond the usual ones
         self.top_up = top_up  # a fair-share delegation's way to its lead's budget
         self.cost_warned = False  # the cost-unknown warning is given once per run
+        self.output = output  # the final answer's contract (structured results)
+        self.output_rejected = 0  # final answers it rejected so far
+        self.output_value: object = None
 
     def interrupt(self, reason: str) -> None:
         """Stop at the next boundary (before a request, before a tool call)."""
@@ -250,6 +256,7 @@ class AgentLoop:
             if steps is None:  # cut off by the time limit
                 close_cut_turn(turns, self.deadline, self.events)
             stop_reason, error = steps or (StopReason.TIME_LIMIT, None)
+        output = self.output_value if stop_reason == StopReason.COMPLETE else None
         if turns and turns[-1].role == "assistant" and turns[-1].tool_requests:
             # The run stopped at a limit after this reply: none of its calls ran.
             turns.append(
@@ -272,6 +279,7 @@ class AgentLoop:
             error=error,
             # A subagent's tool hooks are its lead's: their errors go to its record.
             hook_errors=() if self.ids.delegation_id else tuple(self.hook_errors),
+            output=output,
             **ids,
         )
         if hooks is not None:
@@ -316,7 +324,19 @@ class AgentLoop:
                 )
             )
             if not calls:
-                return StopReason.COMPLETE, None
+                if self.output is None:
+                    return StopReason.COMPLETE, None
+                verdict = judge(self.output, reply.text, self.output_rejected)
+                if verdict.accepted:
+                    self.output_value = verdict.value
+                    return StopReason.COMPLETE, None
+                self.output_rejected += 1
+                if verdict.retry is None:
+                    return StopReason.INVALID_OUTPUT, verdict.error
+                if verdict.warning is not None:
+                    self.events.append(WarningEvent(**self.ids.fields(), message=verdict.warning))
+                turns.append(Turn("user", (ContentText(verdict.retry),)))
+                continue
             over = await self._limit(reaching=False)
             if over is not None:
                 return over, None

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         encode_event,
         fanout_blocker,
         reserve_share,
+        responder_requests,
     )
     from ._batch import ParallelInput, ParallelOutput, ResponderTask
     from ._ceiling import child_permissions
@@ -61,8 +62,8 @@ __all__ = ["ParallelDelegateWorkflow"]
 class _Responder(DelegationState):
     """One responder: a delegation with its batch task and its share of the budget."""
 
-    def __init__(self, ids: Ids, task: ResponderTask, admitted_at: float) -> None:
-        super().__init__(ids=ids, task=task.task, admitted_at=admitted_at)
+    def __init__(self, ids: Ids, task: ResponderTask, admitted_at: float, structured: bool) -> None:
+        super().__init__(ids=ids, task=task.task, admitted_at=admitted_at, structured=structured)
         self.responder = task
         self.reservation: Reservation | None = None
         self.settled = False
@@ -104,7 +105,12 @@ class ParallelDelegateWorkflow:
         meter = Meter(request.limits)
         admitted = _now()
         batch = [
-            _Responder(child_ids(self._ids, task.agent_name), task, admitted)
+            _Responder(
+                child_ids(self._ids, task.agent_name),
+                task,
+                admitted,
+                specs[task.agent_name].output_schema is not None,
+            )
             for task in request.responders
         ]
         slots = Slots(request.max_active)
@@ -128,7 +134,8 @@ class ParallelDelegateWorkflow:
             spec = specs[d.responder.agent_name]
             parts = min(request.max_active, len(batch) - i)
             seconds = child_seconds(request.delegation.max_seconds, deadline.left())
-            d.reserve(reserve_share(meter, spec.max_requests, parts, seconds))
+            requests = responder_requests(spec.output_schema is not None, spec.output_retries)
+            d.reserve(reserve_share(meter, spec.max_requests, parts, seconds, requests=requests))
             running.append(asyncio.create_task(self._respond(d, spec, request, meter, slots, stop)))
         gathered = asyncio.gather(*running)
         await deadline.run(outlive(gathered))

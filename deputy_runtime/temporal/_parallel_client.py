@@ -141,8 +141,10 @@ def parallel_result(output: ParallelOutput) -> ParallelResult:
         errors=tuple(r.error for r in records),
         statuses=tuple(r.status for r in records),
         outcomes=tuple(
-            record_outcome(r, result) for r, result in zip(records, output.results, strict=True)
+            record_outcome(r, result, structured=r.output is not None)
+            for r, result in zip(records, output.results, strict=True)
         ),
+        outputs=tuple(r.output for r in records),
         delegation_ids=tuple(r.delegation_id for r in records),
         run=output.run,
     )

@@ -80,6 +80,10 @@ class AgentSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     skills: tuple[str, ...] = ()
     mcp_tools: tuple[str, ...] = ()
     mcp_servers: tuple[str, ...] = ()
+    #: The JSON Schema the final answer must match (a Python type travels as its schema)
+    #: and how many mismatching answers are sent back (``None``: the default).
+    output_schema: dict[str, Any] | None = None
+    output_retries: int | None = None
 
 
 class LeadInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -264,3 +268,5 @@ class LoopCheckpoint(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     deadline: float | None = None
     #: The run has given its cost-unknown warning (once per run, not per chain link).
     cost_warned: bool = False
+    #: Final answers the output schema rejected so far (the retries are per run).
+    output_rejected: int = 0

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         DelegationStatus,
         Event,
         HookEvent,
+        OutputContract,
         Reservation,
         StopReason,
         SubagentRecord,
@@ -58,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         routing_section,
         run_limit_text,
         unknown_agent_text,
+        with_output_section,
     )
     from ._ceiling import child_permissions
     from ._gate_report import TOOL_STARTED_SIGNAL, GatePassed
@@ -207,11 +209,17 @@ class SubagentWorkflow:
         if request.fair_share:
             self._top_up = LeadTopUp(request.delegation_id)
 
+        contract = (
+            None
+            if spec.output_schema is None
+            else OutputContract(spec.output_schema, spec.output_retries)
+        )
+
         async def run_loop() -> AgentResult:
             loop = self._loop = AgentLoop(
                 ids=ids,
                 model=request.model,
-                system_prompt=spec.system_prompt,
+                system_prompt=with_output_section(spec.system_prompt, contract),
                 tools=spec.tools,
                 extra_tools=scope.tool_specs,
                 params=spec.params,
@@ -228,6 +236,7 @@ class SubagentWorkflow:
                 lead_hooks=observed_hooks(request.observers),
                 observers=request.observers,
                 top_up=self._top_up,
+                output=contract,
             )
             turns = resume(checkpoint, loop, self._events) if checkpoint is not None else None
             if self._lead_permissions is not None:  # signalled before the loop was built
@@ -597,6 +606,7 @@ class LeadWorkflow:
             tool_call_id=call.id,
             task=args.task,
             admitted_at=_now(),
+            structured=spec is not None and spec.output_schema is not None,
         )
         self._delegations.append(d)
         delegation_id = d.ids.delegation_id or ""

@@ -213,7 +213,8 @@ async def test_thousand_random_delegations_leave_nothing_behind(
     finished: list[tuple[LeadAgent, LeadStats]] = []
     admitted = 0
     rounds = 0
-    with anyio.fail_after(60):
+    # Only a hang guard: a thousand delegations take seconds, far longer on a loaded machine.
+    with anyio.fail_after(600):
         while admitted < TARGET_DELEGATIONS:
             rounds += 1
             batch: list[tuple[LeadAgent, LeadStats]] = []

@@ -5,8 +5,9 @@ No server needed."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import Annotated, Any, TypedDict, Unpack
 
+import msgspec
 import pytest
 
 from deputy_runtime import (
@@ -109,25 +110,38 @@ def test_skills_and_mcp_names_travel_by_name_and_duplicates_are_refused(tmp_path
 @pytest.mark.parametrize(
     "schema", [{"type": "object", "properties": {"ok": {"type": "boolean"}}}, None]
 )
-def test_an_output_schema_is_refused_on_the_durable_path(schema: dict[str, Any] | None) -> None:
+def test_an_output_schema_travels_as_its_json_schema(schema: dict[str, Any] | None) -> None:
     import msgspec
-
-    from deputy_runtime import DelegationBindingError
 
     class Verdict(msgspec.Struct):
         ok: bool
 
     structured = AgentDefinition(
-        "judge", "d", "p", output_schema=Verdict if schema is None else schema
+        "judge", "d", "p", output_schema=Verdict if schema is None else schema, output_retries=1
     )
-    expected = "has an output_schema: output schemas are not supported durably yet"
-    with pytest.raises(DelegationBindingError, match=expected):
+    spec = agent_spec(structured, "test/model")
+    # A type travels as msgspec's schema of it, its $refs inlined (checkable durably).
+    inlined = {"title": "Verdict", "type": "object", "properties": {"ok": {"type": "boolean"}},
+               "required": ["ok"]}  # fmt: skip
+    expected = inlined if schema is None else schema
+    assert (spec.output_schema, spec.output_retries) == (expected, 1)
+    [carried] = lead_input("x", [structured], model="test").sub_agents
+    # It crosses the durable boundary as plain data and comes back equal.
+    assert msgspec.json.decode(msgspec.json.encode(carried), type=type(carried)) == carried
+    plain = structured.replace(output_schema=None, output_retries=None)
+    assert agent_spec(plain, "test/model").output_schema is None
+
+
+def test_a_type_whose_schema_cannot_be_checked_durably_is_refused() -> None:
+    from deputy_runtime import DelegationBindingError
+
+    structured = AgentDefinition("stamper", "d", "p", output_schema=_Stamp)
+    with pytest.raises(DelegationBindingError, match=r"output_schema _Stamp cannot be checked"):
         agent_spec(structured, "test/model")
-    with pytest.raises(DelegationBindingError, match=expected):
-        lead_input("x", [structured], model="test")
-    # Dropping it, as the message says, lets the same agent cross.
-    plain = structured.replace(output_schema=None)
-    assert agent_spec(plain, "test/model").name == "judge"
+
+
+class _Stamp(msgspec.Struct):
+    at: Annotated[str, msgspec.Meta(pattern="^[0-9]+$")]  # "pattern": not in the subset
 
 
 def test_a_compaction_threshold_is_refused_on_the_durable_path() -> None:

@@ -27,7 +27,14 @@ from deputy_runtime import (
     chat,
     tools_file,
 )
-from deputy_runtime.chat import ModelRequest, TestProvider, register_provider, unregister_provider
+from deputy_runtime.chat import (
+    AssistantTurn,
+    ContentText,
+    ModelRequest,
+    TestProvider,
+    register_provider,
+    unregister_provider,
+)
 from deputy_runtime.errors import BadRequestError
 from deputy_runtime.runtime import DelegationEnd, DelegationStart, decode_event
 from deputy_runtime.temporal import (
@@ -304,3 +311,49 @@ async def test_a_trio_host_runs_a_batch_through_the_bridge(
     assert got.statuses == ("completed", "completed")
     assert got.run.stop_reason == "complete"
     assert got.run.usage.requests == 2
+
+
+class _Scorer(TestProvider):
+    """Answers each task as a score: prose first, then the JSON (one retry each)."""
+
+    __test__ = False
+
+    async def complete(self, request: ModelRequest) -> Any:
+        task = request.turns[0].text
+        retried = any(t.role == "user" for t in request.turns[1:])
+        text = f'{{"task_length": {len(task)}}}' if retried else "It is long."
+        return AssistantTurn((ContentText(text),), self.usage, finish_reason="stop")
+
+
+async def test_a_structured_batch_matches_the_in_process_fan_out(
+    client: Client, task_queue: str, running_worker: DeputyActivities
+) -> None:
+    name = f"scorer{uuid.uuid4().hex[:8]}"
+    register_provider(name, lambda model="m", **_: _Scorer(model=model), default_model="m")
+    try:
+        schema = {
+            "type": "object",
+            "properties": {"task_length": {"type": "integer"}},
+            "required": ["task_length"],
+        }
+        definitions = [
+            AgentDefinition(n, f"{n} scores.", f"You are {n}.", output_schema=schema)
+            for n in ("alpha", "beta", "gamma")
+        ]
+        # Each responder needs two requests (prose, then JSON): 1 + output_retries (3)
+        # are reserved for each, all five at once (a fair share of 15 is 3).
+        limits = UsageLimits(max_requests=15)
+        lead = LeadAgent(chat(f"{name}/m"), definitions)
+        expected = await lead.parallel_delegate(TASKS, max_active=5, usage_limits=limits)
+        got = await parallel_delegate(
+            client, TASKS, definitions, model=f"{name}/m", task_queue=task_queue,
+            workflow_id=f"batch-{uuid.uuid4().hex}", usage_limits=limits, max_active=5,
+        )  # fmt: skip
+    finally:
+        unregister_provider(name)
+    assert expected.statuses == ("completed",) * len(TASKS)
+    assert [r.usage.requests for r in expected.results if r is not None] == [2] * len(TASKS)
+    assert [r.limits.max_requests for r in got.results if r is not None] == [3] * len(TASKS)
+    _assert_same(got, expected)
+    assert got.outputs == expected.outputs
+    assert all(isinstance(o, dict) and o["task_length"] > 0 for o in got.outputs)

@@ -6,11 +6,12 @@ in-process lead's, and the in-process worker's (``DeputyActivities(hooks=...)``)
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from temporalio.client import Client
@@ -34,6 +35,7 @@ from deputy_runtime import (
 )
 from deputy_runtime.chat import (
     AssistantTurn,
+    ContentText,
     ContentToolRequest,
     ContentToolResult,
     ModelRequest,
@@ -47,6 +49,7 @@ from deputy_runtime.runtime import (
     WarningEvent,
     decode_event,
 )
+from deputy_runtime.runtime._output import OUTPUT_SECTION_START
 from deputy_runtime.temporal import (
     DeputyActivities,
     LeadOutput,
@@ -733,3 +736,115 @@ async def test_the_leads_own_calls_see_permission_request_and_notification_hooks
     ]
     decisions = sorted((e.tool_name, e.decision) for e in events if isinstance(e, PermissionEvent))
     assert decisions == [("edit_file", "deny"), ("write_file", "allow")]
+
+
+# -- structured results --------------------------------------------------------------------
+
+#: What the judge must answer: a verdict and a score from 0 to 10.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"enum": ["approve", "reject"]},
+        "score": {"type": "integer", "minimum": 0, "maximum": 10},
+    },
+    "required": ["verdict", "score"],
+    "additionalProperties": False,
+}
+#: The judge's answers, one per attempt: prose, out of range, then right.
+JUDGE_ANSWERS = ("Approve, score 7.", '{"verdict": "approve", "score": 11}',
+                 '{"verdict": "approve", "score": 7}')  # fmt: skip
+
+
+class JudgeProvider(TestProvider):
+    """A lead that delegates to ``judge`` and ``stubborn`` at once, then answers; ``judge``
+    answers wrongly twice and then rightly, ``stubborn`` never answers in JSON. The answer
+    depends only on the request (how many retry turns it holds), so a model activity
+    retried on another worker answers the same."""
+
+    #: The system prompts the subagents' requests carried, on both engines.
+    prompts: ClassVar[list[str]] = []
+
+    async def complete(self, request: ModelRequest) -> AssistantTurn:
+        names = {t.name for t in request.tools}
+        if "delegate_to_agent" in names:
+            if len(request.turns) == 1:
+                calls = tuple(
+                    ContentToolRequest(
+                        f"call_{agent}",
+                        "delegate_to_agent",
+                        {"agent_name": agent, "task": "Judge the change."},
+                    )
+                    for agent in ("judge", "stubborn")
+                )
+                return AssistantTurn(calls, self.usage, finish_reason="tool_use")
+            return AssistantTurn((ContentText("done"),), self.usage, finish_reason="stop")
+        retries = sum(1 for t in request.turns[1:] if t.role == "user")
+        prompt = request.system_prompt or ""
+        JudgeProvider.prompts.append(prompt)
+        text = "I refuse to write JSON." if "stubborn" in prompt else JUDGE_ANSWERS[retries]
+        return AssistantTurn((ContentText(text),), self.usage, finish_reason="stop")
+
+
+@pytest.fixture
+def judge_model() -> Iterator[str]:
+    """A fresh provider serving :class:`JudgeProvider`, removed afterwards."""
+    name = f"judge{uuid.uuid4().hex[:8]}"
+    register_provider(name, lambda model="m", **kw: JudgeProvider(model=model, **kw),
+                      default_model="m")  # fmt: skip
+    yield f"{name}/m"
+    unregister_provider(name)
+
+
+async def test_structured_results_match_on_both_engines(
+    client: Client, task_queue: str, workdir: Path, judge_model: str
+) -> None:
+    definitions = [
+        AgentDefinition("judge", "Judges.", "You judge.", output_schema=VERDICT_SCHEMA),
+        AgentDefinition(
+            "stubborn", "Never writes JSON.", "You are stubborn.",
+            output_schema=VERDICT_SCHEMA, output_retries=1,
+        ),
+    ]  # fmt: skip
+    limits = UsageLimits(max_requests=20)
+    JudgeProvider.prompts.clear()
+    local = await _in_process(workdir, definitions, limits, model=judge_model)
+    local_prompts = sorted(JudgeProvider.prompts)
+    JudgeProvider.prompts.clear()
+    async with _worker(client, task_queue, workdir):
+        durable, out, workflow_id = await _durable(
+            client, task_queue, definitions, limits, model=judge_model
+        )
+    # Every subagent request showed the schema, in the same words on both engines.
+    assert sorted(JudgeProvider.prompts) == local_prompts
+    assert len(local_prompts) == 5
+    assert all(OUTPUT_SECTION_START in p and '"score"' in p for p in local_prompts)
+    for got in (local, durable):
+        by_name = {r.agent_name: r for r in got.records}
+        judge, stubborn = by_name["judge"], by_name["stubborn"]
+        assert (judge.status, judge.stop_reason) == ("completed", "complete")
+        assert judge.output == {"verdict": "approve", "score": 7}
+        assert judge.usage.requests == 3  # two rejected answers, then the right one
+        assert (stubborn.status, stubborn.stop_reason) == ("failed", "invalid_output")
+        assert stubborn.output is None
+        assert stubborn.usage.requests == 2  # one retry
+        assert "did not match the output schema after 2 attempts" in (stubborn.error or "")
+    assert local.comparable() == durable.comparable()
+    assert [r.output for r in local.records] == [r.output for r in durable.records]
+
+    def outcomes(result: AgentResult) -> list[dict[str, Any]]:
+        # What the lead's model read about each delegation, ids left out (they differ).
+        # A failed delegation is an error result: "Subagent '...' failed." then the outcome.
+        values = [
+            c.value if c.error is None else (c.error or "").partition("\n")[2]
+            for t in result.turns
+            for c in t.contents
+            if isinstance(c, ContentToolResult)
+        ]
+        decoded = [json.loads(v) for v in values]
+        return [{k: v for k, v in d.items() if not k.endswith("_id")} for d in decoded]
+
+    assert outcomes(local.result) == outcomes(durable.result)
+    assert {"output": {"verdict": "approve", "score": 7}}.items() <= outcomes(durable.result)[
+        0
+    ].items()
+    assert await assert_replays(client, run_workflow_ids(workflow_id, out)) >= 1

@@ -113,6 +113,7 @@ def test_run_on_temporal_prints_the_summary(temporal_address: str, worker_queue:
         (("--plugin", "no_such_plugin.py"), "--plugin 'no_such_plugin.py': no such file"),
         (("--backend", "trio"), "asyncio-only"),
         (("--agents", "no-such-dir"), "'no-such-dir' does not exist"),
+        (("--model", "nosuch/x"), "--model 'nosuch/x': no provider named 'nosuch'"),
     ],
 )
 def test_run_on_temporal_refuses_bad_options(extra: tuple[str, ...], message: str) -> None:
