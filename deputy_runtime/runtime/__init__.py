@@ -2,8 +2,17 @@
 
 from ._agent import Agent
 from ._checkpoint import CHECKPOINT_VERSION, Checkpoint, decode_checkpoint, encode_checkpoint
+from ._compaction import (
+    Compaction,
+    CompactionJob,
+    CompactionStrategy,
+    DropToolResults,
+    SummarizeOldest,
+)
 from ._coordinator import DelegationCoordinator
 from ._events import (
+    CompactionEnd,
+    CompactionStart,
     DelegationEnd,
     DelegationStart,
     Event,
@@ -68,6 +77,11 @@ __all__ = [
     "BudgetLedger",
     "Checkpoint",
     "CheckpointStore",
+    "Compaction",
+    "CompactionEnd",
+    "CompactionJob",
+    "CompactionStart",
+    "CompactionStrategy",
     "DelegationContext",
     "DelegationCoordinator",
     "DelegationEnd",
@@ -75,6 +89,7 @@ __all__ = [
     "DelegationResources",
     "DelegationStart",
     "DelegationStatus",
+    "DropToolResults",
     "Event",
     "EventLogWriter",
     "ExclusiveResource",
@@ -108,6 +123,7 @@ __all__ = [
     "StopEvent",
     "StopReason",
     "SubagentRecord",
+    "SummarizeOldest",
     "TextDelta",
     "ToolEnd",
     "ToolStart",

@@ -19,6 +19,8 @@ from ._states import DelegationStatus, StopReason
 from ._usage import AgentUsage, UsageLimits
 
 __all__ = [
+    "CompactionEnd",
+    "CompactionStart",
     "DelegationEnd",
     "DelegationStart",
     "Event",
@@ -140,6 +142,34 @@ class StopEvent(_Base, frozen=True, gc=False, tag="stop"):
     error: str | None = None
 
 
+class CompactionStart(_Base, frozen=True, gc=False, tag="compaction_start"):
+    """The conversation is being compacted before the next request.
+
+    ``tokens`` is the request's estimated size, ``threshold`` the size that triggers a
+    compaction and ``window`` the context window (all in tokens); ``turns`` the
+    conversation's length.
+    """
+
+    strategy: str
+    tokens: int
+    window: int
+    threshold: int
+    turns: int
+
+
+class CompactionEnd(_Base, frozen=True, gc=False, tag="compaction_end"):
+    """A compaction finished: the sizes before and after, and the model requests it
+    made (counted in the run's usage). ``error`` says why it stopped early."""
+
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    turns_before: int
+    turns_after: int
+    requests: int = 0
+    error: str | None = None
+
+
 class DelegationStart(_Base, frozen=True, gc=False, tag="delegation_start"):
     """A delegation was admitted. Carries the subagent's ids (``agent_id``, ``run_id``,
     ``delegation_id``) with the lead as parent; the subagent's own events follow."""
@@ -243,6 +273,8 @@ Event: TypeAlias = (
     | McpProgressEvent
     | McpLogEvent
     | QuestionEvent
+    | CompactionStart
+    | CompactionEnd
 )
 
 EventSink: TypeAlias = Callable[[Event], None]
