@@ -27,6 +27,7 @@ from ._events import (
 from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
+from ._localledger import InProcessLedger
 from ._ledger import BudgetLedger, LeaseLedger
 from ._parallel import ParallelResult
 from ._permissions import (
@@ -79,6 +80,7 @@ __all__ = [
     "HookMatcher",
     "Hooks",
     "InProcessLeases",
+    "InProcessLedger",
     "LeadAgent",
     "Lease",
     "LeaseBackend",
