@@ -27,8 +27,8 @@ from ._events import (
 from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
-from ._localledger import InProcessLedger
 from ._ledger import BudgetLedger, LeaseLedger
+from ._localledger import InProcessLedger
 from ._parallel import ParallelResult
 from ._permissions import (
     DELEGATE_TOOL_NAME,
