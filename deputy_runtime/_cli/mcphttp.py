@@ -85,12 +85,23 @@ async def serve_http(server: Any, host: str, port: int, tokens: Sequence[str] | 
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch)
+        done = anyio.Event()
+
+        async def listen() -> None:
+            # In a task of its own, as serve's server does: Hypercorn's shutdown cancels
+            # its own tasks, which must end this task, not the command's.
+            try:
+                await hypercorn_serve(app, hyper, stopping.wait)
+            finally:
+                done.set()
+
+        tg.start_soon(listen)
         shown = f"[{host}]" if ":" in host else host
         print(
             f"deputy-runtime mcp-serve: listening on http://{shown}:{port}{MCP_PATH}",
             file=sys.stderr,
             flush=True,
         )
-        await hypercorn_serve(app, hyper, stopping.wait)
+        await done.wait()
         tg.cancel_scope.cancel()
     print("deputy-runtime mcp-serve: stopped", file=sys.stderr, flush=True)

@@ -81,6 +81,9 @@ _INPUT_SCHEMA: dict[str, Any] = {
     "required": ["task"],
     "additionalProperties": False,
 }
+# Below this many requests left no lead can run: its first request and the one it keeps
+# for its final answer (the runtime reserves that spare before the first request).
+_MIN_REQUESTS = 2
 # A schema whose root is not an object is wrapped: MCP's structuredContent is an object.
 _WRAPPED = "result"
 
@@ -236,22 +239,31 @@ class LeadTools:
         return self._agent_result(lead, entry)
 
     def _spent(self) -> str | None:
-        spent = self._ledger.spent()
-        if not spent:
+        """Why no call can run any more, or ``None`` while one can."""
+        left = self._ledger.remaining()
+        short = [f for f in left if _too_little(f, left[f])]
+        if not short:
             return None
-        limits, used = self._ledger.limits, self._ledger.used()
-        parts = ", ".join(f"{f} {_amount(used[f])} of {_amount(limits[f])} used" for f in spent)
         return (
-            f"refused: the server's budget is spent ({parts}; {self._budget_option}); "
-            "no further call can run until the server is restarted"
+            f"refused: the server's budget is spent ({self._budget_state(short)}; "
+            f"{self._budget_option}); no further call can run until the server is restarted"
+        )
+
+    def _budget_state(self, fields: list[str]) -> str:
+        limits, used, left = self._ledger.limits, self._ledger.used(), self._ledger.remaining()
+        return ", ".join(
+            f"{f} {_amount(used[f])} of {_amount(limits[f])} used, {_amount(left[f])} left"
+            + (f"; a call needs at least {_MIN_REQUESTS}" if f == "requests" else "")
+            for f in fields
         )
 
     def _stopped(self, reason: StopReason | None, error: str | None) -> str:
         text = f"stop reason {reason}" if reason is not None else "no stop reason"
         if error:
             text += f": {error}"
-        if self._ledger.spent() and reason in _LIMITS:
-            text += f" (the server's budget is spent: {self._budget_option})"
+        limited = [f for f, limit in self._ledger.limits.items() if limit is not None]
+        if limited and reason in _LIMITS:
+            text += f" (the server's budget: {self._budget_state(limited)}; {self._budget_option})"
         return text
 
     def _lead_result(self, lead: LeadAgent) -> CallToolResult:
@@ -363,6 +375,12 @@ async def _run(lead: LeadAgent, task: str, progress: Progress) -> None:
                 await lead.run(task, on_event=sink)
         finally:
             send.close()  # forward() sends what is queued, then ends
+
+
+def _too_little(field: str, left: float | None) -> bool:
+    if left is None:
+        return False
+    return left < _MIN_REQUESTS if field == "requests" else left <= 0
 
 
 def _amount(value: float | None) -> str:
