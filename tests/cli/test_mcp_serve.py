@@ -405,3 +405,63 @@ def test_an_agent_named_run_lead_is_refused(tmp_path: Path) -> None:
         "agent 'run_lead': its tool name clashes with the run_lead tool; rename the agent "
         "or pass --tools agents\n"
     )
+
+
+_HOOK_PLUGIN = """\
+from deputy_runtime import HookDecision, Hooks
+from deputy_runtime.runtime import HookEvent
+
+hooks = Hooks()
+
+
+def deny(event):
+    return HookDecision.deny("listing is not allowed through mcp-serve")
+
+
+hooks.add(HookEvent.PreToolUse, deny, matcher="list_files")
+"""
+_LISTER = """\
+version: 1
+name: lister
+description: Lists the working directory.
+prompt: You list files.
+tools: [list_files]
+max_requests: 3
+permission_mode: readonly
+"""
+_WRITER = """\
+version: 1
+name: writer
+description: Writes notes.
+prompt: You write notes.
+tools: [write_file]
+max_requests: 3
+permission_mode: standard
+"""
+
+
+async def test_the_ceiling_and_the_plugins_hooks_apply(tmp_path: Path, anyio_backend: str) -> None:
+    agents = _agents(tmp_path, lister=_LISTER, writer=_WRITER)
+    plugin = tmp_path / "deny_plugin.py"
+    plugin.write_text(_HOOK_PLUGIN, encoding="utf-8")
+    args = ("--agents", str(agents), "--plugin", str(plugin), "--permission-mode", "readonly")
+    async with stdio_session(tmp_path, anyio_backend, *args) as session:
+        with anyio.fail_after(_WAIT):
+            progress = _Progress()
+            listed = await session.call_tool("lister", {"task": "list"}, progress_callback=progress)
+            assert not listed.is_error, _text(listed)
+            # The subagent's answer quotes its one tool result: the hook's denial.
+            assert _text(listed) == (
+                "Summary of 1 tool result(s):\n- list_files failed: Denied by hook: listing "
+                "is not allowed through mcp-serve"
+            )
+            ended = [(e["agent_name"], e["status"]) for e in progress.of("delegation_end")]
+            assert ended == [("lister", "completed")]
+            written = await session.call_tool("writer", {"task": "write"})
+            assert written.is_error
+            assert _text(written).startswith(
+                "writer did not complete (status failed, stop reason setup_error: Sub-agent "
+                "permission mode cannot change under the lead policy: Lead mode readonly "
+                "cannot delegate with mode standard."
+            )
+    assert not (tmp_path / "notes.txt").exists()
