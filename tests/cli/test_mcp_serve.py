@@ -251,37 +251,63 @@ def _pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-async def test_a_cancelled_call_stops_its_mcp_server(tmp_path: Path, anyio_backend: str) -> None:
-    """The client cancels a call whose subagent is inside an MCP tool call: the owned
-    MCP server the delegation started is stopped, and the server goes on serving."""
+def _hang_setup(tmp_path: Path) -> tuple[Path, Path]:
+    """The waiter agent and an owned ``hang`` server in ``.mcp.json``; (agents, pid dir)."""
     agents = _agents(tmp_path, waiter=_WAITER)
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
     hang = {"command": sys.executable, "args": [str(HANG_SERVER)], "env": {"PID_DIR": str(pid_dir)}}
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"hang": hang}}), "utf-8")
+    return agents, pid_dir
+
+
+async def _cancel_mid_call(session: ClientSession, pid_dir: Path) -> None:
+    """Cancel a waiter call once its subagent is inside the hanging MCP call; the owned
+    MCP server the delegation started must then go, and the server go on serving."""
+    progress = _Progress()
+    waiting = anyio.Event()
+    progress.waiting = ("mcp__hang__wait", waiting)
+    with anyio.fail_after(_WAIT):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                await session.call_tool("waiter", {"task": "wait"}, progress_callback=progress)
+
+            tg.start_soon(call)
+            await waiting.wait()
+            tg.cancel_scope.cancel()
+        pids = [int(p.name) for p in pid_dir.iterdir()]
+        assert len(pids) == 1
+        started = [e for e in progress.of("mcp_server") if e["action"] == "start"]
+        assert [e["pid"] for e in started] == pids
+        while _pid_alive(pids[0]):
+            await anyio.sleep(0.05)
+        assert [t.name for t in (await session.list_tools()).tools] == ["run_lead", "waiter"]
+
+
+async def test_a_cancelled_call_stops_its_mcp_server(tmp_path: Path, anyio_backend: str) -> None:
+    agents, pid_dir = _hang_setup(tmp_path)
     async with stdio_session(
         tmp_path, anyio_backend, "--agents", str(agents), "--mcp-mode", "hang=owned"
     ) as session:
-        progress = _Progress()
-        waiting = anyio.Event()
-        progress.waiting = ("mcp__hang__wait", waiting)
-        with anyio.fail_after(_WAIT):
-            async with anyio.create_task_group() as tg:
+        await _cancel_mid_call(session, pid_dir)
 
-                async def call() -> None:
-                    await session.call_tool("waiter", {"task": "wait"}, progress_callback=progress)
 
-                tg.start_soon(call)
-                await waiting.wait()  # the subagent is inside the hanging MCP call
-                tg.cancel_scope.cancel()
-            pids = [int(p.name) for p in pid_dir.iterdir()]
-            assert len(pids) == 1
-            started = [e for e in progress.of("mcp_server") if e["action"] == "start"]
-            assert [e["pid"] for e in started] == pids
-            while _pid_alive(pids[0]):
-                await anyio.sleep(0.05)
-            # The server is still there for the next call.
-            assert [t.name for t in (await session.list_tools()).tools] == ["run_lead", "waiter"]
+async def test_a_cancelled_http_call_stops_its_mcp_server(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    agents, pid_dir = _hang_setup(tmp_path)
+    args = ("--agents", str(agents), "--mcp-mode", "hang=owned", "--backend", anyio_backend)
+    with http_server(tmp_path, *args, env=offline_env()) as (port, log):
+        await _accepting(port, log)
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            with anyio.fail_after(_WAIT):
+                await session.initialize()
+            await _cancel_mid_call(session, pid_dir)
+    assert "WARNING: serving without authentication (loopback only)" in log.read_text()
 
 
 def _free_port() -> int:
