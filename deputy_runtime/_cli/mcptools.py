@@ -34,6 +34,7 @@ from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
 
 from .._outputschema import json_schema_of
 from ..definitions import AgentDefinition
+from ..errors import DeputyError
 from ..runtime import (
     DelegationEnd,
     DelegationStart,
@@ -233,7 +234,12 @@ class LeadTools:
                     f"Delegate this task, unchanged, to the {agent} agent and reply with "
                     f"its answer.\n\nTask:\n{task}"
                 )
-            await _run(lead, run_task, progress)
+            try:
+                await _run(lead, run_task, progress)
+            except DeputyError as exc:
+                # A refusal the run raises rather than reports (a plugin's policy, a
+                # resource that cannot be bound for the lead): the client reads it.
+                return _error(f"the run failed: {exc}")
         if entry is None:
             return self._lead_result(lead)
         return self._agent_result(lead, entry)
