@@ -234,12 +234,9 @@ class LeadTools:
                     f"Delegate this task, unchanged, to the {agent} agent and reply with "
                     f"its answer.\n\nTask:\n{task}"
                 )
-            try:
-                await _run(lead, run_task, progress)
-            except DeputyError as exc:
-                # A refusal the run raises rather than reports (a plugin's policy, a
-                # resource that cannot be bound for the lead): the client reads it.
-                return _error(f"the run failed: {exc}")
+            failure = await _run(lead, run_task, progress)
+            if failure is not None:
+                return _error(f"the run failed: {failure}")
         if entry is None:
             return self._lead_result(lead)
         return self._agent_result(lead, entry)
@@ -354,8 +351,13 @@ def _last_record(records: list[SubagentRecord], agent: str) -> SubagentRecord | 
     return chosen[-1] if chosen else None
 
 
-async def _run(lead: LeadAgent, task: str, progress: Progress) -> None:
-    """Run the lead, forwarding its delegation events to ``progress`` as they come."""
+async def _run(lead: LeadAgent, task: str, progress: Progress) -> DeputyError | None:
+    """Run the lead, forwarding its delegation events to ``progress`` as they come.
+
+    Returns the error of a run that raised rather than reported its failure (a plugin's
+    policy, a resource that cannot be bound): the client is told, the server goes on.
+    """
+    failure: DeputyError | None = None
     send, receive = anyio.create_memory_object_stream[Event](_PROGRESS_BUFFER)
 
     def sink(event: Event) -> None:
@@ -379,8 +381,11 @@ async def _run(lead: LeadAgent, task: str, progress: Progress) -> None:
             # The open lead hosts its attached MCP servers; leaving it stops them all.
             async with lead:
                 await lead.run(task, on_event=sink)
+        except DeputyError as exc:
+            failure = exc
         finally:
             send.close()  # forward() sends what is queued, then ends
+    return failure
 
 
 def _too_little(field: str, left: float | None) -> bool:

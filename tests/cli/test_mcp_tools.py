@@ -144,3 +144,27 @@ def test_nothing_to_offer_is_refused() -> None:
 
     with pytest.raises(ValueError, match="no tool to offer"):
         LeadTools({}, never, ledger=InProcessLedger(), lead_tool=False)
+
+
+async def test_a_run_that_raises_is_a_tool_error_and_the_tools_go_on() -> None:
+    """A lead whose limits raise (``on_exceed="error"``) fails its call, not the server."""
+
+    def make_lead(agents: Mapping[str, AgentDefinition]) -> LeadAgent:
+        return LeadAgent(
+            chat("scripted", script={"lead": _delegating_lead("counter")}),
+            agents,
+            usage_limits=UsageLimits(max_requests=1, on_exceed="error"),
+        )
+
+    tools = LeadTools({"counter": _COUNTER}, make_lead, ledger=InProcessLedger())
+    events: list[str] = []
+
+    async def progress(value: float, message: str) -> None:
+        events.append(json.loads(message)["type"])
+
+    result = await tools.call("counter", {"task": "count"}, progress)
+    assert result.is_error
+    assert _text(result) == "the run failed: Run stopped: request limit reached"
+    assert events == ["tool_start", "tool_end"]  # the lead's delegate call, refused
+    again = await tools.call("counter", {"task": "count"}, progress)
+    assert _text(again) == _text(result)
