@@ -10,6 +10,9 @@ the ``--permission-mode`` ceiling and the hooks; one is built per call, with
 server-wide budget (``--total-requests``, ``--total-cost-usd``) kept in an
 :class:`~deputy_runtime.InProcessLedger`.
 
+Each call has a shell of its own (the ``bash`` tools of the definitions that name them):
+the background commands a call starts are killed when the call ends, cancelled or not.
+
 stdout is the protocol's on stdio, so every note (the warnings, the ``Model:`` line) goes
 to stderr. Over HTTP, tokens come from ``--token-file`` or ``DEPUTY_RUNTIME_TOKEN`` as for
 ``serve``, never from the command line; without one the server only listens on a
@@ -24,21 +27,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
+import msgspec
 
 from .. import __version__
 from .._extras import install_hint
 from ..definitions import AgentDefinition
 from ..runtime import InProcessLedger, LeadAgent
+from ..tools import BashTools
 from .ask import TerminalAsker
+from .definitions import host_shell
 from .hostsetup import host_setup, model_choice
 from .leadsetup import UsageError, attach_mcp_servers, build_lead, check_backend, make_chat
 from .serve import TOKEN_VARIABLE, is_loopback, read_tokens
 
-__all__ = ["mcp_serve", "parse_address"]
+__all__ = ["mcp_serve", "parse_address", "with_shell"]
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 #: ``--tools``: which tools are offered.
@@ -71,6 +77,26 @@ def parse_address(text: str) -> tuple[str, int]:
             "--http 127.0.0.1:8766 (or [::1]:8766)"
         )
     return host, int(port)
+
+
+def with_shell(
+    agents: Mapping[str, AgentDefinition], old: BashTools | None, new: BashTools
+) -> dict[str, AgentDefinition]:
+    """``agents`` with the host shell's tools (``old``) swapped for ``new``'s.
+
+    Only the host's own shell tools are swapped (by identity): a plugin's replacement
+    for them is the plugin's to own.
+    """
+    if old is None:
+        return dict(agents)
+    swap = {id(tool): fresh for tool, fresh in zip(old.tools, new.tools, strict=True)}
+    swapped: dict[str, AgentDefinition] = {}
+    for name, definition in agents.items():
+        if any(id(tool) in swap for tool in definition.tools):
+            tools = tuple(swap.get(id(tool), tool) for tool in definition.tools)
+            definition = msgspec.structs.replace(definition, tools=tools)
+        swapped[name] = definition
+    return swapped
 
 
 def _check_extras(http: bool) -> None:
@@ -145,6 +171,15 @@ def _mcp_serve(args: argparse.Namespace) -> int:
     make_lead(definitions)  # refuses a bad ceiling or definition before serving
     from .mcptools import LeadTools, build_server
 
+    @asynccontextmanager
+    async def open_lead(agents: Mapping[str, AgentDefinition]) -> AsyncIterator[LeadAgent]:
+        # A shell of the call's own: its background commands are killed when the call
+        # ends, cancelled or not, not when the server stops.
+        shell = host_shell(setup.cwd)
+        lead = make_lead(with_shell(agents, plugins.shell, shell))
+        async with shell, lead:
+            yield lead
+
     budget = [
         f"{option} {value}"
         for option, value in (
@@ -156,7 +191,7 @@ def _mcp_serve(args: argparse.Namespace) -> int:
     try:
         tools = LeadTools(
             definitions,
-            make_lead,
+            open_lead,
             ledger=ledger,
             lead_tool=args.tools in ("all", "lead"),
             agent_tools=args.tools in ("all", "agents"),
@@ -177,8 +212,6 @@ def _mcp_serve(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         async with AsyncExitStack() as stack:
-            if plugins.shell is not None:  # background commands end with the server
-                await stack.enter_async_context(plugins.shell)
             if address is None:
                 from mcp.server.stdio import stdio_server
 

@@ -18,14 +18,15 @@ While a call runs, the delegation events (a delegation's start and end, a subage
 calls, permission refusals, MCP server starts and stops, warnings) are sent as progress
 notifications when the client asked for them (a ``progressToken``): ``progress`` counts
 them, ``message`` is the event's JSON. A client's cancellation cancels the call's scope:
-the lead and its delegations settle, and owned resources and MCP servers are cleaned up,
-before the call ends.
+the lead and its delegations settle, and owned resources, MCP servers and the call's
+background shell commands are cleaned up, before the call ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -52,7 +53,7 @@ from ..runtime import (
     encode_event,
 )
 
-__all__ = ["LEAD_TOOL", "LeadTools", "Progress", "build_server", "tool_name"]
+__all__ = ["LEAD_TOOL", "LeadTools", "OpenLead", "Progress", "build_server", "tool_name"]
 
 #: The tool that runs the whole lead.
 LEAD_TOOL = "run_lead"
@@ -90,6 +91,8 @@ _WRAPPED = "result"
 
 #: Sends one progress notification: ``(progress, message)``.
 Progress = Callable[[float, str], Awaitable[None]]
+#: Opens one call's lead over the given agents (see :class:`LeadTools`).
+OpenLead = Callable[[Mapping[str, AgentDefinition]], AbstractAsyncContextManager[LeadAgent]]
 
 
 def tool_name(agent: str) -> str:
@@ -133,8 +136,9 @@ class LeadTools:
 
     Args:
         definitions: The agents, by name.
-        make_lead: Builds a lead over the given definitions (with ``ledger`` as its
-            shared budget, the ceiling, hooks and limits of the command line).
+        open_lead: Opens a lead over the given definitions (with ``ledger`` as its
+            shared budget, the ceiling, hooks and limits of the command line) for one
+            call, and whatever the call owns (its shell); leaving it closes them.
         ledger: The server's budget, shared by every call.
         lead_tool: Whether ``run_lead`` is offered.
         agent_tools: Whether each agent is offered as a tool.
@@ -153,13 +157,13 @@ class LeadTools:
         "_lead_tool",
         "_ledger",
         "_limiter",
-        "_make_lead",
+        "_open_lead",
     )
 
     def __init__(
         self,
         definitions: Mapping[str, AgentDefinition],
-        make_lead: Callable[[Mapping[str, AgentDefinition]], LeadAgent],
+        open_lead: OpenLead,
         *,
         ledger: InProcessLedger,
         lead_tool: bool = True,
@@ -167,7 +171,7 @@ class LeadTools:
         max_calls: int = 4,
         budget_option: str = "the server's budget",
     ) -> None:
-        self._make_lead = make_lead
+        self._open_lead = open_lead
         self._ledger = ledger
         self._lead_tool = lead_tool
         self._budget_option = budget_option
@@ -225,17 +229,16 @@ class LeadTools:
             if spent is not None:
                 return _error(spent)
             if entry is None:
-                lead = self._make_lead(self._definitions)
-                run_task = task
+                agents, run_task = self._definitions, task
             else:
                 agent = entry.definition.name
-                lead = self._make_lead({agent: entry.definition})
+                agents = {agent: entry.definition}
                 run_task = (
                     f"Delegate this task, unchanged, to the {agent} agent and reply with "
                     f"its answer.\n\nTask:\n{task}"
                 )
-            failure = await _run(lead, run_task, progress)
-            if failure is not None:
+            lead, failure = await _run(self._open_lead(agents), run_task, progress)
+            if failure is not None or lead is None:
                 return _error(f"the run failed: {failure}")
         if entry is None:
             return self._lead_result(lead)
@@ -351,12 +354,16 @@ def _last_record(records: list[SubagentRecord], agent: str) -> SubagentRecord | 
     return chosen[-1] if chosen else None
 
 
-async def _run(lead: LeadAgent, task: str, progress: Progress) -> DeputyError | None:
+async def _run(
+    opened: AbstractAsyncContextManager[LeadAgent], task: str, progress: Progress
+) -> tuple[LeadAgent | None, DeputyError | None]:
     """Run the lead, forwarding its delegation events to ``progress`` as they come.
 
-    Returns the error of a run that raised rather than reported its failure (a plugin's
-    policy, a resource that cannot be bound): the client is told, the server goes on.
+    Returns the lead (``None`` if it could not be opened) and the error of a run that
+    raised rather than reported its failure (a plugin's policy, a resource that cannot
+    be bound): the client is told, the server goes on.
     """
+    lead: LeadAgent | None = None
     failure: DeputyError | None = None
     send, receive = anyio.create_memory_object_stream[Event](_PROGRESS_BUFFER)
 
@@ -378,14 +385,15 @@ async def _run(lead: LeadAgent, task: str, progress: Progress) -> DeputyError | 
     async with anyio.create_task_group() as tg:
         tg.start_soon(forward)
         try:
-            # The open lead hosts its attached MCP servers; leaving it stops them all.
-            async with lead:
+            # The open lead hosts its attached MCP servers and the call's shell; leaving
+            # it stops them all, cancelled or not.
+            async with opened as lead:
                 await lead.run(task, on_event=sink)
         except DeputyError as exc:
             failure = exc
         finally:
             send.close()  # forward() sends what is queued, then ends
-    return failure
+    return lead, failure
 
 
 def _too_little(field: str, left: float | None) -> bool:

@@ -12,6 +12,7 @@ each bounded by ``fail_after`` so a broken server fails the test instead of hang
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -35,6 +36,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 HERE = Path(__file__).resolve().parent
 VERDICT_PLUGIN = HERE / "verdict_plugin.py"
 HANG_SERVER = HERE / "hang_server.py"
+SHELL_PLUGIN = HERE / "shell_plugin.py"
 TOKEN = "mcp-serve-test-token-0123456789"
 _WAIT = 60  # seconds any one wait may take before the test fails
 
@@ -308,6 +310,63 @@ async def test_a_cancelled_http_call_stops_its_mcp_server(
                 await session.initialize()
             await _cancel_mid_call(session, pid_dir)
     assert "WARNING: serving without authentication (loopback only)" in log.read_text()
+
+
+_SLEEPER = """\
+version: 1
+name: sleeper
+description: Starts a long command in the background.
+prompt: You start commands.
+tools: [bash]
+max_requests: 3
+permission_mode: full
+"""
+
+
+def _processes_running(argv: list[str]) -> list[int]:
+    """The live processes whose command line is exactly ``argv``."""
+    wanted = ("\0".join(argv) + "\0").encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted and _pid_alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # it ended while we looked
+    return found
+
+
+async def test_a_cancelled_call_kills_its_background_commands(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    """A subagent starts ``sleep`` with ``bash`` in the background, then its model hangs;
+    the client cancels the call, and the sleep is gone with it (the call's own shell),
+    while the server goes on serving."""
+    agents = _agents(tmp_path, sleeper=_SLEEPER)
+    seconds = str(600_000 + os.getpid() % 100_000)  # an unusual sleep, to find it by
+    env = offline_env(SHELL_PLUGIN_SECONDS=seconds)
+    args = ("--agents", str(agents), "--plugin", str(SHELL_PLUGIN), "--model", "shellish")
+    async with stdio_session(
+        tmp_path, anyio_backend, *args, "--permission-mode", "full", env=env
+    ) as session:
+        progress = _Progress()
+        started = anyio.Event()
+        progress.waiting = ("bash", started)
+        with anyio.fail_after(_WAIT):
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    await session.call_tool("sleeper", {"task": "go"}, progress_callback=progress)
+
+                tg.start_soon(call)
+                await started.wait()  # the bash call began; wait for its sleep to run
+                while not _processes_running(["sleep", seconds]):
+                    await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+            while _processes_running(["sleep", seconds]):
+                await anyio.sleep(0.05)
+            assert [t.name for t in (await session.list_tools()).tools] == ["run_lead", "sleeper"]
 
 
 def _free_port() -> int:
