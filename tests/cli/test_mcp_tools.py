@@ -1,4 +1,5 @@
-"""The tools of ``mcp-serve`` in-process: results, structured content, refusals.
+"""The tools of ``mcp-serve`` in-process: results, structured content, refusals, and
+each call's own shell.
 
 The subprocess tests (``test_mcp_serve.py``) drive the whole command through the SDK's
 client; these call :class:`LeadTools` directly with scripted models, to reach what the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +24,12 @@ from deputy_runtime import (
     UsageLimits,
     agent_definition,
     chat,
+    tool,
 )
+from deputy_runtime._cli.mcpserve import with_shell
 from deputy_runtime._cli.mcptools import LEAD_TOOL, LeadTools, tool_name
 from deputy_runtime.chat import ContentToolResult, ModelRequest, reply, tool_call
+from deputy_runtime.tools import tools_bash
 
 pytestmark = pytest.mark.anyio
 
@@ -168,3 +173,22 @@ async def test_a_run_that_raises_is_a_tool_error_and_the_tools_go_on() -> None:
     assert events == ["tool_start", "tool_end"]  # the lead's delegate call, refused
     again = await tools.call("counter", {"task": "count"}, progress)
     assert _text(again) == _text(result)
+
+
+def test_with_shell_swaps_only_the_hosts_shell_tools(tmp_path: Path) -> None:
+    host, fresh = tools_bash(tmp_path), tools_bash(tmp_path)
+    bash = {t.name: t for t in host.tools}["bash"]
+
+    @tool(read_only=True)
+    def note(text: str) -> str:
+        """Note something."""
+        return text
+
+    shell_user = agent_definition("runner", "Runs.", "Run.", tools=[bash, note])
+    other = agent_definition("reader", "Reads.", "Read.", tools=[note])
+    swapped = with_shell({"runner": shell_user, "reader": other}, host, fresh)
+    assert [t.name for t in swapped["runner"].tools] == ["bash", "note"]
+    assert swapped["runner"].tools[0] is {t.name: t for t in fresh.tools}["bash"]
+    assert swapped["runner"].tools[1] is note
+    assert swapped["reader"] is other  # nothing to swap: the very same definition
+    assert with_shell({"runner": shell_user}, None, fresh)["runner"] is shell_user
