@@ -47,8 +47,6 @@ from .serve import TOKEN_VARIABLE, is_loopback, read_tokens
 __all__ = ["mcp_serve", "parse_address", "with_shell"]
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
-#: ``--tools``: which tools are offered.
-TOOL_CHOICES = ("all", "agents", "lead")
 
 
 def mcp_serve(args: argparse.Namespace) -> int:
