@@ -38,6 +38,7 @@ from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
 from ._ledger import BudgetLedger, LeaseLedger
+from ._localledger import InProcessLedger
 from ._parallel import ParallelResult
 from ._permissions import (
     DELEGATE_TOOL_NAME,
@@ -100,6 +101,7 @@ __all__ = [
     "HookMatcher",
     "Hooks",
     "InProcessLeases",
+    "InProcessLedger",
     "LeadAgent",
     "Lease",
     "LeaseBackend",
