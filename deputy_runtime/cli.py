@@ -32,6 +32,7 @@ _COMMANDS = {
     "attach": "deputy_runtime._cli.run_temporal:attach",
     "answer": "deputy_runtime._cli.answer:answer",
     "serve": "deputy_runtime._cli.serve:serve",
+    "mcp-serve": "deputy_runtime._cli.mcpserve:mcp_serve",
     "budget": "deputy_runtime._cli.budget:budget",
 }
 
@@ -245,6 +246,19 @@ def _parser() -> argparse.ArgumentParser:
         )
     )
 
+    _mcp_serve_arguments(
+        sub.add_parser(
+            "mcp-serve",
+            help="serve the lead and each agent as tools of an MCP server (needs the 'mcp' extra)",
+            description="Serve the lead (run_lead) and each agent (a tool named after it) "
+            "to an MCP client over stdio, or over streamable HTTP at /mcp with --http. Every "
+            "call runs a fresh lead under the ceiling, hooks and per-call limits; all calls "
+            "draw on the server's budget (--total-requests). Over HTTP the bearer token "
+            "comes from DEPUTY_RUNTIME_TOKEN or --token-file; without one only a loopback "
+            "address is served.",
+        )
+    )
+
     p = sub.add_parser("bench", help="measure delegation overhead against a bare floor")
     p.add_argument(
         "--quick", action="store_true", help="small sizes, few repetitions (about a minute)"
@@ -389,6 +403,108 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     )
     _otlp_argument(p)
     _redis_arguments(p)
+
+
+def _mcp_serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--agents",
+        default=".deputy/agents",
+        metavar="DIR",
+        help="directory of definition files (default: .deputy/agents)",
+    )
+    p.add_argument(
+        "--tools",
+        default="all",
+        choices=["all", "agents", "lead"],
+        help="the tools offered: run_lead and one per agent (all, the default), only the "
+        "agents' or only run_lead",
+    )
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (needs the "
+        "'serve' extra); a non-loopback HOST needs a token",
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        metavar="FILE",
+        help="with --http: accepted bearer tokens, one a line (else DEPUTY_RUNTIME_TOKEN)",
+    )
+    p.add_argument("--model", default=None, metavar="SPEC", help='e.g. "openai/gpt-4.1-mini"')
+    p.add_argument(
+        "--model-alias",
+        action="append",
+        default=[],
+        metavar="ALIAS=MODEL",
+        help="run definitions saying ALIAS on MODEL; repeatable",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file first (providers, policy, tools, skills, hooks); "
+        "repeatable",
+    )
+    p.add_argument(
+        "--permission-mode",
+        default="standard",
+        choices=PERMISSION_MODES,
+        help="what subagents may do, the ceiling of every call: readonly, plan, standard or "
+        "full (default standard)",
+    )
+    p.add_argument(
+        "--max-requests",
+        type=_whole_number,
+        default=25,
+        metavar="N",
+        help="model requests of one call, delegations included (default 25)",
+    )
+    p.add_argument(
+        "--max-total-tokens",
+        type=_whole_number,
+        default=None,
+        metavar="N",
+        help="tokens of one call (default: not limited)",
+    )
+    p.add_argument(
+        "--total-requests",
+        type=_whole_number,
+        default=None,
+        metavar="N",
+        help="model requests of all calls over the server's lifetime; a call once they are "
+        "spent is refused (default: not limited)",
+    )
+    p.add_argument(
+        "--total-cost-usd",
+        type=_positive,
+        default=None,
+        metavar="USD",
+        help="dollars of all calls over the server's lifetime (default: not limited)",
+    )
+    p.add_argument(
+        "--max-calls",
+        type=_whole_number,
+        default=4,
+        metavar="N",
+        help="tool calls running at once; more wait for one to end (default 4)",
+    )
+    p.add_argument(
+        "--test-fanout",
+        type=_whole_number,
+        default=None,
+        metavar="N",
+        help="the offline test model delegates to at most N agents per turn (default 8)",
+    )
+    p.add_argument(
+        "--backend",
+        default="asyncio",
+        choices=["asyncio", "trio"],
+        help="the event loop (default asyncio; trio needs the 'trio' extra)",
+    )
+    _mcp_arguments(p, modes=True)
 
 
 def _budget_parser(sub: Any) -> None:

@@ -226,6 +226,9 @@ def _stdin(hook_input: HookInput) -> bytes:
         value = getattr(hook_input, key)
         if value is not None:
             data[key] = value
+    if hook_input.event in (HookEvent.PreCompact, HookEvent.PostCompact):
+        # Claude Code's field: this runtime compacts only on its own ("auto").
+        data["trigger"] = hook_input.reason or "auto"
     data["deputy"] = {
         "agent_id": hook_input.agent_id,
         "agent_name": hook_input.agent_name,
@@ -233,6 +236,9 @@ def _stdin(hook_input: HookInput) -> bytes:
         "tool_name": hook_input.tool_name,
         "tool_call_id": hook_input.tool_call_id,
     }
+    if hook_input.context_tokens is not None:
+        data["deputy"]["context_tokens"] = hook_input.context_tokens
+        data["deputy"]["context_window"] = hook_input.context_window
     return json.dumps(data, default=repr).encode()
 
 

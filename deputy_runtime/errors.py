@@ -17,6 +17,7 @@ __all__ = [
     "BudgetLedgerError",
     "CheckpointError",
     "CommandHookError",
+    "ContextWindowExceeded",
     "CoordinationError",
     "CoordinationUnavailableError",
     "DefinitionError",
@@ -181,6 +182,12 @@ class RequestLimitExceeded(UsageLimitExceeded):
 
 class BudgetExceeded(UsageLimitExceeded):
     """A tool-call, token or cost limit was reached with ``on_exceed="error"``."""
+
+
+class ContextWindowExceeded(UsageLimitExceeded):
+    """The next request would not fit the model's context window, even after compaction,
+    with ``on_exceed="error"``; ``stop_reason`` is ``"context_window"``. Such a request
+    is never sent."""
 
 
 class RunActiveError(DeputyError, RuntimeError):

@@ -24,6 +24,8 @@ from ..runtime import (
     DELEGATE_TOOL_NAME,
     AgentResult,
     AgentUsage,
+    CompactionEnd,
+    CompactionStart,
     DelegationEnd,
     DelegationStart,
     Event,
@@ -251,6 +253,10 @@ def _update(node: Node, event: Event, now: float) -> None:
         node.last_tool = _progress_text(event)
     elif isinstance(event, QuestionEvent):
         node.last_tool = "ask_user: waiting for an answer"
+    elif isinstance(event, CompactionStart):
+        node.last_tool = f"compacting the conversation ({event.strategy})"
+    elif isinstance(event, CompactionEnd):
+        node.last_tool = _compaction_text(event)
     elif isinstance(event, UsageEvent) and event.delegation_id is None:
         node.usage = event.usage
     elif isinstance(event, StopEvent):
@@ -723,6 +729,8 @@ def plain_line(event: Event, node: Node | None) -> str | None:
         return f"{who}: asks the user [{event.question_id}]: {_one_line(asked, 200)}"
     if isinstance(event, McpServerEvent):
         return f"{who}: {_mcp_text(event)}"
+    if isinstance(event, CompactionEnd):
+        return f"{who}: {_compaction_text(event)}"
     if isinstance(event, McpLogEvent) and event.level not in _QUIET_LOG_LEVELS:
         logger = f" {event.logger}" if event.logger else ""
         return f"{who}: mcp {event.server}{logger} {event.level}: {_one_line(event.data, 200)}"
@@ -742,6 +750,16 @@ def plain_line(event: Event, node: Node | None) -> str | None:
 
 # Server log messages below warning stay out of the plain log (they are in --json).
 _QUIET_LOG_LEVELS = frozenset({"debug", "info", "notice"})
+
+
+def _compaction_text(event: CompactionEnd) -> str:
+    """One line for a finished compaction: its sizes, requests and any early stop."""
+    text = (
+        f"compacted ({event.strategy}): ~{event.tokens_before} -> ~{event.tokens_after} "
+        f"tokens, {event.turns_before} -> {event.turns_after} turns, "
+        f"{event.requests} request{'s' if event.requests != 1 else ''}"
+    )
+    return text + (f": {_one_line(event.error)}" if event.error else "")
 
 
 def _progress_text(event: McpProgressEvent) -> str:

@@ -66,6 +66,12 @@ from ._types import (
     Turn,
     Usage,
 )
+from ._window import (
+    CONTEXT_WINDOWS,
+    CONTEXT_WINDOWS_CHECKED,
+    context_window,
+    estimate_tokens,
+)
 
 # isort: split
 # Building blocks of the agent runtime (deputy_runtime.runtime). They are importable from
@@ -80,6 +86,9 @@ from ._toolloop import tool_error_text as tool_error_text
 from ._toolloop import user_turn_after as user_turn_after
 from ._types import UsageCounts as UsageCounts
 from ._types import add_costs as add_costs
+from ._window import WindowMeter as WindowMeter
+from ._window import turns_tokens as turns_tokens
+from ._window import window_value as window_value
 
 if TYPE_CHECKING:  # loaded lazily by __getattr__ below; these lines only inform type checkers
     from ._anthropic import AnthropicProvider
@@ -91,6 +100,8 @@ __all__ = [
     "ALIASES_CHECKED",
     "CANCELLED_TOOL_CALL_ERROR",
     "CLAUDE_CODE_ALIASES",
+    "CONTEXT_WINDOWS",
+    "CONTEXT_WINDOWS_CHECKED",
     "DEFAULT_MAX_TOOL_ROUNDS",
     "DEFAULT_SCRIPTED_USAGE",
     "DEFAULT_TEST_USAGE",
@@ -124,10 +135,12 @@ __all__ = [
     "Usage",
     "agent_name_scope",
     "chat",
+    "context_window",
     "current_agent_name",
     "current_request_headers",
     "decode_turns",
     "encode_turns",
+    "estimate_tokens",
     "example_arguments",
     "is_model_alias",
     "is_provider_name",

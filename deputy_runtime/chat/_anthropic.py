@@ -251,7 +251,8 @@ class AnthropicProvider(HTTPProvider):
     ``top_k``, ``stop_sequences``, ``reasoning_tokens`` (sent as a thinking budget) or
     ``reasoning_effort`` (sent as ``output_config.effort``: ``low`` to ``max``); other keys
     are sent as they are. ``cache`` is the prompt-cache TTL (``"none"`` to
-    disable), ``beta_headers`` fills ``anthropic-beta``.
+    disable), ``beta_headers`` fills ``anthropic-beta``. ``context_window`` (tokens)
+    overrides the ``CONTEXT_WINDOWS`` table for this model (a 1M-token beta window).
     """
 
     name = "anthropic"
@@ -283,6 +284,7 @@ class AnthropicProvider(HTTPProvider):
         cache: Literal["5m", "1h", "none"] = "5m",
         beta_headers: tuple[str, ...] | list[str] = (),
         limits: ResponseLimits | Mapping[str, Any] | None = None,
+        context_window: int | None = None,
     ) -> None:
         if cache not in ("5m", "1h", "none"):
             raise ValueError(
@@ -308,6 +310,7 @@ class AnthropicProvider(HTTPProvider):
             params=params,
             headers=extra,
             limits=limits,
+            context_window=context_window,
         )
         self.max_tokens = max_tokens
         self.cache = cache

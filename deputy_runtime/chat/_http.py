@@ -49,6 +49,7 @@ from ._redact import Redactor, display_url, header_secrets, url_secrets
 from ._sse import EventTooLarge, ServerSentEvent, SSEDecoder
 from ._toolloop import TOOL_ERROR_PREFIX, tool_error_text
 from ._types import AssistantTurn, ModelRequest, StreamDelta
+from ._window import window_value
 
 __all__ = [
     "HTTPProvider",
@@ -473,6 +474,8 @@ class HTTPProvider:
 
     Subclasses set ``name`` and the endpoint, and implement ``_build_body`` (request to
     wire JSON), ``_parse`` (response body to turn) and ``_accumulator`` (SSE to turn).
+    ``context_window`` (tokens) overrides the ``CONTEXT_WINDOWS`` table for this model; a
+    :meth:`with_model` copy leaves it to the table again.
     """
 
     name: str = ""
@@ -498,6 +501,7 @@ class HTTPProvider:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         limits: ResponseLimits | Mapping[str, Any] | None = None,
+        context_window: int | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{type(self).__name__}: model must be a non-empty string")
@@ -542,6 +546,9 @@ class HTTPProvider:
         all_headers.update(headers or {})
         self.model = model
         self.params: dict[str, Any] = dict(params or {})
+        # This model's window when the table (chat.CONTEXT_WINDOWS) does not know it or
+        # is wrong for this endpoint; None: the table's entry, if any.
+        self.context_window = window_value(f"{type(self).__name__}.context_window", context_window)
         self._session = HttpSession(
             provider=self.name,
             base_url=base_url,
@@ -622,6 +629,7 @@ class HTTPProvider:
         other = copy.copy(self)
         other.model = model
         other.params = dict(self.params)
+        other.context_window = None  # set for this model, not another: the table decides
         return other
 
     async def aclose(self) -> None:

@@ -381,6 +381,8 @@ class OpenAIProvider(HTTPProvider):
     unknown keys are sent as they are (``reasoning_effort`` among them, ``max`` sent as
     ``xhigh``, OpenAI's name for its highest level). ``preserve_thinking`` echoes
     reasoning text back as ``reasoning_content`` (for compatible servers that want it).
+    ``context_window`` (tokens) overrides the ``CONTEXT_WINDOWS`` table for this model
+    (a compatible server's model is in no table).
     """
 
     name = "openai"
@@ -413,6 +415,7 @@ class OpenAIProvider(HTTPProvider):
         headers: dict[str, str] | None = None,
         preserve_thinking: bool = False,
         limits: ResponseLimits | Mapping[str, Any] | None = None,
+        context_window: int | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -427,6 +430,7 @@ class OpenAIProvider(HTTPProvider):
             params=params,
             headers=headers,
             limits=limits,
+            context_window=context_window,
         )
         self.preserve_thinking = bool(preserve_thinking)
 

@@ -28,6 +28,7 @@ from ._types import (
     StreamDelta,
     Usage,
 )
+from ._window import window_value
 
 __all__ = [
     "DEFAULT_SCRIPTED_USAGE",
@@ -152,12 +153,14 @@ class ScriptedProvider:
     """A provider whose replies come from a script; the offline backbone of the tests.
 
     ``usage`` is reported by every reply that does not carry its own (a turn whose usage
-    has ``requests == 0``), so budgets can be tested. ``record=False`` turns the request
-    log off for long benchmarks. Each request costs a few attribute reads: replies given
+    has ``requests == 0``), so budgets can be tested. ``context_window`` is the window the
+    runtime assumes for the scripted model (``None``: unknown, so it never compacts), so
+    compaction can be tested. ``record=False`` turns the request log off for long
+    benchmarks. Each request costs a few attribute reads: replies given
     as text are turned into :class:`AssistantTurn` values once, at construction.
     """
 
-    __slots__ = ("_state", "model", "name", "usage")
+    __slots__ = ("_state", "context_window", "model", "name", "usage")
 
     def __init__(
         self,
@@ -167,10 +170,12 @@ class ScriptedProvider:
         name: str = "scripted",
         model: str = "scripted",
         record: bool = True,
+        context_window: int | None = None,
     ) -> None:
         self.name = name
         self.model = model
         self.usage = usage
+        self.context_window = window_value("ScriptedProvider.context_window", context_window)
         if isinstance(script, Mapping):
             tracks = {key: self._track(key, value) for key, value in script.items()}
             self._state = _State(None, tracks, record)
@@ -294,6 +299,7 @@ class ScriptedProvider:
         new.name = self.name
         new.model = model
         new.usage = self.usage
+        new.context_window = self.context_window
         new._state = self._state
         return new
 

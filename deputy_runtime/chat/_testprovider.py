@@ -28,6 +28,7 @@ from ._types import (
     Turn,
     Usage,
 )
+from ._window import window_value
 
 __all__ = ["DEFAULT_TEST_USAGE", "TestProvider", "example_arguments", "example_value"]
 
@@ -54,7 +55,7 @@ class TestProvider:
 
     __test__ = False  # not a pytest test class, despite the name
 
-    __slots__ = ("fanout", "model", "name", "usage")
+    __slots__ = ("context_window", "fanout", "model", "name", "usage")
 
     def __init__(
         self,
@@ -63,6 +64,7 @@ class TestProvider:
         name: str = "test",
         usage: Usage = DEFAULT_TEST_USAGE,
         fanout: int = MAX_FANOUT,
+        context_window: int | None = None,
     ) -> None:
         if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < 1:
             raise ValueError(
@@ -72,6 +74,8 @@ class TestProvider:
         self.model = model
         self.usage = usage
         self.fanout = fanout  # calls per tool at most when fanning out over an enum
+        # The window the runtime assumes (None: unknown); see chat._window.
+        self.context_window = window_value("TestProvider.context_window", context_window)
 
     def __repr__(self) -> str:
         return f"TestProvider(model={self.model!r})"
@@ -119,7 +123,13 @@ class TestProvider:
         Returns:
             A new test provider.
         """
-        return TestProvider(model=model, name=self.name, usage=self.usage, fanout=self.fanout)
+        return TestProvider(
+            model=model,
+            name=self.name,
+            usage=self.usage,
+            fanout=self.fanout,
+            context_window=self.context_window,
+        )
 
 
 def _answers_own_calls(turns: tuple[Turn, ...]) -> bool:

@@ -3,11 +3,11 @@
 A file is one mapping: ``version: 1`` plus the fields of :class:`AgentDefinition`. Tools
 and skills are registry keys. Reading loads no code, connects nothing and builds no agent.
 
-Version 2 is version 1 plus ``output_schema`` and ``output_retries``; a version-1 file
-never holds them, so every reader of version 1 still reads every version-1 file the same
-way, and a version-2 file is refused by a reader that only knows version 1 instead of
-being run without its schema. The writer writes version 1 unless the definition has an
-output schema.
+Version 2 is version 1 plus ``output_schema``, ``output_retries`` and ``compact_at``; a
+version-1 file never holds them, so every reader of version 1 still reads every version-1
+file the same way, and a version-2 file is refused by a reader that only knows version 1
+instead of being run without its schema or its compaction threshold. The writer writes
+version 1 unless the definition has an output schema or a ``compact_at``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: Fields only a format-2 file may hold (written after the format-1 fields).
-V2_FIELDS: Final = ("output_schema", "output_retries")
+V2_FIELDS: Final = ("output_schema", "output_retries", "compact_at")
 #: Keys a format-1 file may hold, in the order they are written. MCP tool names are
 #: written in ``tools`` (the definition keeps them apart, in ``mcp_tools``).
 FORMAT_FIELDS: Final = (
@@ -189,7 +189,7 @@ class _Reader:
             else:
                 fix = (
                     "this reader understands format versions 1 and 2 (version: 1, or "
-                    "version: 2 for a definition with an output_schema)"
+                    "version: 2 for a definition with an output_schema or compact_at)"
                 )
             raise self.fail(
                 f"version must be the integer 1 or 2, got {_kind(version)}; {fix}", "version"
@@ -375,8 +375,10 @@ def definition_to_yaml(
             path=path,
         )
     structured = definition.output_schema is not None
-    record: dict[str, Any] = {"version": 2 if structured else 1}
-    for field in FORMAT_FIELDS[1:] + (V2_FIELDS if structured else ()):
+    compacted = definition.compact_at is not None
+    record: dict[str, Any] = {"version": 2 if structured or compacted else 1}
+    v2 = (V2_FIELDS[:2] if structured else ()) + (V2_FIELDS[2:] if compacted else ())
+    for field in FORMAT_FIELDS[1:] + v2:
         value = getattr(definition, field)
         if field == "tools":
             value = [registry_key("tools", tool, tools, path) for tool in value]
@@ -416,7 +418,7 @@ def agent_definition_write(
 ) -> Path:
     """Write ``definition`` as a canonical YAML file, atomically: format version 1, or
     version 2 when it has an ``output_schema`` (a JSON Schema mapping; a Python type
-    cannot be written).
+    cannot be written) or a ``compact_at``.
 
     The text is checked to read back equal before it is written; the file is UTF-8 with LF
     line endings, at most 1 MiB. On any failure the destination is unchanged and no

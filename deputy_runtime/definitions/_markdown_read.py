@@ -50,8 +50,8 @@ __all__ = [
 ]
 
 #: Frontmatter keys that are read; every other key is ignored, as Claude Code ignores
-#: keys it does not know (``output_schema`` and ``output_retries`` are this runtime's own,
-#: spelled as in a YAML definition).
+#: keys it does not know (``output_schema``, ``output_retries`` and ``compact_at`` are this
+#: runtime's own, spelled as in a YAML definition).
 READ_KEYS = (
     "name",
     "description",
@@ -69,6 +69,7 @@ READ_KEYS = (
     "color",
     "output_schema",
     "output_retries",
+    "compact_at",
 )
 
 #: Claude Code's ``effort`` levels, read into the definition's params as
@@ -120,6 +121,7 @@ _FIELD_KEYS = {
     "color": "color",
     "output_schema": "output_schema",
     "output_retries": "output_retries",
+    "compact_at": "compact_at",
 }
 
 
@@ -195,6 +197,7 @@ def _coerce(fm: Frontmatter, path: Path, log: ProblemLog) -> ParsedMarkdown:
         "hooks": ("hooks", lambda: _hooks(fm, path, log)),
         "output_schema": ("output_schema", lambda: _output_schema(fm, path)),
         "output_retries": ("output_retries", lambda: fm.data["output_retries"]),
+        "compact_at": ("compact_at", lambda: fm.data["compact_at"]),
     }
     for key, (target, read) in readers.items():
         if key in data:

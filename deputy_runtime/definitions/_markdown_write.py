@@ -164,6 +164,8 @@ def _render(
         record["output_schema"] = _plain(definition.output_schema)
     if definition.output_retries is not None:
         record["output_retries"] = definition.output_retries
+    if definition.compact_at is not None:
+        record["compact_at"] = definition.compact_at
     frontmatter = yaml.dump(
         record,
         Dumper=_Dumper,

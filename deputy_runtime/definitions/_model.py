@@ -33,6 +33,7 @@ __all__ = [
     "DefinitionFieldError",
     "agent_definition",
     "color_value",
+    "compact_at_value",
     "permission_mode_value",
 ]
 
@@ -64,6 +65,7 @@ FIELD_NAMES: Final = (
     "color",
     "output_schema",
     "output_retries",
+    "compact_at",
 )
 #: The colours an agent may be shown in (Claude Code's ``color`` values).
 AGENT_COLORS: Final = (
@@ -314,6 +316,26 @@ def _output_retries(value: object, schema: object) -> int | None:
         raise DefinitionFieldError("output_retries", exc.problem) from None
 
 
+def compact_at_value(value: object) -> float | None:
+    """``value`` as a definition's ``compact_at``: ``None`` or a number above 0 and at
+    most 1 (ints are taken as floats); DefinitionFieldError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DefinitionFieldError(
+            "compact_at",
+            f"expected a fraction of the context window above 0 and at most 1 (e.g. 0.7) "
+            f"or None, got {value!r}",
+        )
+    if not 0 < value <= 1:
+        raise DefinitionFieldError(
+            "compact_at",
+            f"expected a fraction of the context window above 0 and at most 1 (e.g. 0.7), "
+            f"got {value!r}",
+        )
+    return float(value)
+
+
 def _params(value: object) -> Mapping[str, Any] | None:
     if value is None:
         return None
@@ -336,7 +358,9 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     ``disallowed_tools``, ``memory`` and ``mcp_servers``. ``params`` holds model parameters
     (such as ``temperature``) as a read-only mapping. ``output_schema`` (a JSON Schema
     mapping, kept read-only, or a ``msgspec.Struct`` / dataclass type) is what the
-    subagent's final answer must decode to; see :func:`agent_definition`. Use
+    subagent's final answer must decode to; see :func:`agent_definition`.
+    ``compact_at`` is the fraction of its model's context window at which the subagent's
+    conversation is compacted (over the lead's ``Compaction.threshold``). Use
     :meth:`replace` to change fields.
     """
 
@@ -358,6 +382,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
     color: str | None = None
     output_schema: Mapping[str, Any] | type | None = None
     output_retries: int | None = None
+    compact_at: float | None = None
 
     def __post_init__(self) -> None:
         values = (
@@ -379,6 +404,7 @@ class AgentDefinition(msgspec.Struct, frozen=True):
             color_value(self.color),
             _output_schema(self.output_schema),
             _output_retries(self.output_retries, self.output_schema),
+            compact_at_value(self.compact_at),
         )
         for field, value in zip(FIELD_NAMES, values, strict=True):
             msgspec.structs.force_setattr(self, field, value)
@@ -436,6 +462,7 @@ def agent_definition(
     color: str | None = None,
     output_schema: Mapping[str, Any] | type | None = None,
     output_retries: int | None = None,
+    compact_at: float | None = None,
 ) -> AgentDefinition:
     """Build a validated :class:`AgentDefinition` (the same as calling the class).
 
@@ -473,6 +500,9 @@ def agent_definition(
             delegation's record then carries the decoded value (``output``).
         output_retries: How many times a final answer that does not match is sent back
             with the validation error (0 to 10; ``None``: 2). Only with ``output_schema``.
+        compact_at: The fraction of the subagent's context window (above 0, at most 1)
+            at which its conversation is compacted; ``None`` takes the lead's
+            ``Compaction.threshold``. The lead's strategy and window still apply.
 
     Returns:
         The frozen definition.
@@ -500,4 +530,5 @@ def agent_definition(
         color,
         output_schema,
         output_retries,
+        compact_at,
     )

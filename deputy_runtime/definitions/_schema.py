@@ -45,8 +45,8 @@ def _nullable(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 #: JSON Schema (draft 2020-12) of an AgentDefinition YAML file, format versions 1 and 2
-#: (2 adds ``output_schema`` and ``output_retries``; the reader checks the output schema's
-#: keywords itself).
+#: (2 adds ``output_schema``, ``output_retries`` and ``compact_at``; the reader checks the
+#: output schema's keywords itself).
 AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "deputy_runtime AgentDefinition file (format versions 1 and 2)",
@@ -55,7 +55,9 @@ AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
     "required": ["version", "name", "description", "prompt"],
     "properties": {
         "version": {
-            "description": "Format version: 1, or 2 for a definition with an output_schema",
+            "description": (
+                "Format version: 1, or 2 for a definition with an output_schema or compact_at"
+            ),
             "type": "integer",
             "enum": [1, 2],
         },
@@ -92,10 +94,23 @@ AGENT_DEFINITION_SCHEMA: Final[dict[str, Any]] = {
             {"type": "integer", "minimum": 0, "maximum": MAX_OUTPUT_RETRIES},
             "Format 2: mismatching answers sent back with the error (null: 2)",
         ),
+        "compact_at": _nullable(
+            {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "Format 2: fraction of the context window at which the conversation is "
+            "compacted (null: the lead's threshold)",
+        ),
     },
     # A format-1 file never holds the format-2 fields.
     "if": {"properties": {"version": {"const": 1}}},
-    "then": {"not": {"anyOf": [{"required": ["output_schema"]}, {"required": ["output_retries"]}]}},
+    "then": {
+        "not": {
+            "anyOf": [
+                {"required": ["output_schema"]},
+                {"required": ["output_retries"]},
+                {"required": ["compact_at"]},
+            ]
+        }
+    },
 }
 
 

@@ -3,8 +3,17 @@
 from ._agent import Agent
 from ._caller import CallerRun, current_caller
 from ._checkpoint import CHECKPOINT_VERSION, Checkpoint, decode_checkpoint, encode_checkpoint
+from ._compaction import (
+    Compaction,
+    CompactionJob,
+    CompactionStrategy,
+    DropToolResults,
+    SummarizeOldest,
+)
 from ._coordinator import DelegationCoordinator
 from ._events import (
+    CompactionEnd,
+    CompactionStart,
     DelegationEnd,
     DelegationStart,
     Event,
@@ -31,6 +40,7 @@ from ._hooks import HookDecision, HookEvent, HookInput, HookMatcher, Hooks
 from ._lead import LeadAgent
 from ._leases import IN_PROCESS_LEASES, InProcessLeases, Lease, LeaseBackend
 from ._ledger import BudgetLedger, LeaseLedger
+from ._localledger import InProcessLedger
 from ._parallel import ParallelResult
 from ._permissions import (
     DELEGATE_TOOL_NAME,
@@ -71,6 +81,11 @@ __all__ = [
     "CallerRun",
     "Checkpoint",
     "CheckpointStore",
+    "Compaction",
+    "CompactionEnd",
+    "CompactionJob",
+    "CompactionStart",
+    "CompactionStrategy",
     "DelegationContext",
     "DelegationCoordinator",
     "DelegationEnd",
@@ -78,6 +93,7 @@ __all__ = [
     "DelegationResources",
     "DelegationStart",
     "DelegationStatus",
+    "DropToolResults",
     "Event",
     "EventLogWriter",
     "ExclusiveResource",
@@ -88,6 +104,7 @@ __all__ = [
     "HookMatcher",
     "Hooks",
     "InProcessLeases",
+    "InProcessLedger",
     "LeadAgent",
     "Lease",
     "LeaseBackend",
@@ -112,6 +129,7 @@ __all__ = [
     "StopEvent",
     "StopReason",
     "SubagentRecord",
+    "SummarizeOldest",
     "TextDelta",
     "ToolEnd",
     "ToolStart",

@@ -53,6 +53,7 @@ from ..errors import (
 from ..skills import Skill, skills_prompt_section, skills_tool
 from ..tools import Tool, invoke_tool
 from ._caller import caller_scope
+from ._compaction import Compaction, compactor_for
 from ._context import (
     RUNNING,
     Governance,
@@ -135,10 +136,15 @@ class Agent:
             validation error, and the decoded value is the result's ``output``.
         output_retries: How many mismatching answers are sent back (0 to 10; ``None``: 2);
             when they are spent the run ends with stop reason ``invalid_output``.
+        compaction: When and how the conversation is compacted to stay inside the
+            model's context window (default ``Compaction()``: at 80% of a known window,
+            by summarising the oldest turns). A request that would not fit the window is
+            never sent: the run stops ``context_window``.
 
     Raises:
         ValueError: ``working_dir`` is not an existing directory, or two tools share a name.
-        TypeError: ``tools`` contains something that is not a Tool.
+        TypeError: ``tools`` contains something that is not a Tool, or ``compaction``
+            is not a Compaction.
         DefinitionError: ``output_schema`` or ``output_retries`` is invalid (a
             ``ValueError``; the message names the argument).
     """
@@ -160,6 +166,7 @@ class Agent:
         "_tools",
         "agent_id",
         "chat",
+        "compaction",
         "governance",
         "hooks",
         "last_result",
@@ -185,8 +192,14 @@ class Agent:
         governance: Governance | None = None,
         output_schema: OutputSchema | None = None,
         output_retries: int | None = None,
+        compaction: Compaction | None = None,
     ) -> None:
         self._output = _output_contract(output_schema, output_retries)
+        if compaction is not None and not isinstance(compaction, Compaction):
+            raise TypeError(
+                f"compaction must be a Compaction or None, got {type(compaction).__name__}"
+            )
+        self.compaction = compaction if compaction is not None else Compaction()
         if governance is not None and working_dir is None:
             # A subagent works in its lead's directory, which the lead resolved and checked.
             wd = governance.lead.working_dir
@@ -557,6 +570,8 @@ class Agent:
                     return
             add_task(ctx.turns, task)
         meter = ctx.meter
+        # None when the model's context window is unknown: nothing to keep it inside.
+        compactor = compactor_for(self.chat, self.name, self.compaction)
         while True:
             if ctx.boundary is not None:
                 # Every call of the previous turn is answered and every delegation of it
@@ -566,6 +581,10 @@ class Agent:
                 await self._drain_config(ctx)
             if self._interrupt_reason is not None:
                 ctx.stop_reason = StopReason.INTERRUPTED
+                return
+            # Before the limit check: compaction requests count against the limits, and
+            # the request itself is checked after them.
+            if compactor is not None and not await compactor.fit(ctx, self._prompt, self._specs):
                 return
             limit = meter.before_request()
             spend = ctx.spend
@@ -584,6 +603,8 @@ class Agent:
                 if spend is not None:
                     await spend.after_request(reply.usage if reply is not None else None)
             meter.add_response(reply.usage)
+            if compactor is not None:
+                compactor.reported(reply.usage.input_tokens)
             if reply.usage.cost_usd is None and ctx.limits.max_cost_usd is not None:
                 self._warn_cost_unknown(ctx)
             ctx.turns.append(reply.turn())

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
+
 from ..chat import Chat, ModelSource, resolve_model
 from ..chat import chat as chat_from_spec
 from ..definitions import AgentDefinition, missing_mcp_server_message
@@ -17,6 +19,7 @@ from ..errors import DelegationBindingError
 from ..skills import Skill, skill_load
 from ..tools import Tool, ask_user_tool
 from ._agent import Agent
+from ._compaction import Compaction
 from ._context import Governance, RunOwner
 from ._events import EventSink, WarningEvent
 from ._hooks import HookEvent, Hooks
@@ -40,6 +43,7 @@ class LeadHandle(RunOwner, Protocol):
     delegation_scope: dict[str, Any] | None
     model_aliases: Mapping[str, str]
     shared_budget: BudgetLedger | None
+    compaction: Compaction
 
 
 class _LazyContext:
@@ -146,6 +150,7 @@ async def build_subagent(
         hooks=_definition_hooks(definition),
         output_schema=definition.output_schema,
         output_retries=definition.output_retries,
+        compaction=_compaction(lead.compaction, definition),
         governance=Governance(
             delegation_id=d.delegation_id,
             parent_run_id=d.parent_run_id,
@@ -170,6 +175,13 @@ async def build_subagent(
         )
     child.set_tools(_bind_human_input(policy, tools, context, definition.name))
     return child
+
+
+def _compaction(lead: Compaction, definition: AgentDefinition) -> Compaction:
+    """The lead's compaction setting, at the definition's ``compact_at`` when it has one."""
+    if definition.compact_at is None or definition.compact_at == lead.threshold:
+        return lead
+    return msgspec.structs.replace(lead, threshold=definition.compact_at)
 
 
 def _definition_hooks(definition: AgentDefinition) -> Hooks | None:

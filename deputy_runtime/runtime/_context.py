@@ -181,6 +181,8 @@ class RunContext:
         boundary: Awaited at every turn boundary (before each model request, every
             tool call of the previous turn answered): where a lead saves its checkpoint.
         resumed: The run continues a checkpoint: its task is already in ``turns``.
+        stop_error: What the stop reason alone does not say (a request too big for the
+            context window: its size); the result's error.
     """
 
     __slots__ = (
@@ -201,6 +203,7 @@ class RunContext:
         "run_id",
         "sampling",
         "spend",
+        "stop_error",
         "stop_reason",
         "turn_results",
         "turns",
@@ -237,6 +240,7 @@ class RunContext:
         self.sampling: anyio.Lock | None = None
         self.boundary: Callable[[RunContext], Awaitable[None]] | None = None
         self.resumed = False
+        self.stop_error: str | None = None
 
     # -- what the owner offers, read live ------------------------------------------------
 
@@ -418,6 +422,8 @@ def finish_run(ctx: RunContext, error: BaseException | None) -> AgentResult:
     reason = ctx.stop_reason or StopReason.ERROR
     if reason == StopReason.INVALID_OUTPUT and message is None:
         message = ctx.output_error
+    if reason == StopReason.CONTEXT_WINDOW and message is None:
+        message = ctx.stop_error
     usage = ctx.meter.snapshot()
     if ctx.emit is not None:
         ids = ctx.event_ids()

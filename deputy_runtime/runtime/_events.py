@@ -19,6 +19,8 @@ from ._states import DelegationStatus, StopReason
 from ._usage import AgentUsage, UsageLimits
 
 __all__ = [
+    "CompactionEnd",
+    "CompactionStart",
     "DelegationEnd",
     "DelegationStart",
     "Event",
@@ -138,6 +140,34 @@ class StopEvent(_Base, frozen=True, gc=False, tag="stop"):
 
     stop_reason: StopReason
     usage: AgentUsage
+    error: str | None = None
+
+
+class CompactionStart(_Base, frozen=True, gc=False, tag="compaction_start"):
+    """The conversation is being compacted before the next request.
+
+    ``tokens`` is the request's estimated size, ``threshold`` the size that triggers a
+    compaction and ``window`` the context window (all in tokens); ``turns`` the
+    conversation's length.
+    """
+
+    strategy: str
+    tokens: int
+    window: int
+    threshold: int
+    turns: int
+
+
+class CompactionEnd(_Base, frozen=True, gc=False, tag="compaction_end"):
+    """A compaction finished: the sizes before and after, and the model requests it
+    made (counted in the run's usage). ``error`` says why it stopped early."""
+
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    turns_before: int
+    turns_after: int
+    requests: int = 0
     error: str | None = None
 
 
@@ -264,6 +294,8 @@ Event: TypeAlias = (
     | McpLogEvent
     | McpSamplingEvent
     | QuestionEvent
+    | CompactionStart
+    | CompactionEnd
 )
 
 EventSink: TypeAlias = Callable[[Event], None]

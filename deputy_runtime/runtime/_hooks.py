@@ -21,8 +21,10 @@ __all__ = ["HookCallback", "HookDecision", "HookEvent", "HookInput", "HookMatche
 class HookEvent(StrEnum):
     """The 14 points at which hooks run.
 
-    ``PreCompact`` and ``PostCompact`` exist for compatibility with Claude Code's hook
-    names; this runtime never compacts a conversation, so they never fire.
+    ``PreCompact`` fires before a conversation is compacted (a ``deny`` skips that
+    compaction, a ``stop`` ends the run) and ``PostCompact`` after it; both carry
+    ``reason="auto"``, ``context_tokens`` (the estimated request size before, resp.
+    after) and ``context_window``.
     """
 
     PreToolUse = "PreToolUse"
@@ -88,6 +90,8 @@ class HookInput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     child_run_id: str | None = None
     result: str | None = None
     error: str | None = None
+    context_tokens: int | None = None
+    context_window: int | None = None
 
 
 class HookDecision(msgspec.Struct, frozen=True, gc=False):

@@ -17,6 +17,7 @@ from ..errors import CheckpointError, DefinitionError, RunActiveError, UsageLimi
 from ..tools import Tool, invoke_tool, struct_validator, tool_validator
 from ._agent import Agent
 from ._checkpoint import check_key, decode_checkpoint
+from ._compaction import Compaction
 from ._context import RunContext
 from ._coordinator import DelegationCoordinator
 from ._events import EventSink, GuardedSink
@@ -136,6 +137,7 @@ class LeadAgent(Agent):
         max_active_delegations: int | None = None,
         model_aliases: Mapping[str, str] | None = None,
         shared_budget: BudgetLedger | None = None,
+        compaction: Compaction | None = None,
     ) -> None:
         # Alias -> "provider/model" or a model id on the lead's provider: how definitions
         # saying "sonnet" (or another vendor's id) run under this lead's provider.
@@ -172,6 +174,7 @@ class LeadAgent(Agent):
             hooks=hooks,
             working_dir=working_dir,
             name=name,
+            compaction=compaction,
         )
         values = sub_agents.values() if isinstance(sub_agents, Mapping) else sub_agents
         for definition in values:

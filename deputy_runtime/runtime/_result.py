@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ..chat import Turn
-from ..errors import BudgetExceeded, RequestLimitExceeded
+from ..errors import BudgetExceeded, ContextWindowExceeded, RequestLimitExceeded
 from ._states import StopReason
 from ._usage import AgentUsage, UsageLimits
 
@@ -72,8 +72,15 @@ def raise_for_limit(result: AgentResult) -> None:
     Raises:
         RequestLimitExceeded: The run reached its request limit.
         BudgetExceeded: The run reached any other limit (tool calls, tokens, cost).
+        ContextWindowExceeded: The run's next request would not fit its context window.
     """
     reason = result.stop_reason
+    if reason == StopReason.CONTEXT_WINDOW:
+        raise ContextWindowExceeded(
+            f"Run stopped: {result.error or 'the context window is full'}",
+            stop_reason=reason,
+            result=result,
+        )
     if reason == StopReason.REQUEST_LIMIT:
         raise RequestLimitExceeded(
             "Run stopped: request limit reached", stop_reason=reason, result=result

@@ -22,7 +22,9 @@ class StopReason(StrEnum):
     because its agent's ``max_delegations`` for the lead's run were spent.
     ``delegation_error`` and ``delegation_stopped`` end a ``parallel_delegate`` batch in
     which a responder failed or did not complete. ``invalid_output`` ends a run whose
-    final answer never matched its output schema, retries included.
+    final answer never matched its output schema, retries included. ``context_window``
+    ends a run whose next request would not fit its model's context window, even after
+    compaction (a request over the window is never sent).
     """
 
     COMPLETE = "complete"
@@ -44,6 +46,7 @@ class StopReason(StrEnum):
     TIME_LIMIT = "time_limit"
     DELEGATION_LIMIT = "delegation_limit"
     INVALID_OUTPUT = "invalid_output"
+    CONTEXT_WINDOW = "context_window"
 
 
 #: Every stop reason the runtime produces, as plain strings, in declaration order.

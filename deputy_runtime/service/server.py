@@ -25,7 +25,7 @@ from ..runtime import LeadAgent
 from .config import Resolved, ServiceConfig
 from .runs import RunManager
 
-__all__ = ["serve_forever"]
+__all__ = ["hypercorn_serve", "serve_forever"]
 
 # Beyond the grace period: time for owned cleanups (at most 10 s each, in parallel) and
 # for streams to send their final events before Hypercorn drops what is left.
@@ -57,7 +57,7 @@ async def serve_forever(
 
             async def server() -> None:
                 try:
-                    await _hypercorn(app, hyper, stopping.wait)
+                    await hypercorn_serve(app, hyper, stopping.wait)
                 finally:
                     server_done.set()
 
@@ -76,7 +76,10 @@ async def _watch_signals(stopping: anyio.Event) -> None:
             stopping.set()
 
 
-async def _hypercorn(app: ASGIApp, hyper: Config, trigger: Callable[[], Awaitable[None]]) -> None:
+async def hypercorn_serve(
+    app: ASGIApp, hyper: Config, trigger: Callable[[], Awaitable[None]]
+) -> None:
+    """Serve ``app`` with Hypercorn on the running backend until ``trigger`` returns."""
     # Starlette's and Hypercorn's ASGI type aliases describe the same protocol differently.
     framework = cast(Any, app)
     if sniffio.current_async_library() == "trio":

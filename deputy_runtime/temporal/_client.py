@@ -40,7 +40,8 @@ def agent_spec(
 
     Raises:
         SkillError: A skill given as a path cannot be loaded (its name is read from it).
-        DelegationBindingError: The definition has hooks of its own (not run durably yet).
+        DelegationBindingError: The definition has hooks of its own or a ``compact_at``
+            (neither is run durably yet).
 
     Tools travel by name (each ``Tool.name``); the worker's registry must hold them.
     An output schema travels as its JSON Schema (a ``msgspec.Struct`` or dataclass type
@@ -57,6 +58,12 @@ def agent_spec(
             f"Agent {definition.name!r} has hooks of its own, which durable runs do not run "
             "yet: give the workers the hooks (a plugin folder's hooks/hooks.json, or a "
             "--plugin's hooks), or drop them with definition.replace(hooks=None)"
+        )
+    if definition.compact_at is not None:
+        raise DelegationBindingError(
+            f"Agent {definition.name!r} has compact_at: compaction is not supported durably "
+            "yet (durable runs never compact, so the threshold would be ignored); run it with "
+            "a LeadAgent, or drop it with definition.replace(compact_at=None)"
         )
     provider, _ = parse_model_spec(lead_model)
     choice = resolve_model(

@@ -18,6 +18,8 @@ from deputy_runtime import LeadAgent, UsageLimits, agent_definition, chat
 from deputy_runtime._cli.view import LiveView, PlainView, RunState, _clip, summary_table, tree_lines
 from deputy_runtime.chat import reply, tool_calls
 from deputy_runtime.runtime import (
+    CompactionEnd,
+    CompactionStart,
     DelegationStart,
     Event,
     McpLogEvent,
@@ -205,3 +207,42 @@ async def test_mcp_progress_shows_in_the_tree_and_warnings_in_the_plain_log() ->
     # A refused sampling request is a line; an answered one is only in the usage.
     assert "alpha: mcp probe sampling refused: the run's budget is spent" in text
     assert text.count("sampling") == 1
+
+
+async def test_a_compaction_shows_in_the_tree_and_the_plain_log() -> None:
+    _, events = await _events()
+    start = next(e for e in events if isinstance(e, DelegationStart) and e.agent_name == "alpha")
+    ids: dict[str, Any] = {
+        "agent_id": start.agent_id,
+        "agent_name": start.agent_name,
+        "run_id": start.run_id,
+        "delegation_id": start.delegation_id,
+        "parent_agent_id": start.parent_agent_id,
+        "parent_run_id": start.parent_run_id,
+    }
+    at = events.index(start) + 1
+    begin = CompactionStart(
+        **ids, strategy="summarize", tokens=1700, window=2000, threshold=1600, turns=40
+    )
+    end = CompactionEnd(
+        **ids,
+        strategy="summarize",
+        tokens_before=1700,
+        tokens_after=600,
+        turns_before=40,
+        turns_after=9,
+        requests=1,
+    )
+    state = RunState()
+    for event in [*events[:at], begin]:
+        node = state.apply(event)
+    assert node is not None
+    assert node.last_tool == "compacting the conversation (summarize)"
+    out = io.StringIO()
+    view = PlainView(out, RunState())
+    for event in [*events[:at], begin, end, *events[at:]]:
+        view.handle(event)
+    assert (
+        "alpha: compacted (summarize): ~1700 -> ~600 tokens, 40 -> 9 turns, 1 request\n"
+        in out.getvalue()
+    )

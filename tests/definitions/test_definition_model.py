@@ -29,6 +29,7 @@ FIELDS = (
     "color",
     "output_schema",
     "output_retries",
+    "compact_at",
 )
 
 

@@ -103,6 +103,7 @@ def test_usage_limits_defaults_and_stop_reasons_match_design() -> None:
         "time_limit",
         "delegation_limit",
         "invalid_output",
+        "context_window",
     )
     assert [e.value for e in HookEvent] == [
         "PreToolUse",

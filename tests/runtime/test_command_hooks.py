@@ -229,3 +229,26 @@ async def test_a_definitions_own_hooks_guard_its_delegations_only(tmp_path: Path
     assert "guarded agents do not save" in denied.error
     [ran] = tool_results(provider.requests_for("free")[-1])
     assert ran.error is None
+
+
+async def test_a_pre_compact_command_hook_reads_claude_codes_trigger(tmp_path: Path) -> None:
+    file = tmp_path / "hook.sh"
+    file.write_text('#!/bin/sh\ncat > "$CLAUDE_PLUGIN_ROOT/compact.json"\n')
+    file.chmod(0o755)
+    config = {"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": str(file)}]}]}}
+    hooks = command_hooks(config, tmp_path / "hooks.json", plugin_root=tmp_path)
+    event = HookInput(
+        event=HookEvent.PreCompact,
+        agent_id="agent_1",
+        run_id="run_1",
+        reason="auto",
+        context_tokens=900,
+        context_window=1000,
+    )
+    errors: list[str] = []
+    assert await hooks.dispatch(event, errors) is None
+    assert errors == []
+    seen = json.loads((tmp_path / "compact.json").read_text())
+    assert seen["hook_event_name"] == "PreCompact"
+    assert seen["trigger"] == "auto"
+    assert (seen["deputy"]["context_tokens"], seen["deputy"]["context_window"]) == (900, 1000)

@@ -142,3 +142,15 @@ def test_a_type_whose_schema_cannot_be_checked_durably_is_refused() -> None:
 
 class _Stamp(msgspec.Struct):
     at: Annotated[str, msgspec.Meta(pattern="^[0-9]+$")]  # "pattern": not in the subset
+
+
+def test_a_compaction_threshold_is_refused_on_the_durable_path() -> None:
+    from deputy_runtime import DelegationBindingError
+
+    compacting = AgentDefinition("reader", "d", "p", compact_at=0.5)
+    expected = "has compact_at: compaction is not supported durably yet"
+    with pytest.raises(DelegationBindingError, match=expected):
+        agent_spec(compacting, "test/model")
+    with pytest.raises(DelegationBindingError, match=expected):
+        lead_input("x", [compacting], model="test")
+    assert agent_spec(compacting.replace(compact_at=None), "test/model").name == "reader"
