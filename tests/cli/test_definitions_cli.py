@@ -48,7 +48,7 @@ def test_validate_reports_each_problem_with_line(
         "appear only once in a mapping",
         f"{tmp_path / 'worse.yml'}:1: version must be the integer 1 or 2, got the number 3; "
         "this reader understands format versions 1 and 2 (version: 1, or version: 2 for a "
-        "definition with an output_schema)",
+        "definition with an output_schema or compact_at)",
         f"{single}:5: max_requests: expected a non-negative integer (e.g. 10) or null, got "
         "the number -1",
     ]

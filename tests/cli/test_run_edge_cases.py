@@ -65,6 +65,7 @@ def test_commands_and_run_options_match_design() -> None:
         "attach",
         "answer",
         "budget",
+        "mcp-serve",
     }
     run = sub.choices["run"]
     options = {o for a in run._actions for o in a.option_strings}
