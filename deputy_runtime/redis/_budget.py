@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from ..errors import BudgetLedgerError, CoordinationError
+from ..errors import BudgetLedgerError
 from . import _scripts
 from ._amounts import (
     FIELDS,
@@ -20,7 +20,7 @@ from ._amounts import (
     encode_used,
     encode_want,
 )
-from ._connection import RedisConnection
+from ._connection import RedisConnection, enter_connection
 from ._keepalive import LostReason, keep_alive
 from ._leases import current_traceparent
 from ._validate import check_name, check_seconds
@@ -138,13 +138,7 @@ class RedisBudget:
         return self._keep_ms
 
     async def __aenter__(self) -> Self:
-        if self._owns:
-            await self.connection.__aenter__()
-        elif not self.connection.is_open:
-            raise CoordinationError(
-                "RedisBudget was given a shared RedisConnection that is not open: open it "
-                "with 'async with' first."
-            )
+        await enter_connection(self.connection, owns=self._owns, user="RedisBudget")
         try:
             await self.ensure()
         except BaseException:

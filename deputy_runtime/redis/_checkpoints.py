@@ -19,7 +19,7 @@ from typing import Self
 
 from ..errors import CoordinationError
 from ..runtime import check_run_id
-from ._connection import RedisConnection
+from ._connection import RedisConnection, enter_connection
 from ._validate import check_name
 
 __all__ = ["RedisCheckpointStore"]
@@ -76,13 +76,7 @@ class RedisCheckpointStore:
         return f"{self.namespace}:checkpoint:{check_run_id(run_id)}"
 
     async def __aenter__(self) -> Self:
-        if self._owns:
-            await self.connection.__aenter__()
-        elif not self.connection.is_open:
-            raise CoordinationError(
-                "RedisCheckpointStore was given a shared RedisConnection that is not open: "
-                "open it with 'async with' first."
-            )
+        await enter_connection(self.connection, owns=self._owns, user="RedisCheckpointStore")
         return self
 
     async def __aexit__(

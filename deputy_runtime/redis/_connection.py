@@ -23,7 +23,7 @@ from coredis.retry import NoRetryPolicy
 from ..errors import CoordinationError, CoordinationUnavailableError
 from ._validate import check_seconds, check_url, redacted
 
-__all__ = ["RedisConnection"]
+__all__ = ["RedisConnection", "enter_connection"]
 
 # Failures that mean "the server could not be reached or did not answer", as opposed to a
 # script error (a bug) or a refused operation.
@@ -228,3 +228,19 @@ class RedisConnection:
                     raise
                 await anyio.sleep(min(delay * random.uniform(0.5, 1.0), remaining))
                 delay = min(delay * 2, 0.5)
+
+
+async def enter_connection(connection: RedisConnection, *, owns: bool, user: str) -> None:
+    """Open ``connection`` for ``user`` when ``user`` owns it (it was given a URL);
+    otherwise check the shared connection it was given is already open.
+
+    Raises:
+        CoordinationError: A shared connection that is not open.
+    """
+    if owns:
+        await connection.__aenter__()
+    elif not connection.is_open:
+        raise CoordinationError(
+            f"{user} was given a shared RedisConnection that is not open: open it with "
+            "'async with' first."
+        )

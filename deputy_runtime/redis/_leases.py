@@ -9,11 +9,11 @@ from typing import Protocol, Self
 
 import anyio
 
-from ..errors import CoordinationError, ResourceBusyError
+from ..errors import ResourceBusyError
 from ..runtime import Lease
 from ..tracing import inject_traceparent
 from . import _scripts
-from ._connection import RedisConnection
+from ._connection import RedisConnection, enter_connection
 from ._keepalive import LostReason, keep_alive
 from ._validate import check_name, check_seconds
 
@@ -60,13 +60,7 @@ class RedisLeases:
         self.ttl_ms = max(int(self.ttl * 1000), 10)
 
     async def __aenter__(self) -> Self:
-        if self._owns:
-            await self.connection.__aenter__()
-        elif not self.connection.is_open:
-            raise CoordinationError(
-                "RedisLeases was given a shared RedisConnection that is not open: open it "
-                "with 'async with' first."
-            )
+        await enter_connection(self.connection, owns=self._owns, user="RedisLeases")
         return self
 
     async def __aexit__(

@@ -70,34 +70,26 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(
-    directory: Path, script: str = "writer"
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Start a test server (the writer) over HTTP; poll its port until it accepts
-    connections."""
-    port = free_port()
-    log = directory / "server.log"
-    notes = directory / "notes.txt"
+def listening_server(
+    argv: list[str], port: int, log: Path, env: dict[str, str]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``argv`` (a server on 127.0.0.1:``port``), wait until it accepts connections
+    (its output in ``log``), and stop it at the end."""
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, str(SERVERS / f"{script}.py"), "http", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={"NOTES_FILE": str(notes), "PATH": "/usr/bin:/bin"},
-        )
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 120
         while True:
             if process.poll() is not None:
-                pytest.fail(f"HTTP test server exited: {log.read_text()}")
+                pytest.fail(f"test server exited: {log.read_text()}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"HTTP test server did not listen: {log.read_text()}")
+                    pytest.fail(f"test server did not listen: {log.read_text()}")
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", process
+        yield process
     finally:
         process.terminate()
         try:
@@ -105,3 +97,16 @@ def http_server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def http_server(
+    directory: Path, script: str = "writer"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start a test server (the writer) over HTTP; poll its port until it accepts
+    connections."""
+    port = free_port()
+    argv = [sys.executable, str(SERVERS / f"{script}.py"), "http", str(port)]
+    env = {"NOTES_FILE": str(directory / "notes.txt"), "PATH": "/usr/bin:/bin"}
+    with listening_server(argv, port, directory / "server.log", env) as process:
+        yield f"http://127.0.0.1:{port}/mcp", process

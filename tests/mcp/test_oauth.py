@@ -5,10 +5,7 @@ in one process, started as a subprocess), and credentials from ``.mcp.json``."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +14,7 @@ import pytest
 from deputy_runtime.errors import McpConfigError, McpStartError
 from deputy_runtime.mcp import McpHttp, McpOAuth, McpServer, load_mcp_config
 from deputy_runtime.tools import invoke_tool
-from tests.mcp._mcp_helpers import SERVERS
+from tests.mcp._mcp_helpers import SERVERS, free_port, listening_server
 
 pytestmark = pytest.mark.anyio
 
@@ -26,45 +23,17 @@ SECRET = "s3cret-for-the-test"
 AUTHORISED = {"result": "authorised"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The guarded server's base URL and the file listing the tokens it issued."""
     directory = tmp_path_factory.mktemp("guarded")
-    port, tokens, log = _free_port(), directory / "tokens.txt", directory / "server.log"
+    port, tokens = free_port(), directory / "tokens.txt"
     tokens.touch()
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, str(SERVERS / "guarded.py"), str(port)],
-            stdout=out, stderr=subprocess.STDOUT,
-            env={"CLIENT_ID": "deputy", "CLIENT_SECRET": SECRET, "TOKENS_FILE": str(tokens),
-                 "PATH": "/usr/bin:/bin"},
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"guarded server exited: {log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"guarded server did not listen: {log.read_text()}")
-                time.sleep(0.05)
+    argv = [sys.executable, str(SERVERS / "guarded.py"), str(port)]
+    env = {"CLIENT_ID": "deputy", "CLIENT_SECRET": SECRET, "TOKENS_FILE": str(tokens),
+           "PATH": "/usr/bin:/bin"}  # fmt: skip
+    with listening_server(argv, port, directory / "server.log", env):
         yield f"http://127.0.0.1:{port}", tokens
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _issued(tokens: Path) -> int:
