@@ -118,6 +118,15 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
         )
         return {str(k): str(v) for k, v in found.items()} if found else {}
 
+    def click(selector: str) -> None:
+        # Found and clicked in one poll: a list or tree redrawn in between makes the
+        # element stale, and the next poll finds the redrawn one.
+        def clicked(d: WebDriver) -> bool:
+            d.find_element(By.CSS_SELECTOR, selector).click()
+            return True
+
+        wait.until(clicked)
+
     def start(*agents: str, task: str = "Look into the README") -> str:
         before = driver.find_element(By.ID, "run-id").text
         for box in driver.find_elements(By.CSS_SELECTOR, "#agents input[type=checkbox]"):
@@ -223,7 +232,7 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     assert driver.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 0
     interrupt = '#tree tr[data-agent="slow_one"] button.interrupt'
-    driver.find_element(By.CSS_SELECTOR, interrupt).click()
+    click(interrupt)
     wait.until(lambda d: "Interrupting" in d.find_element(By.CSS_SELECTOR, interrupt).text)
     (markers / f"release-{row('slow_one')['node']}").touch()
     wait.until(lambda d: row("slow_one").get("status") == "stopped")
@@ -233,7 +242,7 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     wait.until(lambda d: listed() == [(second, "completed"), (first, "completed")])
 
     # Back to the first run through its entry in the list.
-    driver.find_element(By.CSS_SELECTOR, f'#run-list a[data-run="{first}"]').click()
+    click(f'#run-list a[data-run="{first}"]')
     wait.until(lambda d: text("run-id") == first and row("quick_b").get("status") == "completed")
     assert not driver.find_elements(By.CSS_SELECTOR, '#tree tr[data-agent="slow_one"]')
 
