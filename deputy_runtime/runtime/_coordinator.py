@@ -470,20 +470,30 @@ class DelegationCoordinator:
             d.lease_lost = True
             self.interrupt(d.delegation_id, f"lease_lost: {reason}")
 
+        # A crash of the run is raised after the group, not inside it: inside, a crash
+        # that meets a cancellation of the lead leaves as an exception group mixing both,
+        # which the delegate tool cannot tell from a cancellation and the caller's cancel
+        # scope strips down to the bare crash. After the group, a cancellation wins.
+        crash: Exception | None = None
         async with anyio.create_task_group() as tg:
             for binding in d.bindings:
                 if binding.holds:
                     tg.start_soon(binding.hold, lost)
-            d.result = await run_delegated(
-                child,
-                task,
-                usage_limits=reservation.limits,
-                emit=emit,
-                run_id=d.run_id,
-                source=source,
-                spend=spend,
-            )
+            try:
+                d.result = await run_delegated(
+                    child,
+                    task,
+                    usage_limits=reservation.limits,
+                    emit=emit,
+                    run_id=d.run_id,
+                    source=source,
+                    spend=spend,
+                )
+            except Exception as exc:
+                crash = exc
             tg.cancel_scope.cancel()
+        if crash is not None:
+            raise crash
         return True
 
     async def _start(self, d: Delegation) -> bool:
