@@ -183,6 +183,23 @@ def test_the_page_starts_a_run_shows_the_tree_and_interrupts_a_delegation(
     assert row("quick_a")["cost"] == "$0.0008"  # two requests at $0.0004
     assert row("lead")["cost"] == "$0.0024"  # six requests: the lead's and its children's
     assert row("quick_a")["last_tool"].startswith("quick_lookup(")
+    # An MCP call's progress is the delegation's last tool, as in the CLI's live view. The
+    # scripted run has no MCP server, so the event is fed to the page's own handler, as
+    # the event stream would feed it.
+    progress = {
+        "type": "mcp_progress",
+        "delegation_id": row("quick_a")["node"],
+        "server": "files",
+        "tool": "copy",
+        "progress": 3,
+        "total": 10,
+        "message": "copying\nthe files",
+        "title": None,
+    }
+    driver.execute_script("apply(arguments[0]); render();", progress)
+    assert row("quick_a")["last_tool"] == "copy 3/10 copying the files"
+    driver.execute_script("apply(arguments[0]); render();", {**progress, "title": "Copy files"})
+    assert row("quick_a")["last_tool"] == "Copy files 3/10 copying the files"
     # A definition's colour draws its agent's name (only the name, not the tree's branch).
     # Read in one script: the rows are redrawn while the page runs.
     names = driver.execute_script(

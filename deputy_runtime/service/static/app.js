@@ -127,6 +127,14 @@ function callText(event) {
   return event.tool_name + "(" + joined + ")";
 }
 
+// A running MCP call's progress, as the CLI's live view writes it: "tool 3/10 message".
+function progressText(event) {
+  const done = String(event.progress) + (event.total === null || event.total === undefined ? "" : "/" + event.total);
+  let message = (event.message || "").replace(/\s+/g, " ").trim();
+  if (message.length > 60) message = message.slice(0, 57) + "...";
+  return (event.title || event.tool) + " " + done + (message ? " " + message : "");
+}
+
 function apply(event) {
   const s = state;
   if (event.type === "run_start" && !event.delegation_id) {
@@ -155,6 +163,7 @@ function apply(event) {
       break;
     case "tool_start": node.lastTool = callText(event); break;
     case "tool_end": if (event.error) node.lastTool = event.tool_name + " failed"; break;
+    case "mcp_progress": node.lastTool = progressText(event); break;
     case "usage": if (!event.delegation_id) node.usage = event.usage; break;
     case "stop":
       if (!event.delegation_id) {
