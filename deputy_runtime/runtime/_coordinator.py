@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -454,16 +455,18 @@ class DelegationCoordinator:
         reservation = d.reservation
         source = (meter, reservation) if meter is not None else None
         spend = shared_spend(d) if source is not None and d.ledger is not None else None
+        run = partial(
+            run_delegated,
+            child,
+            task,
+            usage_limits=reservation.limits,
+            emit=emit,
+            run_id=d.run_id,
+            source=source,
+            spend=spend,
+        )
         if d.bindings is None or not any(b.holds for b in d.bindings):
-            d.result = await run_delegated(
-                child,
-                task,
-                usage_limits=reservation.limits,
-                emit=emit,
-                run_id=d.run_id,
-                source=source,
-                spend=spend,
-            )
+            d.result = await run()
             return True
 
         def lost(reason: str) -> None:
@@ -480,15 +483,7 @@ class DelegationCoordinator:
                 if binding.holds:
                     tg.start_soon(binding.hold, lost)
             try:
-                d.result = await run_delegated(
-                    child,
-                    task,
-                    usage_limits=reservation.limits,
-                    emit=emit,
-                    run_id=d.run_id,
-                    source=source,
-                    spend=spend,
-                )
+                d.result = await run()
             except Exception as exc:
                 crash = exc
             tg.cancel_scope.cancel()
